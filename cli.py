@@ -1,0 +1,62 @@
+"""`rebalance`: the command-line entry point. Parses flags, calls the core, renders results.
+
+Every user-facing failure is a RebalanceError; `main` maps it to a one-line message and the
+error's exit code, with no stack trace.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from commands.render import console, err_console, spread_table, topology_table
+from topology.capacities import read_capacities
+from topology.errors import RebalanceError
+from topology.snapshot import read_snapshot
+
+app = typer.Typer(
+    name="rebalance",
+    help="Plan and execute throttled partition rebalances for Apache Kafka.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.command()
+def show(
+    snapshot: Annotated[Path, typer.Argument(help="Topology snapshot file (JSON v1).")],
+    capacities: Annotated[
+        Path | None, typer.Option(help="Capacities YAML; overrides the snapshot's capacities.")
+    ] = None,
+) -> None:
+    """Summarize a snapshot: brokers by rack, utilization per resource, and the spread."""
+    caps = read_capacities(capacities) if capacities else None
+    topology = read_snapshot(snapshot, caps)
+    console.print(topology_table(topology, title=f"{snapshot} ({len(topology.partitions)} "
+                                 f"partitions, {len(topology.brokers)} brokers)"))
+    console.print(spread_table(topology))
+    for note in topology.notes:
+        console.print(f"[yellow]note:[/] {note}")
+
+
+def main() -> None:
+    """Console-script entry: run the app and turn RebalanceErrors into exit codes.
+
+    Usage errors (bad flags) are reported by typer itself with exit code 2.
+    """
+    try:
+        app()
+    except RebalanceError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

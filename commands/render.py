@@ -1,0 +1,65 @@
+"""Rich rendering helpers shared by the commands (tables and human-readable units)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from topology.load import balance, broker_loads
+from topology.model import RESOURCES, Resource, Topology
+
+console = Console()
+err_console = Console(stderr=True)
+
+_RESOURCE_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
+
+
+def human_bytes(value: float, suffix: str = "B") -> str:
+    """1234567 -> '1.2 MB' (decimal units, as network and disk vendors quote)."""
+    units = ["", "k", "M", "G", "T", "P"]
+    magnitude = float(value)
+    for unit in units:
+        if abs(magnitude) < 1000 or unit == units[-1]:
+            return f"{magnitude:.1f} {unit}{suffix}" if unit else f"{magnitude:.0f} {suffix}"
+        magnitude /= 1000
+    return f"{magnitude:.1f} P{suffix}"
+
+
+def topology_table(topology: Topology, title: str = "Brokers") -> Table:
+    """Per-broker table grouped by rack: replicas, leaders, load and utilization per resource."""
+    loads = broker_loads(topology)
+    bal = balance(topology)
+    replicas = {b.id: 0 for b in topology.brokers}
+    leaders = dict(replicas)
+    for p in topology.partitions:
+        leaders[p.replicas[0]] += 1
+        for r in p.replicas:
+            replicas[r] += 1
+    table = Table(title=title)
+    for header in ("rack", "broker", "replicas", "leaders"):
+        table.add_column(header, justify="right" if header != "rack" else "left")
+    for res in RESOURCES:
+        table.add_column(_RESOURCE_TITLES[res], justify="right")
+        table.add_column(f"{_RESOURCE_TITLES[res]} util", justify="right")
+    for rack in topology.racks:
+        for b in (b for b in topology.brokers if b.rack == rack):
+            load = loads[b.id]
+            row = [str(rack), str(b.id) + ("" if b.alive else " (offline)"),
+                   str(replicas[b.id]), str(leaders[b.id])]
+            for res in RESOURCES:
+                amount = human_bytes(load.of(res), "B" if res is Resource.DISK else "B/s")
+                util = bal[res].utilization.get(b.id)
+                row += [amount, f"{util:.1%}" if util is not None else "-"]
+            table.add_row(*row)
+    return table
+
+
+def spread_table(topology: Topology) -> Table:
+    """Spread per resource: capacity-weighted average utilization, max/avg and min/avg."""
+    table = Table(title="Balance")
+    for header in ("resource", "avg util", "max/avg", "min/avg"):
+        table.add_column(header, justify="right")
+    for res, rb in balance(topology).items():
+        table.add_row(_RESOURCE_TITLES[res], f"{rb.average:.1%}",
+                      f"{rb.max_over_avg:.3f}", f"{rb.min_over_avg:.3f}")
+    return table

@@ -1,0 +1,47 @@
+"""Cluster model (pure values), load model, and the adapters that read and write it."""
+
+from topology.errors import (
+    ClusterError,
+    ExecutionError,
+    InputError,
+    MetricsError,
+    PlanError,
+    RebalanceError,
+    SandboxError,
+)
+from topology.load import balance, broker_loads, bytes_moved, leader_net_out, replica_load
+from topology.model import (
+    RESOURCES,
+    Broker,
+    Capacity,
+    Load,
+    Partition,
+    Resource,
+    TopicPartition,
+    Topology,
+    replace_replicas,
+)
+
+__all__ = [
+    "RESOURCES",
+    "Broker",
+    "Capacity",
+    "ClusterError",
+    "ExecutionError",
+    "InputError",
+    "Load",
+    "MetricsError",
+    "Partition",
+    "PlanError",
+    "RebalanceError",
+    "Resource",
+    "SandboxError",
+    "TopicPartition",
+    "Topology",
+    "balance",
+    "broker_loads",
+    "bytes_moved",
+    "leader_net_out",
+    "replace_replicas",
+    "replica_load",
+]

@@ -1,0 +1,48 @@
+"""One exception tree for the whole tool: every user-facing failure is a RebalanceError.
+
+The CLI maps each class to an exit code in one handler; messages say what to fix.
+"""
+
+from __future__ import annotations
+
+
+class RebalanceError(Exception):
+    """Base of every error the tool reports to a user (no stack trace, non-zero exit)."""
+
+    exit_code = 1
+
+
+class InputError(RebalanceError):
+    """A file or flag the user gave is malformed or inconsistent."""
+
+    exit_code = 2
+
+
+class ClusterError(RebalanceError):
+    """The cluster cannot be reached or answered something unusable."""
+
+    exit_code = 3
+
+
+class MetricsError(RebalanceError):
+    """Prometheus cannot be reached or has no usable series."""
+
+    exit_code = 4
+
+
+class PlanError(RebalanceError):
+    """No valid plan can be made, or a plan fails validation."""
+
+    exit_code = 5
+
+
+class ExecutionError(RebalanceError):
+    """The executor refused to start or stopped a run."""
+
+    exit_code = 6
+
+
+class SandboxError(RebalanceError):
+    """The local sandbox cluster could not be started, found or stopped."""
+
+    exit_code = 7

@@ -1,0 +1,228 @@
+"""The cluster model as frozen values: brokers with racks and capacities, partitions, topology.
+
+Constructors validate, so a value that exists is consistent; no I/O happens here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from topology.errors import InputError
+
+
+class Resource(StrEnum):
+    """A broker resource the planner balances."""
+
+    DISK = "disk"
+    NET_IN = "net_in"
+    NET_OUT = "net_out"
+
+
+RESOURCES: tuple[Resource, ...] = (Resource.DISK, Resource.NET_IN, Resource.NET_OUT)
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """What one broker can hold (bytes) and carry (bytes per second)."""
+
+    disk_bytes: float
+    net_in_bytes_per_sec: float
+    net_out_bytes_per_sec: float
+
+    def __post_init__(self) -> None:
+        for name in ("disk_bytes", "net_in_bytes_per_sec", "net_out_bytes_per_sec"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+                raise InputError(f"capacity {name} must be a positive number, got {value!r}")
+
+    def of(self, resource: Resource) -> float:
+        """The capacity for one resource."""
+        if resource is Resource.DISK:
+            return self.disk_bytes
+        if resource is Resource.NET_IN:
+            return self.net_in_bytes_per_sec
+        return self.net_out_bytes_per_sec
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Load on a broker in the same units as Capacity."""
+
+    disk_bytes: float = 0.0
+    net_in_bytes_per_sec: float = 0.0
+    net_out_bytes_per_sec: float = 0.0
+
+    def of(self, resource: Resource) -> float:
+        """The load for one resource."""
+        if resource is Resource.DISK:
+            return self.disk_bytes
+        if resource is Resource.NET_IN:
+            return self.net_in_bytes_per_sec
+        return self.net_out_bytes_per_sec
+
+    def __add__(self, other: Load) -> Load:
+        return Load(
+            self.disk_bytes + other.disk_bytes,
+            self.net_in_bytes_per_sec + other.net_in_bytes_per_sec,
+            self.net_out_bytes_per_sec + other.net_out_bytes_per_sec,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """A broker: id, rack (None when the cluster sets no broker.rack) and capacity."""
+
+    id: int
+    rack: str | None
+    capacity: Capacity
+    alive: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, int) or isinstance(self.id, bool) or self.id < 0:
+            raise InputError(f"broker id must be a non-negative integer, got {self.id!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartition:
+    """A partition's name: topic and index."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """A partition with its replica list (preferred leader first), size and byte rates."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    size_bytes: int = 0
+    bytes_in_per_sec: float = 0.0
+    bytes_out_per_sec: float = 0.0
+
+    def __post_init__(self) -> None:
+        name = f"{self.topic}-{self.partition}"
+        if not self.topic:
+            raise InputError("partition has an empty topic name")
+        if not isinstance(self.partition, int) or self.partition < 0:
+            raise InputError(f"partition {name}: index must be a non-negative integer")
+        if not self.replicas:
+            raise InputError(f"partition {name}: replica list is empty")
+        if len(set(self.replicas)) != len(self.replicas):
+            raise InputError(
+                f"partition {name}: replica list {list(self.replicas)} repeats a broker"
+            )
+        if self.size_bytes < 0:
+            raise InputError(f"partition {name}: size_bytes is negative ({self.size_bytes})")
+        if self.bytes_in_per_sec < 0 or self.bytes_out_per_sec < 0:
+            raise InputError(f"partition {name}: byte rates must not be negative")
+
+    @property
+    def key(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.replicas)
+
+    @property
+    def leader(self) -> int:
+        """The preferred leader: the first replica."""
+        return self.replicas[0]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A cluster snapshot: brokers sorted by id, partitions sorted by (topic, partition)."""
+
+    brokers: tuple[Broker, ...]
+    partitions: tuple[Partition, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        ids = [b.id for b in self.brokers]
+        if len(set(ids)) != len(ids):
+            dup = sorted({i for i in ids if ids.count(i) > 1})
+            raise InputError(f"broker {dup[0]} is listed more than once")
+        if not self.brokers:
+            raise InputError("the topology lists no brokers")
+        known = set(ids)
+        seen: set[tuple[str, int]] = set()
+        for p in self.partitions:
+            k = (p.topic, p.partition)
+            if k in seen:
+                raise InputError(f"partition {p.name} is listed more than once")
+            seen.add(k)
+            for r in p.replicas:
+                if r not in known:
+                    raise InputError(f"partition {p.name}: replica on unknown broker {r}")
+        object.__setattr__(self, "brokers", tuple(sorted(self.brokers, key=lambda b: b.id)))
+        object.__setattr__(
+            self, "partitions", tuple(sorted(self.partitions, key=lambda p: (p.topic, p.partition)))
+        )
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(b.id for b in self.brokers)
+
+    def broker(self, broker_id: int) -> Broker:
+        for b in self.brokers:
+            if b.id == broker_id:
+                return b
+        raise InputError(f"unknown broker {broker_id}; brokers are {list(self.broker_ids)}")
+
+    @property
+    def racks(self) -> tuple[str | None, ...]:
+        """Distinct racks, sorted (None sorts first)."""
+        return tuple(sorted({b.rack for b in self.brokers}, key=lambda r: (r is not None, r or "")))
+
+    def partition_map(self) -> dict[TopicPartition, Partition]:
+        return {p.key: p for p in self.partitions}
+
+    def with_partitions(self, partitions: Iterable[Partition]) -> Topology:
+        """A new topology with the same brokers and the given partitions."""
+        return Topology(self.brokers, tuple(partitions), self.notes)
+
+    def with_brokers(self, brokers: Iterable[Broker]) -> Topology:
+        """A new topology with the given brokers and the same partitions."""
+        return Topology(tuple(brokers), self.partitions, self.notes)
+
+    def fingerprint(self) -> str:
+        """A stable hash of broker ids and every partition's replica list.
+
+        Sizes and rates drift constantly and are left out: the fingerprint says whether the
+        replica placement a plan was made against is still the one on the cluster.
+        """
+        h = hashlib.sha256()
+        h.update(",".join(str(i) for i in self.broker_ids).encode())
+        for p in self.partitions:
+            h.update(f"\n{p.topic}\x00{p.partition}\x00{','.join(map(str, p.replicas))}".encode())
+        return "sha256:" + h.hexdigest()[:32]
+
+
+def replace_replicas(
+    topology: Topology, assignment: Mapping[TopicPartition, tuple[int, ...]]
+) -> Topology:
+    """A new topology whose partitions carry the replica lists in `assignment`."""
+    parts = []
+    for p in topology.partitions:
+        target = assignment.get(p.key)
+        if target is None or tuple(target) == p.replicas:
+            parts.append(p)
+        else:
+            parts.append(
+                Partition(p.topic, p.partition, tuple(target), p.size_bytes,
+                          p.bytes_in_per_sec, p.bytes_out_per_sec)
+            )
+    return topology.with_partitions(parts)
