@@ -1,0 +1,53 @@
+"""What a plan must achieve (Goals) and what it may spend (Budget)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from topology.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class Goals:
+    """Hard and balance goals of a plan.
+
+    tolerance: every broker's utilization of each resource must lie within
+    avg * (1 +/- tolerance) of the capacity-weighted average.
+    max_utilization: hard cap of load / capacity on every broker and resource.
+    """
+
+    tolerance: float = 0.10
+    max_utilization: float = 0.95
+    add_brokers: frozenset[int] = field(default_factory=frozenset)
+    remove_brokers: frozenset[int] = field(default_factory=frozenset)
+    rack_aware: bool = True
+    balance_leaders: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0 < self.tolerance < 1:
+            raise InputError(f"tolerance must be between 0 and 1 (e.g. 0.10), got {self.tolerance}")
+        if not 0 < self.max_utilization <= 1:
+            raise InputError(
+                f"max utilization must be in (0, 1], got {self.max_utilization}"
+            )
+        both = self.add_brokers & self.remove_brokers
+        if both:
+            raise InputError(f"broker {min(both)} is both added and removed")
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Limits on the plan (bytes, moves) and on the solver (seconds, seed)."""
+
+    max_bytes: int | None = None
+    max_moves: int | None = None
+    time_limit_s: float = 60.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_bytes is not None and self.max_bytes < 0:
+            raise InputError("--max-bytes must not be negative")
+        if self.max_moves is not None and self.max_moves < 0:
+            raise InputError("--max-moves must not be negative")
+        if self.time_limit_s <= 0:
+            raise InputError("--time-limit must be positive")

@@ -1,0 +1,91 @@
+"""The planner's output values: Move (validated on construction) and PlanResult."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from topology.errors import PlanError
+from topology.model import TopicPartition, Topology
+
+
+class SolverStatus(StrEnum):
+    """How the plan was reached."""
+
+    ALREADY_BALANCED = "already_balanced"  # nothing to do: empty plan
+    OPTIMAL = "optimal"  # proven optimal for the model solved
+    FEASIBLE = "feasible"  # solver improved the plan, optimality not proven (see gap)
+    GREEDY = "greedy"  # solver found nothing better than the greedy warm start
+    BEST_EFFORT = "best_effort"  # full balance unreachable (budget/racks): best reachable
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One partition's change of replica list. Leader first in both lists."""
+
+    topic: str
+    partition: int
+    current: tuple[int, ...]
+    target: tuple[int, ...]
+    size_bytes: int
+
+    def __post_init__(self) -> None:
+        name = f"{self.topic}-{self.partition}"
+        if len(self.current) != len(self.target):
+            raise PlanError(f"move {name}: replication factor changes "
+                            f"({len(self.current)} -> {len(self.target)})")
+        if len(set(self.target)) != len(self.target):
+            raise PlanError(f"move {name}: target {list(self.target)} repeats a broker")
+        if self.current == self.target:
+            raise PlanError(f"move {name}: target equals current replicas")
+        if self.size_bytes < 0:
+            raise PlanError(f"move {name}: negative size")
+
+    @property
+    def key(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def added_brokers(self) -> tuple[int, ...]:
+        """Brokers that receive a new replica (targets of the data copy), in target order."""
+        return tuple(b for b in self.target if b not in self.current)
+
+    @property
+    def removed_brokers(self) -> tuple[int, ...]:
+        """Brokers that drop their replica."""
+        return tuple(b for b in self.current if b not in self.target)
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.size_bytes * len(self.added_brokers)
+
+    @property
+    def leadership_only(self) -> bool:
+        """True when only the replica order changes (no bytes move)."""
+        return not self.added_brokers
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """A plan: the topology before and after, the ordered moves and how it was found."""
+
+    before: Topology
+    after: Topology
+    moves: tuple[Move, ...]
+    status: SolverStatus
+    lower_bound_bytes: int
+    gap: float | None = None
+    binding: tuple[str, ...] = field(default=())
+    solve_seconds: float = 0.0
+
+    @property
+    def bytes_moved(self) -> int:
+        return sum(m.bytes_moved for m in self.moves)
+
+    @property
+    def data_moves(self) -> int:
+        return sum(1 for m in self.moves if not m.leadership_only)
