@@ -26,6 +26,15 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Plan and execute throttled partition rebalances for Apache Kafka.
+
+    Typical loop: `snapshot` the cluster, `plan` a rebalance and review it, `execute` it under a
+    replication throttle one partition at a time, and watch `status`.
+    """
+
+
 @app.command()
 def show(
     snapshot: Annotated[Path, typer.Argument(help="Topology snapshot file (JSON v1).")],

@@ -1,0 +1,74 @@
+"""Capacities file: overrides resolve default < rack < broker; bad files say what to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from topology.capacities import parse_capacities, read_capacities
+from topology.errors import InputError
+from topology.model import Broker, Capacity, Topology
+from topology.units import parse_bytes
+
+
+def test_units() -> None:
+    assert parse_bytes("4TB", "x") == 4e12
+    assert parse_bytes("250 MB/s", "x") == 250e6
+    assert parse_bytes("1.5GiB", "x") == 1.5 * 2**30
+    assert parse_bytes(12, "x") == 12.0
+    with pytest.raises(InputError, match="cannot read 'lots'"):
+        parse_bytes("lots", "x")
+    with pytest.raises(InputError, match="expected a number"):
+        parse_bytes(True, "x")
+
+
+def test_precedence_and_partial_overrides() -> None:
+    caps = parse_capacities({
+        "default": {"disk_bytes": 10, "net_in_bytes_per_sec": 1, "net_out_bytes_per_sec": 1},
+        "racks": {"a": {"disk_bytes": 20, "net_in_bytes_per_sec": 2}},
+        "brokers": {"5": {"disk_bytes": 50}},
+    })
+    assert caps.for_broker(1, "b") == Capacity(10, 1, 1)
+    assert caps.for_broker(2, "a") == Capacity(20, 2, 1)
+    assert caps.for_broker(5, "a") == Capacity(50, 2, 1)
+
+
+BAD: list[tuple[Any, str]] = [
+    ([], "expected a mapping"),
+    ({"defaults": {}}, "unknown section 'defaults'"),
+    ({"default": {"disk": 1}}, "unknown key 'disk'"),
+    ({"default": {"disk_bytes": -1}}, "must be positive"),
+    ({"default": {"disk_bytes": "many"}}, "cannot read 'many'"),
+    ({"brokers": {"x": {"disk_bytes": 1}}}, "broker ids must be integers"),
+    ({"racks": [1]}, "must be mappings"),
+]
+
+
+@pytest.mark.parametrize(("raw", "message"), BAD)
+def test_bad_capacities(raw: Any, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_capacities(raw)
+
+
+def test_missing_capacity_names_the_broker() -> None:
+    caps = parse_capacities({"default": {"disk_bytes": 1}})
+    with pytest.raises(InputError, match="broker 4 \\(rack r\\) has no capacity for net_in"):
+        caps.for_broker(4, "r")
+
+
+def test_unknown_broker_in_capacities_is_rejected() -> None:
+    caps = parse_capacities({"brokers": {9: {"disk_bytes": 1}}})
+    t = Topology((Broker(1, "a", Capacity(1, 1, 1)),), ())
+    with pytest.raises(InputError, match="unknown broker 9"):
+        caps.apply(t)
+
+
+def test_yaml_errors_are_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "caps.yaml"
+    path.write_text("default: [unclosed\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        read_capacities(path)
+    with pytest.raises(InputError, match="cannot read capacities file"):
+        read_capacities(tmp_path / "missing.yaml")

@@ -1,0 +1,66 @@
+"""Model validation: constructors reject inconsistent values with actionable messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from topology.errors import InputError
+from topology.model import (
+    Broker,
+    Capacity,
+    Partition,
+    TopicPartition,
+    Topology,
+    replace_replicas,
+)
+
+CAP = Capacity(1.0, 1.0, 1.0)
+
+
+def test_topology_sorts_brokers_and_partitions() -> None:
+    t = Topology(
+        (Broker(3, "a", CAP), Broker(1, "b", CAP)),
+        (Partition("b", 0, (1,)), Partition("a", 1, (3,)), Partition("a", 0, (1,))),
+    )
+    assert t.broker_ids == (1, 3)
+    assert [p.name for p in t.partitions] == ["a-0", "a-1", "b-0"]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Partition("t", 0, (1, 1)), "repeats a broker"),
+        (lambda: Partition("t", 0, ()), "empty"),
+        (lambda: Partition("t", 0, (1,), size_bytes=-1), "negative"),
+        (lambda: Partition("t", 0, (1,), bytes_in_per_sec=-1.0), "must not be negative"),
+        (lambda: Capacity(0.0, 1.0, 1.0), "disk_bytes must be a positive"),
+        (lambda: Topology((Broker(1, "a", CAP),), (Partition("t", 0, (2,)),)), "unknown broker 2"),
+        (lambda: Topology((Broker(1, "a", CAP), Broker(1, "b", CAP)), ()), "more than once"),
+        (
+            lambda: Topology((Broker(1, "a", CAP),), (Partition("t", 0, (1,)),) * 2),
+            "t-0 is listed more than once",
+        ),
+        (lambda: Topology((), ()), "no brokers"),
+    ],
+)
+def test_invalid_values_are_rejected(build: object, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        build()  # type: ignore[operator]
+
+
+def test_fingerprint_tracks_replicas_not_sizes() -> None:
+    brokers = (Broker(1, "a", CAP), Broker(2, "b", CAP))
+    t1 = Topology(brokers, (Partition("t", 0, (1, 2), size_bytes=5),))
+    t2 = Topology(brokers, (Partition("t", 0, (1, 2), size_bytes=99),))
+    t3 = Topology(brokers, (Partition("t", 0, (2, 1), size_bytes=5),))
+    assert t1.fingerprint() == t2.fingerprint()
+    assert t1.fingerprint() != t3.fingerprint()
+
+
+def test_replace_replicas_returns_new_topology() -> None:
+    brokers = (Broker(1, "a", CAP), Broker(2, "b", CAP), Broker(3, "c", CAP))
+    t = Topology(brokers, (Partition("t", 0, (1, 2), size_bytes=5),))
+    moved = replace_replicas(t, {TopicPartition("t", 0): (3, 2)})
+    assert moved.partitions[0].replicas == (3, 2)
+    assert moved.partitions[0].size_bytes == 5
+    assert t.partitions[0].replicas == (1, 2)
