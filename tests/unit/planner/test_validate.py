@@ -1,0 +1,172 @@
+"""The validator detects each hard violation on small hand-built clusters."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.goals import Goals
+from planner.result import Move
+from planner.validate import validate_plan
+from topology.errors import PlanError
+from topology.model import (
+    Broker,
+    Capacity,
+    Partition,
+    Resource,
+    TopicPartition,
+    Topology,
+    replace_replicas,
+)
+
+CAP = Capacity(1000, 1000, 1000)
+
+
+def cluster(racks: tuple[str | None, ...] = ("a", "a", "b", "b"),
+            extra: tuple[Broker, ...] = ()) -> Topology:
+    """Four brokers, two racks, four RF-2 partitions: perfectly balanced."""
+    brokers = tuple(Broker(i + 1, rack, CAP) for i, rack in enumerate(racks)) + extra
+    parts = tuple(Partition("t", i, reps, 100, 10.0, 10.0)
+                  for i, reps in enumerate([(1, 3), (2, 4), (3, 1), (4, 2)]))
+    return Topology(brokers, parts)
+
+
+def tp(i: int) -> TopicPartition:
+    return TopicPartition("t", i)
+
+
+def swap_moves() -> list[Move]:
+    """Two moves that keep every resource perfectly balanced."""
+    return [Move("t", 0, (1, 3), (2, 3), 100), Move("t", 1, (2, 4), (1, 4), 100)]
+
+
+def test_balanced_swap_is_valid_and_counts_bytes() -> None:
+    report = validate_plan(cluster(), swap_moves(), Goals())
+    assert report.errors == ()
+    assert report.valid and report.balanced
+    assert (report.moves, report.bytes_moved) == (2, 200)
+    report.raise_if_invalid()
+
+
+def test_three_forms_of_after_agree() -> None:
+    before = cluster()
+    after = replace_replicas(before, {tp(0): (2, 3), tp(1): (1, 4)})
+    by_topology = validate_plan(before, after, Goals())
+    by_mapping = validate_plan(before, {tp(0): [2, 3], tp(1): [1, 4]}, Goals())
+    by_moves = validate_plan(before, swap_moves(), Goals())
+    assert by_topology == by_mapping == by_moves
+
+
+def test_replication_factor_change_is_an_error() -> None:
+    report = validate_plan(cluster(), {tp(0): [1, 3, 2]}, Goals())
+    assert any("t-0" in e and "replication factor" in e for e in report.errors)
+    with pytest.raises(PlanError, match="replication factor"):
+        report.raise_if_invalid()
+
+
+def test_repeated_replica_is_an_error() -> None:
+    report = validate_plan(cluster(), {tp(0): [1, 1]}, Goals())
+    assert any("t-0" in e and "repeat" in e for e in report.errors)
+    assert report.resources == ()
+
+
+def test_unknown_broker_is_an_error() -> None:
+    report = validate_plan(cluster(), {tp(0): [1, 9]}, Goals())
+    assert any("unknown broker 9" in e for e in report.errors)
+
+
+def test_offline_broker_is_an_error() -> None:
+    before = cluster(extra=(Broker(5, "b", CAP, alive=False),))
+    report = validate_plan(before, {tp(0): [1, 5]}, Goals())
+    assert any("t-0" in e and "offline broker 5" in e for e in report.errors)
+
+
+def test_rack_rule_names_partition_and_rack() -> None:
+    report = validate_plan(cluster(), {tp(0): [1, 2], tp(1): [3, 4]}, Goals())
+    assert any("t-0" in e and "rack a" in e for e in report.errors)
+    assert any("t-1" in e and "rack b" in e for e in report.errors)
+
+
+def test_rack_rule_skipped_without_racks_or_when_disabled() -> None:
+    plan = {tp(0): [1, 2], tp(1): [3, 4]}
+    assert not any("rack" in e for e in validate_plan(cluster((None,) * 4), plan,
+                                                      Goals()).errors)
+    assert not any("rack" in e for e in validate_plan(cluster(), plan,
+                                                      Goals(rack_aware=False)).errors)
+
+
+def test_rf_three_on_two_racks_allows_two_per_rack() -> None:
+    before = cluster().with_partitions([Partition("x", 0, (1, 3, 4), 10)])
+    ok = validate_plan(before, {TopicPartition("x", 0): [1, 2, 3]}, Goals())
+    assert not any("rack" in e for e in ok.errors)
+
+
+def test_capacity_above_max_utilization_names_broker() -> None:
+    report = validate_plan(cluster(), swap_moves(), Goals(max_utilization=0.15))
+    assert any(e.startswith("broker 1: disk utilization 20.0%") for e in report.errors)
+
+
+def test_removed_broker_must_end_empty() -> None:
+    report = validate_plan(cluster(), swap_moves(), Goals(remove_brokers=frozenset({4})))
+    assert any("stays on removed broker 4" in e for e in report.errors)
+
+
+def test_draining_a_broker_may_worsen_balance_with_a_warning() -> None:
+    moves = [Move("t", 1, (2, 4), (2, 3), 100), Move("t", 3, (4, 2), (3, 2), 100)]
+    report = validate_plan(cluster(), moves, Goals(remove_brokers=frozenset({4})))
+    assert report.errors == ()
+    assert any("forced by removing brokers" in w for w in report.warnings)
+
+
+def test_unknown_added_or_removed_broker_is_an_error() -> None:
+    report = validate_plan(cluster(), [], Goals(add_brokers=frozenset({42})))
+    assert any("broker 42 to be added" in e for e in report.errors)
+    report = validate_plan(cluster(), [], Goals(remove_brokers=frozenset({7})))
+    assert any("broker 7 to be removed" in e for e in report.errors)
+
+
+def test_stale_and_duplicate_moves_are_errors() -> None:
+    stale = [Move("t", 0, (1, 2), (2, 3), 100)]
+    assert any("stale" in e for e in validate_plan(cluster(), stale, Goals()).errors)
+    twice = [*swap_moves(), Move("t", 0, (1, 3), (4, 3), 100)]
+    assert any("more than once" in e for e in validate_plan(cluster(), twice, Goals()).errors)
+
+
+def test_unknown_partition_is_an_error() -> None:
+    report = validate_plan(cluster(), [Move("nope", 0, (1, 3), (2, 3), 1)], Goals())
+    assert any("nope-0 is not in the cluster" in e for e in report.errors)
+
+
+def test_planned_topology_may_change_only_replica_lists() -> None:
+    before = cluster()
+    missing = before.with_partitions(before.partitions[1:])
+    assert any("t-0 is missing" in e for e in validate_plan(before, missing, Goals()).errors)
+    rebuilt = before.with_brokers([Broker(b.id, "z", b.capacity) for b in before.brokers])
+    assert any("changes the brokers" in e for e in validate_plan(before, rebuilt,
+                                                                 Goals()).errors)
+
+
+def test_worse_balance_is_an_error() -> None:
+    report = validate_plan(cluster(), {tp(0): [2, 3]}, Goals())
+    assert any(e.startswith("disk balance gets worse") for e in report.errors)
+    disk = report.resource(Resource.DISK)
+    assert disk.within_tolerance_before and not disk.within_tolerance_after
+    assert disk.max_over_avg_after == pytest.approx(1.5)
+    assert disk.min_over_avg_after == pytest.approx(0.5)
+
+
+def test_filling_a_new_broker_improves_balance() -> None:
+    before = cluster(extra=(Broker(5, "b", CAP),))
+    report = validate_plan(before, [Move("t", 0, (1, 3), (1, 5), 100)], Goals(
+        tolerance=0.5, add_brokers=frozenset({5})))
+    disk = report.resource(Resource.DISK)
+    assert disk.min_over_avg_before == 0.0
+    assert disk.min_over_avg_after == pytest.approx(100 / 160)
+    assert report.errors == ()
+
+
+def test_unbalanced_but_improved_is_a_warning() -> None:
+    before = cluster(extra=(Broker(5, "b", CAP),))
+    report = validate_plan(before, [Move("t", 0, (1, 3), (1, 5), 100)], Goals())
+    assert report.errors == ()
+    assert not report.balanced
+    assert any("not within +/-10%" in w for w in report.warnings)
