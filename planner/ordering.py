@@ -1,0 +1,102 @@
+"""Order a plan's moves for the executor: spread consecutive moves over broker pairs.
+
+Moves are edges between the brokers that give up a replica and the brokers that receive one
+(a networkx multigraph). The order is a sequence of rounds; within a round no two moves share
+a broker (each round is a matching of that graph), so consecutive copies load different
+disks and links. Candidates are taken in size order (smallest or largest first) with a bounded
+look-ahead, which keeps ordering linear in the number of moves. Leadership-only moves copy no
+bytes and go last.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from enum import StrEnum
+
+import networkx as nx
+
+from planner.result import Move
+
+LOOKAHEAD = 256
+"""How many pending moves a round scans for one that shares no broker with the round."""
+
+
+class MoveOrder(StrEnum):
+    """Which moves go first."""
+
+    SMALLEST_FIRST = "smallest-first"
+    LARGEST_FIRST = "largest-first"
+
+
+def move_brokers(move: Move) -> frozenset[int]:
+    """The brokers a data move keeps busy: those that receive and those that give up a replica."""
+    return frozenset(move.added_brokers) | frozenset(move.removed_brokers)
+
+
+def move_graph(moves: Iterable[Move]) -> nx.MultiGraph:
+    """Brokers as nodes, one edge per replica copy (giving broker -> receiving broker)."""
+    graph = nx.MultiGraph()
+    for move in moves:
+        for source, target in zip(move.removed_brokers, move.added_brokers, strict=False):
+            graph.add_edge(source, target, key=move.name, bytes=move.size_bytes)
+    return graph
+
+
+def _size_key(order: MoveOrder) -> Callable[[Move], tuple[int, str, int]]:
+    sign = 1 if order is MoveOrder.SMALLEST_FIRST else -1
+
+    def key(move: Move) -> tuple[int, str, int]:
+        return (sign * move.size_bytes, move.topic, move.partition)
+
+    return key
+
+
+def order_moves(moves: Sequence[Move], order: MoveOrder = MoveOrder.SMALLEST_FIRST,
+                lookahead: int = LOOKAHEAD) -> tuple[Move, ...]:
+    """The executor's order: rounds of broker-disjoint data moves, then leadership-only moves.
+
+    Deterministic: ties break on (topic, partition), never on input order.
+    """
+    data = sorted((m for m in moves if not m.leadership_only), key=_size_key(order))
+    leadership = sorted((m for m in moves if m.leadership_only),
+                        key=lambda m: (m.topic, m.partition))
+    return (*_rounds(data, max(1, lookahead)), *leadership)
+
+
+def _rounds(moves: list[Move], lookahead: int) -> list[Move]:
+    pending: deque[tuple[Move, frozenset[int]]] = deque((m, move_brokers(m)) for m in moves)
+    ordered: list[Move] = []
+    busy: set[int] = set()
+    while pending:
+        index = _first_free(pending, busy, lookahead)
+        if index is None:
+            busy.clear()  # a new round starts with the head of the queue
+            index = 0
+        move, brokers = pending[index]
+        del pending[index]
+        busy |= brokers
+        ordered.append(move)
+    return ordered
+
+
+def _first_free(pending: deque[tuple[Move, frozenset[int]]], busy: set[int],
+                lookahead: int) -> int | None:
+    for index in range(min(lookahead, len(pending))):
+        if busy.isdisjoint(pending[index][1]):
+            return index
+    return None
+
+
+def rounds_of(ordered: Sequence[Move]) -> list[list[Move]]:
+    """Split an order into its rounds: maximal runs of broker-disjoint data moves."""
+    out: list[list[Move]] = []
+    busy: set[int] = set()
+    for move in ordered:
+        brokers = move_brokers(move)
+        if not out or not busy.isdisjoint(brokers):
+            out.append([])
+            busy = set()
+        out[-1].append(move)
+        busy |= brokers
+    return out

@@ -1,0 +1,98 @@
+"""Move ordering: a permutation, size order, broker-disjoint rounds, leadership last."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.ordering import MoveOrder, move_brokers, move_graph, order_moves, rounds_of
+from planner.result import Move
+
+
+def mv(index: int, current: tuple[int, ...], target: tuple[int, ...], size: int) -> Move:
+    return Move("t", index, current, target, size)
+
+
+def two_pairs() -> list[Move]:
+    """Three moves 1->2 and three moves 3->4, sizes 10, 20, 30 on each pair."""
+    return [mv(i, (1, 9), (2, 9), 10 * (i % 3 + 1)) for i in range(3)] + [
+        mv(i + 3, (3, 9), (4, 9), 10 * (i % 3 + 1)) for i in range(3)]
+
+
+def test_consecutive_moves_alternate_between_broker_pairs() -> None:
+    ordered = order_moves(two_pairs())
+    assert [m.size_bytes for m in ordered] == [10, 10, 20, 20, 30, 30]
+    for first, second in itertools.pairwise(ordered):
+        assert move_brokers(first).isdisjoint(move_brokers(second))
+
+
+def test_largest_first_reverses_size_order() -> None:
+    ordered = order_moves(two_pairs(), MoveOrder.LARGEST_FIRST)
+    assert [m.size_bytes for m in ordered] == [30, 30, 20, 20, 10, 10]
+
+
+def test_leadership_only_moves_go_last() -> None:
+    moves = [mv(0, (1, 2), (2, 1), 10**9), mv(1, (1, 2), (1, 3), 5), mv(2, (3, 4), (4, 3), 1)]
+    ordered = order_moves(moves)
+    assert [m.partition for m in ordered] == [1, 0, 2]
+
+
+def test_one_busy_pair_starts_a_new_round_each_time() -> None:
+    moves = [mv(i, (1,), (2,), i + 1) for i in range(4)]
+    ordered = order_moves(moves)
+    assert [m.size_bytes for m in ordered] == [1, 2, 3, 4]
+    assert len(rounds_of(ordered)) == 4
+
+
+def test_move_graph_has_one_edge_per_copied_replica() -> None:
+    graph = move_graph([mv(0, (1, 2, 3), (4, 5, 3), 7), mv(1, (1, 2), (2, 1), 7)])
+    assert sorted(tuple(sorted(e)) for e in graph.edges()) == [(1, 4), (2, 5)]
+
+
+moves_strategy = st.lists(
+    st.tuples(st.permutations(range(1, 7)), st.integers(1, 3), st.integers(0, 1000),
+              st.booleans()),
+    min_size=0, max_size=40,
+)
+
+
+def build(raw: list[tuple[list[int], int, int, bool]]) -> list[Move]:
+    moves = []
+    for index, (perm, rf, size, reorder) in enumerate(raw):
+        current = tuple(perm[:rf])
+        target = tuple(reversed(current)) if reorder and rf > 1 else (perm[rf], *current[1:])
+        moves.append(mv(index, current, target, size))
+    return moves
+
+
+@settings(max_examples=60, deadline=None)
+@given(moves_strategy, st.sampled_from(list(MoveOrder)), st.integers(0, 2**16))
+def test_order_properties(raw: list[tuple[list[int], int, int, bool]], order: MoveOrder,
+                          seed: int) -> None:
+    moves = build(raw)
+    ordered = order_moves(moves, order)
+    assert sorted(ordered, key=lambda m: m.partition) == sorted(moves, key=lambda m: m.partition)
+    shuffled = list(moves)
+    random.Random(seed).shuffle(shuffled)
+    assert order_moves(shuffled, order) == ordered
+    flags = [m.leadership_only for m in ordered]
+    assert flags == sorted(flags)
+    for round_ in rounds_of(ordered):
+        busy: set[int] = set()
+        for move in round_:
+            assert busy.isdisjoint(move_brokers(move))
+            busy |= move_brokers(move)
+
+
+def test_full_lookahead_packs_rounds_as_matchings() -> None:
+    # 6 brokers, moves between all pairs: every round of data moves is a matching (<= 3 moves).
+    moves = [mv(i, (a,), (b,), 1) for i, (a, b) in enumerate(
+        (a, b) for a in range(1, 7) for b in range(1, 7) if a != b)]
+    rounds = rounds_of(order_moves(moves))
+    assert all(len(r) <= 3 for r in rounds)
+    assert sum(len(r) for r in rounds) == 30
+    # Each broker is in 10 moves: at least 10 rounds, and greedy matching needs < 2 * 10.
+    assert 10 <= len(rounds) <= 19
