@@ -1,0 +1,369 @@
+"""The plan file: Kafka's reassignment JSON at its core, plus what the executor and reviewers need.
+
+`version` and `partitions` (final replicas, preferred leader first, changed partitions only) are
+exactly what `kafka-reassign-partitions --execute --reassignment-json-file` reads; the extra
+top-level keys carry the ordered moves, the fingerprint of the cluster the plan was made
+against, the goals, before/after statistics and the solver's account of itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from planner.goals import Budget, Goals
+from planner.result import Move, SolverStatus
+from topology.errors import InputError, PlanError
+from topology.load import balance, broker_loads
+from topology.model import RESOURCES, Broker, Capacity, Load, Resource, TopicPartition, Topology
+from topology.snapshot import write_json_atomic
+
+PLAN_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerStats:
+    """One broker's replicas, leaders, load and capacity at one point of the plan."""
+
+    id: int
+    rack: str | None
+    alive: bool
+    replicas: int
+    leaders: int
+    load: Load
+    capacity: Capacity
+
+    def utilization(self, resource: Resource) -> float:
+        return self.load.of(resource) / self.capacity.of(resource)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceStats:
+    """Capacity-weighted average utilization of one resource and its spread."""
+
+    resource: Resource
+    average: float
+    max_over_avg: float
+    min_over_avg: float
+    within_tolerance: bool
+
+
+@dataclass(frozen=True)
+class ClusterStats:
+    """Per-broker and per-resource statistics of a topology."""
+
+    brokers: tuple[BrokerStats, ...]
+    resources: tuple[ResourceStats, ...]
+
+    def resource(self, resource: Resource) -> ResourceStats:
+        return next(r for r in self.resources if r.resource is resource)
+
+
+@dataclass(frozen=True, slots=True)
+class SolverInfo:
+    """How the plan was found: status, optimality gap, the lower bound and what binds."""
+
+    status: SolverStatus
+    lower_bound_bytes: int
+    gap: float | None = None
+    seconds: float = 0.0
+    binding: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    """A plan as written to disk: ordered moves and the context to review or execute them."""
+
+    moves: tuple[Move, ...]
+    fingerprint: str
+    goals: Goals
+    budget: Budget
+    before: ClusterStats
+    after: ClusterStats
+    solver: SolverInfo
+    created_at: str
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def bytes_moved(self) -> int:
+        return sum(m.bytes_moved for m in self.moves)
+
+    @property
+    def data_moves(self) -> int:
+        return sum(1 for m in self.moves if not m.leadership_only)
+
+    def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+        """Target replicas of every changed partition."""
+        return {m.key: m.target for m in self.moves}
+
+
+def cluster_stats(topology: Topology, tolerance: float,
+                  members: Sequence[Broker] | None = None) -> ClusterStats:
+    """Statistics of `topology`; spread over `members` (default: every alive broker)."""
+    loads = broker_loads(topology)
+    replicas = {b.id: 0 for b in topology.brokers}
+    leaders = dict(replicas)
+    for p in topology.partitions:
+        leaders[p.replicas[0]] += 1
+        for r in p.replicas:
+            replicas[r] += 1
+    brokers = tuple(BrokerStats(b.id, b.rack, b.alive, replicas[b.id], leaders[b.id],
+                                loads[b.id], b.capacity) for b in topology.brokers)
+    bal = balance(topology, tuple(members) if members is not None else None)
+    resources = tuple(ResourceStats(res, bal[res].average, bal[res].max_over_avg,
+                                    bal[res].min_over_avg, bal[res].within(tolerance))
+                      for res in RESOURCES)
+    return ClusterStats(brokers, resources)
+
+
+def make_plan_file(before: Topology, after: Topology, moves: Sequence[Move], goals: Goals,
+                   budget: Budget, solver: SolverInfo, created_at: str,
+                   warnings: Sequence[str] = ()) -> PlanFile:
+    """A plan file value: before over every alive broker, after over those that remain."""
+    alive = [b for b in before.brokers if b.alive]
+    remaining = [b for b in alive if b.id not in goals.remove_brokers] or alive
+    return PlanFile(tuple(moves), before.fingerprint(), goals, budget,
+                    cluster_stats(before, goals.tolerance, alive),
+                    cluster_stats(after, goals.tolerance, remaining), solver, created_at,
+                    tuple(warnings))
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def _move_dict(move: Move) -> dict[str, Any]:
+    return {"topic": move.topic, "partition": move.partition, "current": list(move.current),
+            "target": list(move.target), "size_bytes": move.size_bytes,
+            "bytes_moved": move.bytes_moved}
+
+
+def _stats_dict(stats: ClusterStats) -> dict[str, Any]:
+    return {
+        "resources": {r.resource.value: {"average": r.average, "max_over_avg": r.max_over_avg,
+                                         "min_over_avg": r.min_over_avg,
+                                         "within_tolerance": r.within_tolerance}
+                      for r in stats.resources},
+        "brokers": [{"id": b.id, "rack": b.rack, "alive": b.alive, "replicas": b.replicas,
+                     "leaders": b.leaders,
+                     "load": {res.value: b.load.of(res) for res in RESOURCES},
+                     "capacity": {res.value: b.capacity.of(res) for res in RESOURCES}}
+                    for b in stats.brokers],
+    }
+
+
+def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
+    """The plan file document (Kafka's `version` + `partitions` first)."""
+    g, b, s = plan.goals, plan.budget, plan.solver
+    return {
+        "version": PLAN_VERSION,
+        "partitions": [{"topic": m.topic, "partition": m.partition, "replicas": list(m.target)}
+                       for m in plan.moves],
+        "moves": [_move_dict(m) for m in plan.moves],
+        "fingerprint": plan.fingerprint,
+        "goals": {"tolerance": g.tolerance, "max_utilization": g.max_utilization,
+                  "add_brokers": sorted(g.add_brokers), "remove_brokers": sorted(g.remove_brokers),
+                  "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders},
+        "budget": {"max_bytes": b.max_bytes, "max_moves": b.max_moves,
+                   "time_limit_s": b.time_limit_s, "seed": b.seed},
+        "before": _stats_dict(plan.before),
+        "after": _stats_dict(plan.after),
+        "solver": {"status": s.status.value, "gap": s.gap,
+                   "lower_bound_bytes": s.lower_bound_bytes, "seconds": s.seconds,
+                   "binding": list(s.binding)},
+        "totals": {"bytes_moved": plan.bytes_moved, "moves": len(plan.moves),
+                   "data_moves": plan.data_moves},
+        "warnings": list(plan.warnings),
+        "created_at": plan.created_at,
+    }
+
+
+def write_plan(path: Path, plan: PlanFile) -> None:
+    """Write the plan file atomically (temp file, fsync, rename)."""
+    write_json_atomic(path, plan_to_dict(plan), indent=1)
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+_KIND_NAMES = {list: "a list", str: "a string", int: "an integer", float: "a number",
+               bool: "true or false"}
+
+
+def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in doc:
+        raise InputError(f"{where}: missing '{key}'")
+    value = doc[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise InputError(f"{where}: '{key}' has the wrong type ({value!r})")
+    if not isinstance(value, kinds):
+        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+        raise InputError(f"{where}: '{key}' must be {names}, got {value!r}")
+    return value
+
+
+def _broker_ids(doc: Mapping[str, Any], key: str, where: str) -> tuple[int, ...]:
+    value = _get(doc, key, list, where)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        raise InputError(f"{where}: '{key}' must be a list of broker ids, got {value!r}")
+    return tuple(value)
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InputError(f"{where}: expected an object, got {value!r}")
+    return value
+
+
+def _move(raw: Any, index: int) -> Move:
+    where = f"moves[{index}]"
+    doc = _object(raw, where)
+    topic = _get(doc, "topic", str, where)
+    number = _get(doc, "partition", int, where)
+    where = f"move {topic}-{number}"
+    try:
+        move = Move(topic, number, _broker_ids(doc, "current", where),
+                    _broker_ids(doc, "target", where), _get(doc, "size_bytes", int, where))
+    except PlanError as exc:
+        raise InputError(str(exc)) from None
+    return move
+
+
+def _check_partitions(doc: Mapping[str, Any], moves: Sequence[Move]) -> None:
+    """Kafka's `partitions` must list exactly the moves' targets."""
+    targets = {(m.topic, m.partition): m.target for m in moves}
+    if len(targets) != len(moves):
+        raise InputError("moves: a partition is moved more than once")
+    seen: set[tuple[str, int]] = set()
+    for index, raw in enumerate(_get(doc, "partitions", list, "plan")):
+        where = f"partitions[{index}]"
+        entry = _object(raw, where)
+        key = (_get(entry, "topic", str, where), _get(entry, "partition", int, where))
+        replicas = _broker_ids(entry, "replicas", where)
+        if key in seen:
+            raise InputError(f"{where}: partition {key[0]}-{key[1]} is listed twice")
+        seen.add(key)
+        if targets.get(key) != replicas:
+            raise InputError(f"{where}: partition {key[0]}-{key[1]} replicas {list(replicas)} "
+                             "do not match its entry in 'moves'")
+    missing = sorted(set(targets) - seen)
+    if missing:
+        raise InputError(f"partitions: lacks {missing[0][0]}-{missing[0][1]} that 'moves' lists")
+
+
+def _goals(raw: Any) -> Goals:
+    doc = _object(raw, "goals")
+    return Goals(
+        tolerance=float(_get(doc, "tolerance", (int, float), "goals")),
+        max_utilization=float(_get(doc, "max_utilization", (int, float), "goals")),
+        add_brokers=frozenset(_broker_ids(doc, "add_brokers", "goals")),
+        remove_brokers=frozenset(_broker_ids(doc, "remove_brokers", "goals")),
+        rack_aware=bool(doc.get("rack_aware", True)),
+        balance_leaders=bool(doc.get("balance_leaders", True)),
+    )
+
+
+def _budget(raw: Any) -> Budget:
+    doc = _object(raw if raw is not None else {}, "budget")
+    max_bytes, max_moves = doc.get("max_bytes"), doc.get("max_moves")
+    for key, value in (("max_bytes", max_bytes), ("max_moves", max_moves)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InputError(f"budget: '{key}' must be an integer or null, got {value!r}")
+    return Budget(max_bytes, max_moves, float(doc.get("time_limit_s", 60.0)),
+                  int(doc.get("seed", 0)))
+
+
+def _resource_map(raw: Any, where: str) -> dict[Resource, float]:
+    doc = _object(raw, where)
+    return {res: float(_get(doc, res.value, (int, float), where)) for res in RESOURCES}
+
+
+def _stats(raw: Any, where: str) -> ClusterStats:
+    doc = _object(raw, where)
+    resources = []
+    res_doc = _object(doc.get("resources"), f"{where}.resources")
+    for res in RESOURCES:
+        entry = _object(res_doc.get(res.value), f"{where}.resources.{res.value}")
+        w = f"{where}.resources.{res.value}"
+        resources.append(ResourceStats(
+            res, float(_get(entry, "average", (int, float), w)),
+            float(_get(entry, "max_over_avg", (int, float), w)),
+            float(_get(entry, "min_over_avg", (int, float), w)),
+            bool(_get(entry, "within_tolerance", bool, w))))
+    brokers = []
+    for index, raw_broker in enumerate(_get(doc, "brokers", list, where)):
+        w = f"{where}.brokers[{index}]"
+        entry = _object(raw_broker, w)
+        load = _resource_map(entry.get("load"), f"{w}.load")
+        cap = _resource_map(entry.get("capacity"), f"{w}.capacity")
+        rack = entry.get("rack")
+        brokers.append(BrokerStats(
+            _get(entry, "id", int, w), rack if isinstance(rack, str) else None,
+            bool(entry.get("alive", True)), _get(entry, "replicas", int, w),
+            _get(entry, "leaders", int, w), Load(*(load[r] for r in RESOURCES)),
+            Capacity(*(cap[r] for r in RESOURCES))))
+    return ClusterStats(tuple(brokers), tuple(resources))
+
+
+def _solver(raw: Any) -> SolverInfo:
+    doc = _object(raw, "solver")
+    status = _get(doc, "status", str, "solver")
+    try:
+        solver_status = SolverStatus(status)
+    except ValueError:
+        known = ", ".join(s.value for s in SolverStatus)
+        raise InputError(f"solver: unknown status {status!r} (expected one of {known})") from None
+    gap = doc.get("gap")
+    if gap is not None and (isinstance(gap, bool) or not isinstance(gap, int | float)):
+        raise InputError(f"solver: 'gap' must be a number or null, got {gap!r}")
+    binding = doc.get("binding") or []
+    return SolverInfo(solver_status, _get(doc, "lower_bound_bytes", int, "solver"),
+                      None if gap is None else float(gap),
+                      float(doc.get("seconds", 0.0)), tuple(str(b) for b in binding))
+
+
+def plan_from_dict(doc: Mapping[str, Any]) -> PlanFile:
+    """Validate a plan document; InputError names the first thing that is wrong."""
+    version = doc.get("version")
+    if version != PLAN_VERSION:
+        raise InputError(f"unsupported plan version {version!r} (expected {PLAN_VERSION})")
+    if "moves" not in doc:
+        raise InputError("not a rebalance plan: it has no 'moves' (a bare Kafka reassignment "
+                         "file?); make one with `rebalance plan`")
+    moves = tuple(_move(m, i) for i, m in enumerate(_get(doc, "moves", list, "plan")))
+    _check_partitions(doc, moves)
+    warnings = doc.get("warnings") or []
+    return PlanFile(
+        moves=moves,
+        fingerprint=_get(doc, "fingerprint", str, "plan"),
+        goals=_goals(doc.get("goals")),
+        budget=_budget(doc.get("budget")),
+        before=_stats(doc.get("before"), "before"),
+        after=_stats(doc.get("after"), "after"),
+        solver=_solver(doc.get("solver")),
+        created_at=str(doc.get("created_at", "")),
+        warnings=tuple(str(w) for w in warnings),
+    )
+
+
+def read_plan(path: Path) -> PlanFile:
+    """Read and validate a plan file."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read plan {path}: {exc.strerror}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a JSON object with version, partitions, moves")
+    try:
+        return plan_from_dict(doc)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{path}: malformed plan ({exc})") from None
