@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from executor.state import (
@@ -24,13 +26,13 @@ def test_every_state_has_a_row() -> None:
 def test_terminal_states_have_no_exit() -> None:
     for state in TERMINAL:
         assert TRANSITIONS[state] == frozenset()
-    assert TERMINAL == {S.DONE, S.CANCELLED, S.FAILED}
+    assert {S.DONE, S.CANCELLED, S.FAILED} == TERMINAL
 
 
 def test_happy_path_is_allowed() -> None:
     path = [S.PENDING, S.THROTTLING, S.SUBMITTED, S.COPYING, S.VERIFYING, S.UNTHROTTLING,
             S.ELECTING, S.COOLING_DOWN, S.DONE]
-    for a, b in zip(path, path[1:], strict=False):
+    for a, b in itertools.pairwise(path):
         assert transition("t-0", a, b) is b
 
 

@@ -1,0 +1,154 @@
+"""Pure gate decisions: may the next move start, judged from metric readings.
+
+The gate re-creates the careful manual practice: after a move, wait until the network in
+(bytes in + replication in) and out (bytes out + replication out) of that move's source and
+target brokers is back near its pre-move baseline (or under an absolute floor) for K consecutive
+samples, no partition is under-replicated besides those moving, and (optionally) produce p99
+latency is under an SLO. Missing metrics never count as settled: they HOLD the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from topology.errors import InputError
+from topology.model import TopicPartition
+
+
+class GateVerdict(StrEnum):
+    OPEN = "open"  # the next move may start
+    WAIT = "wait"  # metrics readable, cluster not settled yet
+    HOLD = "hold"  # metrics unavailable: never start blind
+
+
+@dataclass(frozen=True, slots=True)
+class GatePolicy:
+    """When a broker counts as settled, and for how many consecutive samples.
+
+    margin: settled when rate <= baseline * (1 + margin); floor_bytes_per_sec: settled when
+    rate <= floor whatever the baseline (an idle broker's baseline is noise).
+    """
+
+    margin: float = 0.10
+    floor_bytes_per_sec: float = 1_000_000.0
+    consecutive: int = 3
+    produce_p99_max_ms: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.margin < 0:
+            raise InputError(f"gate margin must not be negative, got {self.margin}")
+        if self.floor_bytes_per_sec < 0:
+            raise InputError(f"gate floor must not be negative, got {self.floor_bytes_per_sec}")
+        if self.consecutive < 1:
+            raise InputError(f"gate needs at least 1 consecutive sample, got {self.consecutive}")
+        if self.produce_p99_max_ms is not None and self.produce_p99_max_ms <= 0:
+            raise InputError(f"produce p99 SLO must be positive, got {self.produce_p99_max_ms}")
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSample:
+    """Network rates per broker in bytes/s: in = bytes in + replication in; out likewise."""
+
+    net_in: Mapping[int, float]
+    net_out: Mapping[int, float]
+
+    def missing(self, brokers: Iterable[int]) -> tuple[int, ...]:
+        """Brokers without both an in and an out reading."""
+        return tuple(b for b in sorted(brokers) if b not in self.net_in or b not in self.net_out)
+
+    def restricted(self, brokers: Iterable[int]) -> NetworkSample:
+        keep = set(brokers)
+        return NetworkSample({b: v for b, v in self.net_in.items() if b in keep},
+                             {b: v for b, v in self.net_out.items() if b in keep})
+
+
+@dataclass(frozen=True, slots=True)
+class GateReading:
+    """One sample of everything the gate looks at; network None = metrics unavailable."""
+
+    network: NetworkSample | None
+    under_replicated: frozenset[TopicPartition] = frozenset()
+    produce_p99_ms: float | None = None
+    unavailable: str = ""  # why network is None (for the HOLD message)
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """The verdict, a reason a human can read, and the settled-sample streak so far."""
+
+    verdict: GateVerdict
+    reason: str
+    streak: int = 0
+    details: tuple[str, ...] = field(default=())
+
+    @property
+    def open(self) -> bool:
+        return self.verdict is GateVerdict.OPEN
+
+
+def _hold(reading: GateReading, brokers: Iterable[int]) -> GateDecision | None:
+    if reading.network is None:
+        why = reading.unavailable or "no answer"
+        return GateDecision(GateVerdict.HOLD, f"metrics unavailable ({why}); holding, will retry")
+    missing = reading.network.missing(brokers)
+    if missing:
+        return GateDecision(GateVerdict.HOLD,
+                            f"no network metrics for broker(s) {list(missing)}; holding")
+    return None
+
+
+def start_decision(reading: GateReading, brokers: Iterable[int]) -> GateDecision:
+    """May a move on `brokers` start? Only with a readable baseline for every one of them."""
+    held = _hold(reading, list(brokers))
+    return held or GateDecision(GateVerdict.OPEN, "baseline read", 0)
+
+
+def _unsettled(policy: GatePolicy, baseline: NetworkSample, now: NetworkSample,
+               brokers: Iterable[int]) -> list[str]:
+    problems = []
+    for b in sorted(brokers):
+        for direction, base, cur in (("in", baseline.net_in, now.net_in),
+                                     ("out", baseline.net_out, now.net_out)):
+            limit = max(base.get(b, 0.0) * (1 + policy.margin), policy.floor_bytes_per_sec)
+            if cur[b] > limit:
+                problems.append(f"broker {b} network {direction} {cur[b]:.0f} B/s "
+                                f"> {limit:.0f} B/s")
+    return problems
+
+
+def gate_decision(policy: GatePolicy, brokers: Iterable[int], baseline: NetworkSample,
+                  reading: GateReading, moving: frozenset[TopicPartition],
+                  streak: int) -> GateDecision:
+    """The gate after a move on `brokers`: OPEN after `policy.consecutive` settled samples.
+
+    `streak` is the number of settled samples just before this one; any unsettled or missing
+    sample resets it.
+    """
+    brokers = sorted(set(brokers))
+    held = _hold(reading, brokers)
+    if held is not None or reading.network is None:
+        return held or GateDecision(GateVerdict.HOLD, "metrics unavailable")
+    slo = policy.produce_p99_max_ms
+    if slo is not None and reading.produce_p99_ms is None:
+        return GateDecision(GateVerdict.HOLD, "no produce p99 latency series for the SLO guard; "
+                            "holding")
+    details: list[str] = []
+    other_urp = sorted(reading.under_replicated - moving, key=lambda tp: (tp.topic, tp.partition))
+    if other_urp:
+        names = ", ".join(str(tp) for tp in other_urp[:5])
+        more = f" and {len(other_urp) - 5} more" if len(other_urp) > 5 else ""
+        details.append(f"{len(other_urp)} under-replicated partition(s): {names}{more}")
+    if slo is not None and reading.produce_p99_ms is not None and reading.produce_p99_ms > slo:
+        details.append(f"produce p99 {reading.produce_p99_ms:.1f} ms > SLO {slo:.1f} ms")
+    details.extend(_unsettled(policy, baseline, reading.network, brokers))
+    if details:
+        return GateDecision(GateVerdict.WAIT, "waiting: " + "; ".join(details), 0,
+                            tuple(details))
+    settled = streak + 1
+    if settled >= policy.consecutive:
+        return GateDecision(GateVerdict.OPEN,
+                            f"settled for {settled} consecutive sample(s)", settled)
+    return GateDecision(GateVerdict.WAIT,
+                        f"settled {settled}/{policy.consecutive} consecutive samples", settled)
