@@ -1,0 +1,322 @@
+"""The Kafka adapter: the one module that imports confluent-kafka and kafka-python.
+
+`KafkaClusterAdmin` implements the `KafkaAdmin` port. confluent-kafka (librdkafka) answers
+metadata, configs and leader election; kafka-python covers the admin APIs confluent-kafka lacks
+(AlterPartitionReassignments, ListPartitionReassignments, DescribeLogDirs) and is opened only
+when one of those is first needed. Every call is bounded by `timeout_s`, and client errors
+become ClusterErrors whose messages name the bootstrap address and what to check.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import kafka.errors as kp_errors
+from confluent_kafka import ElectionType, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported, untyped
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ResourceType,
+)
+from kafka.admin import KafkaAdminClient
+from kafka.structs import TopicPartition as KpTopicPartition
+
+from topology.errors import ClusterError
+from topology.model import TopicPartition
+from topology.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
+from topology.security import SecuritySettings
+
+_LOG = logging.getLogger("rebalance.kafka")
+_LOG.addHandler(logging.NullHandler())  # librdkafka logs go here, never straight to stderr
+
+_T = TypeVar("_T")
+
+DEFAULT_TIMEOUT_S = 10.0
+_UNREACHABLE = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+                KafkaError._RESOLVE, KafkaError._WAIT_COORD}
+_AUTH = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
+         KafkaError._SSL, KafkaError.CLUSTER_AUTHORIZATION_FAILED}
+
+
+def _kafka_error(exc: BaseException) -> KafkaError | None:
+    arg = exc.args[0] if exc.args else None
+    return arg if isinstance(arg, KafkaError) else None
+
+
+class KafkaClusterAdmin:
+    """The real KafkaAdmin: confluent-kafka first, kafka-python where it must."""
+
+    def __init__(self, bootstrap: str, security: SecuritySettings | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        if not bootstrap.strip():
+            raise ClusterError("no bootstrap servers given: pass --bootstrap HOST:PORT")
+        self._bootstrap = bootstrap
+        self._security = security or SecuritySettings()
+        self._timeout_s = timeout_s
+        conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "kafka-rebalance",
+                                "logger": _LOG, **self._security.confluent_config()}
+        try:
+            self._admin = AdminClient(conf)
+        except (KafkaException, ValueError, TypeError) as exc:
+            raise ClusterError(f"invalid Kafka client settings: {_short(exc)}") from None
+        self._kp: KafkaAdminClient | None = None
+
+    # -- error translation -------------------------------------------------------------
+
+    @contextmanager
+    def _calling(self, action: str) -> Iterator[None]:
+        """Turn client exceptions raised while doing `action` into actionable ClusterErrors."""
+        try:
+            yield
+        except ClusterError:
+            raise
+        except TimeoutError:
+            raise self._unreachable(action, f"no answer within {self._timeout_s:g} s") from None
+        except KafkaException as exc:
+            raise self._from_confluent(action, exc) from None
+        except kp_errors.KafkaError as exc:
+            raise self._from_kafka_python(action, exc) from None
+
+    def _unreachable(self, action: str, detail: str) -> ClusterError:
+        return ClusterError(f"cannot reach Kafka at {self._bootstrap}: {detail} (while trying "
+                            f"to {action}); check --bootstrap, that the brokers are up, and the "
+                            "security settings")
+
+    def _from_confluent(self, action: str, exc: KafkaException) -> ClusterError:
+        err = _kafka_error(exc)
+        detail = err.str() if err is not None else _short(exc)
+        code = err.code() if err is not None else None
+        if code in _UNREACHABLE:
+            return self._unreachable(action, detail)
+        if code in _AUTH:
+            return ClusterError(f"Kafka at {self._bootstrap} refused the client: {detail}; "
+                                "check the SASL/TLS settings (--command-config, REBALANCE_*)")
+        return ClusterError(f"Kafka could not {action}: {detail}")
+
+    def _from_kafka_python(self, action: str, exc: kp_errors.KafkaError) -> ClusterError:
+        if isinstance(exc, kp_errors.KafkaTimeoutError | kp_errors.KafkaConnectionError
+                      | kp_errors.NodeNotReadyError):
+            return self._unreachable(action, _short(exc))
+        return ClusterError(f"Kafka could not {action}: {_short(exc)}")
+
+    def _result(self, future: Future[_T]) -> _T:
+        """Wait for a confluent-kafka future, a little longer than the request timeout."""
+        return future.result(timeout=self._timeout_s + 5)
+
+    def _kafka_python(self) -> KafkaAdminClient:
+        """The kafka-python admin client, opened on first use."""
+        if self._kp is None:
+            timeout_ms = int(self._timeout_s * 1000)
+            with self._calling("connect the kafka-python admin client"):
+                self._kp = KafkaAdminClient(
+                    bootstrap_servers=self._bootstrap.split(","),
+                    client_id="kafka-rebalance", bootstrap_timeout_ms=timeout_ms,
+                    request_timeout_ms=timeout_ms, **self._security.kafka_python_kwargs())
+        return self._kp
+
+    # -- metadata ----------------------------------------------------------------------
+
+    def brokers(self) -> list[BrokerInfo]:
+        """Live brokers with racks (DescribeCluster), sorted by id."""
+        with self._calling("describe the cluster"):
+            desc = self._result(self._admin.describe_cluster(request_timeout=self._timeout_s))
+        return sorted((BrokerInfo(n.id, n.host, n.port, n.rack or None) for n in desc.nodes),
+                      key=lambda b: b.id)
+
+    def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
+        """Every partition of `topics` (all topics, internal ones included, when None)."""
+        wanted = None if topics is None else set(topics)
+        with self._calling("list topics"):
+            metadata = self._admin.list_topics(timeout=self._timeout_s)
+        if wanted is not None:
+            missing = sorted(wanted - set(metadata.topics))
+            if missing:
+                raise ClusterError(f"topic {missing[0]!r} does not exist on {self._bootstrap}")
+        out: list[PartitionInfo] = []
+        for name, topic in metadata.topics.items():
+            if wanted is not None and name not in wanted:
+                continue
+            if topic.error is not None and topic.error.code() != KafkaError.NO_ERROR:
+                raise ClusterError(f"Kafka reports topic {name!r} as unusable: "
+                                   f"{topic.error.str()}")
+            for pm in topic.partitions.values():
+                leader = pm.leader if pm.leader is not None and pm.leader >= 0 else None
+                out.append(PartitionInfo(name, pm.id, tuple(pm.replicas), tuple(pm.isrs), leader))
+        return sorted(out, key=lambda p: (p.topic, p.partition))
+
+    def log_dir_sizes(self, broker_ids: Iterable[int]) -> dict[tuple[TopicPartition, int], int]:
+        """Replica sizes from DescribeLogDirs; future (intra-broker move) replicas are skipped.
+
+        A replica present in several log dirs of one broker is counted once, at its largest.
+        """
+        ids = sorted(set(broker_ids))
+        if not ids:
+            return {}
+        with self._calling("describe log dirs"):
+            answers = self._kafka_python().describe_log_dirs(brokers=ids)
+        sizes: dict[tuple[TopicPartition, int], int] = {}
+        for answer in answers:
+            broker_id = int(answer["broker"])
+            for log_dir in answer["log_dirs"]:
+                if log_dir.get("error_code", 0) != 0:
+                    continue  # an offline log dir reports no partitions
+                for topic in log_dir["topics"]:
+                    for part in topic["partitions"]:
+                        if part.get("is_future_key"):
+                            continue
+                        key = (TopicPartition(topic["name"], int(part["partition_index"])),
+                               broker_id)
+                        sizes[key] = max(sizes.get(key, 0), int(part["partition_size"]))
+        return sizes
+
+    # -- configs -----------------------------------------------------------------------
+
+    def _describe(self, resources: list[ConfigResource], names: Sequence[str],
+                  dynamic: ConfigSource) -> dict[str, dict[str, str | None]]:
+        if not resources:
+            return {}
+        out: dict[str, dict[str, str | None]] = {}
+        with self._calling("describe configs"):
+            for batch in _batches(resources):
+                futures = self._admin.describe_configs(batch, request_timeout=self._timeout_s)
+                for resource, future in futures.items():
+                    entries: Mapping[str, ConfigEntry] = self._result(future)
+                    out[resource.name] = {name: _dynamic_value(entries.get(name), dynamic)
+                                          for name in names}
+        return out
+
+    def broker_configs(self, broker_ids: Iterable[int], names: Sequence[str]) -> dict[
+        int, dict[str, str | None]
+    ]:
+        """Per-broker dynamic values of `names` (None when not set on that broker)."""
+        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(broker_ids))]
+        found = self._describe(resources, names, ConfigSource.DYNAMIC_BROKER_CONFIG)
+        return {int(name): values for name, values in found.items()}
+
+    def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[
+        str, dict[str, str | None]
+    ]:
+        """Topic-level dynamic values of `names` (None when the topic does not set one)."""
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))]
+        return self._describe(resources, names, ConfigSource.DYNAMIC_TOPIC_CONFIG)
+
+    def _alter(self, resources: list[ConfigResource]) -> None:
+        if not resources:
+            return
+        with self._calling("alter configs"):
+            for batch in _batches(resources):
+                futures = self._admin.incremental_alter_configs(
+                    batch, request_timeout=self._timeout_s)
+                for future in futures.values():
+                    self._result(future)
+
+    def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
+        """Incrementally SET values, or DELETE overrides given as None, per broker."""
+        self._alter([ConfigResource(ResourceType.BROKER, str(b), incremental_configs=_ops(c))
+                     for b, c in sorted(changes.items()) if c])
+
+    def alter_topic_configs(self, changes: Mapping[str, ConfigChanges]) -> None:
+        """Incrementally SET values, or DELETE overrides given as None, per topic."""
+        self._alter([ConfigResource(ResourceType.TOPIC, t, incremental_configs=_ops(c))
+                     for t, c in sorted(changes.items()) if c])
+
+    # -- reassignments and leadership ----------------------------------------------------
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> None:
+        """Submit target replica lists; None cancels (a no-op when nothing is in flight)."""
+        if not targets:
+            return
+        request = {KpTopicPartition(tp.topic, tp.partition):
+                   None if replicas is None else [int(r) for r in replicas]
+                   for tp, replicas in targets.items()}
+        with self._calling("alter partition reassignments"):
+            answers = self._kafka_python().alter_partition_reassignments(
+                request, timeout_ms=int(self._timeout_s * 1000))
+        failures = []
+        for kp_tp, error in sorted(answers.items()):
+            if error is None:
+                continue
+            if error is kp_errors.NoReassignmentInProgressError and request[kp_tp] is None:
+                continue
+            reason = getattr(error, "description", "") or error.__name__
+            failures.append(f"{kp_tp.topic}-{kp_tp.partition}: {reason}")
+        if failures:
+            raise ClusterError(f"Kafka rejected {len(failures)} reassignment(s): "
+                               f"{'; '.join(failures[:5])}"
+                               + (" ..." if len(failures) > 5 else ""))
+
+    def list_partition_reassignments(self) -> dict[TopicPartition, ReassignmentState]:
+        """Reassignments in flight, with the replicas being added and removed."""
+        with self._calling("list partition reassignments"):
+            answers = self._kafka_python().list_partition_reassignments(
+                timeout_ms=int(self._timeout_s * 1000))
+        return {
+            TopicPartition(kp_tp.topic, kp_tp.partition): ReassignmentState(
+                tuple(state["replicas"]), tuple(state["adding_replicas"]),
+                tuple(state["removing_replicas"]))
+            for kp_tp, state in sorted(answers.items())
+        }
+
+    def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> None:
+        """Preferred leader election; 'election not needed' counts as success."""
+        wanted = [CkTopicPartition(tp.topic, tp.partition)
+                  for tp in sorted(set(partitions), key=lambda t: (t.topic, t.partition))]
+        if not wanted:
+            return  # an empty list would mean every partition to librdkafka
+        with self._calling("elect preferred leaders"):
+            # no request_timeout kwarg: confluent-kafka 2.16 rejects any kwarg here with a
+            # SystemError; the wait on the future bounds the call instead
+            results = self._result(self._admin.elect_leaders(ElectionType.PREFERRED, wanted))
+        failures = []
+        for ck_tp, error in results.items():
+            err = _kafka_error(error) if isinstance(error, KafkaException) else error
+            if err is None or err.code() in (KafkaError.NO_ERROR, KafkaError.ELECTION_NOT_NEEDED):
+                continue
+            failures.append(f"{ck_tp.topic}-{ck_tp.partition}: {err.str()}")
+        if failures:
+            raise ClusterError(f"preferred leader election failed for {len(failures)} "
+                               f"partition(s): {'; '.join(sorted(failures)[:5])}")
+
+    def close(self) -> None:
+        """Close the kafka-python client if it was opened (librdkafka cleans up on its own)."""
+        if self._kp is not None:
+            self._kp.close()
+            self._kp = None
+
+
+def _ops(changes: ConfigChanges) -> list[ConfigEntry]:
+    return [ConfigEntry(name, value, incremental_operation=(
+        AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET))
+        for name, value in sorted(changes.items())]
+
+
+def _batches(resources: list[ConfigResource]) -> list[list[ConfigResource]]:
+    """Kafka takes at most one BROKER resource per config request; topics go together."""
+    brokers = [[r] for r in resources if r.restype == ResourceType.BROKER]
+    others = [r for r in resources if r.restype != ResourceType.BROKER]
+    return brokers + ([others] if others else [])
+
+
+def _dynamic_value(entry: ConfigEntry | None, dynamic: ConfigSource) -> str | None:
+    """The entry's value when it is set at the `dynamic` level, else None."""
+    if entry is None:
+        return None
+    source = entry.source
+    level = int(source.value if isinstance(source, ConfigSource) else source)
+    return str(entry.value) if level == dynamic.value and entry.value is not None else None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
