@@ -17,6 +17,7 @@ from topology.errors import SandboxError
 
 KAFKA_VERSION = "4.3.1"
 JMX_EXPORTER_JAR = "jmx_prometheus_javaagent-1.0.1.jar"
+SLF4J_API_JAR = "slf4j-api-2.0.16.jar"
 POM = Path(__file__).with_name("pom.xml")
 MAVEN_TIMEOUT_S = 900
 
@@ -37,10 +38,9 @@ def require_tool(name: str) -> str:
 
 
 def jars_present(directory: Path) -> bool:
-    """True when the cache holds the Kafka server jar and the exporter agent."""
-    return (directory / f"kafka_2.13-{KAFKA_VERSION}.jar").is_file() and (
-        directory / JMX_EXPORTER_JAR
-    ).is_file()
+    """True when the cache holds the Kafka server jar, the logging API and the exporter agent."""
+    expected = (f"kafka_2.13-{KAFKA_VERSION}.jar", SLF4J_API_JAR, JMX_EXPORTER_JAR)
+    return all((directory / name).is_file() for name in expected)
 
 
 def ensure_jars(directory: Path | None = None) -> Path:

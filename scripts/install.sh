@@ -46,7 +46,7 @@ fi
 for tool in java mvn; do
     command -v "$tool" >/dev/null 2>&1 || { echo "install: $tool is not on PATH" >&2; exit 1; }
 done
-if ls "$JAR_CACHE"/kafka_2.13-*.jar >/dev/null 2>&1; then
+if .venv/bin/python -c "import sys; from sandbox.jars import jar_dir, jars_present; sys.exit(not jars_present(jar_dir()))"; then
     log "kafka jars cached in $JAR_CACHE"
 else
     log "fetching kafka $KAFKA_VERSION jars with maven into $JAR_CACHE"

@@ -1,0 +1,311 @@
+"""Start, inspect, grow and stop the local sandbox: a KRaft controller, N brokers, Prometheus.
+
+Configuration text comes from `sandbox.config` (pure); this module writes it to the sandbox dir,
+formats storage, spawns the processes, records them in `state.json` and waits for readiness.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import subprocess
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from sandbox import config, process, ready
+from sandbox.jars import JMX_EXPORTER_JAR, ensure_jars, require_tool
+from sandbox.state import BrokerInfo, SandboxInfo, read_state, state_path, write_state
+from topology.errors import SandboxError
+
+READY_TIMEOUT_S = 120.0
+FORMAT_TIMEOUT_S = 120.0
+BROKER_STOP_GRACE_S = 30.0
+OTHER_STOP_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class UpResult:
+    """What `up` did: the sandbox, and whether it was already running (nothing restarted)."""
+
+    info: SandboxInfo
+    already_running: bool
+
+
+def default_dir() -> Path:
+    """`$REBALANCE_SANDBOX_DIR`, else `.sandbox/` under the current directory."""
+    env = os.environ.get("REBALANCE_SANDBOX_DIR")
+    return Path(env) if env else Path.cwd() / ".sandbox"
+
+
+def _marker(sandbox_dir: Path) -> str:
+    return f"{sandbox_dir.resolve()}/"
+
+
+def _new_cluster_id() -> str:
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def process_alive(info: SandboxInfo) -> dict[str, bool]:
+    """Role name -> whether that recorded process is still running."""
+    marker = _marker(info.dir)
+    return {name: process.is_ours(pid, marker) for name, pid in sorted(info.pids().items())}
+
+
+def _check_ports(ports: Sequence[tuple[str, int]]) -> None:
+    for role, port in ports:
+        if process.port_in_use(port):
+            raise SandboxError(f"port {port} ({role}) is already in use on 127.0.0.1; "
+                               "stop what uses it or choose another --base-port")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _format_storage(jar_dir: Path, cluster_id: str, configs: Sequence[Path], logs: Path) -> None:
+    """Format every node's log dir (one StorageTool JVM per node, run side by side)."""
+    procs = []
+    for cfg in configs:
+        cmd = config.java_command(jar_dir, "128m", "kafka.tools.StorageTool",
+                                  ["format", "--cluster-id", cluster_id, "--config", str(cfg),
+                                   "--ignore-formatted"])
+        log = open(logs / f"format-{cfg.parent.name}.log", "wb")  # noqa: SIM115
+        procs.append((cfg, log, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                                 stdin=subprocess.DEVNULL)))
+    failed = []
+    for cfg, log, proc in procs:
+        try:
+            code = proc.wait(timeout=FORMAT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        log.close()
+        if code != 0:
+            failed.append(f"{cfg.parent.name}: {process.tail(Path(log.name))}")
+    if failed:
+        raise SandboxError("kafka storage format failed: " + "; ".join(failed))
+
+
+def _broker_command(info: SandboxInfo, broker_id: int, metrics_port: int) -> list[str]:
+    agent = (f"-javaagent:{info.jar_dir / JMX_EXPORTER_JAR}="
+             f"127.0.0.1:{metrics_port}:{info.dir / 'exporter.yml'}")
+    return config.java_command(
+        info.jar_dir, config.BROKER_HEAP, "kafka.Kafka",
+        [str(info.dir / f"broker-{broker_id}" / "server.properties")],
+        [f"-Dlog4j2.configurationFile={info.dir / 'log4j2.properties'}", agent],
+    )
+
+
+def _prometheus_command(info: SandboxInfo) -> list[str]:
+    return [
+        require_tool("prometheus"),
+        f"--config.file={info.dir / 'prometheus.yml'}",
+        f"--storage.tsdb.path={info.dir / 'prometheus-data'}",
+        f"--web.listen-address=127.0.0.1:{info.prometheus_port}",
+        "--storage.tsdb.retention.time=1d",
+        "--log.level=warn",
+    ]
+
+
+def _write_prometheus_config(info: SandboxInfo) -> None:
+    targets = [config.ScrapeTarget(b.id, b.rack, b.metrics_port) for b in info.brokers]
+    _write(info.dir / "prometheus.yml",
+           yaml.safe_dump(config.prometheus_config(targets), sort_keys=False))
+
+
+def _write_broker_config(info: SandboxInfo, broker_id: int, rack: str) -> Path:
+    node_dir = info.dir / f"broker-{broker_id}"
+    ports = config.PortPlan(info.base_port)
+    text = config.broker_properties(broker_id, rack, ports, node_dir / "data", info.internal_rf)
+    return _write(node_dir / "server.properties", text)
+
+
+def _write_static_files(info: SandboxInfo) -> Path:
+    """Write the shared files and the controller's config; return the controller config path."""
+    _write(info.dir / "log4j2.properties", config.log4j2_properties())
+    _write(info.dir / "exporter.yml", yaml.safe_dump(config.exporter_config(), sort_keys=False))
+    ports = config.PortPlan(info.base_port)
+    text = config.controller_properties(ports, info.dir / "controller" / "data")
+    return _write(info.dir / "controller" / "server.properties", text)
+
+
+def _planned(sandbox_dir: Path, brokers: int, racks: int, base_port: int) -> SandboxInfo:
+    ports = config.PortPlan(base_port)
+    members = tuple(
+        BrokerInfo(id=i, rack=rack, port=ports.broker(i), metrics_port=ports.metrics(i), pid=0)
+        for i, rack in enumerate(config.initial_racks(brokers, racks), start=1)
+    )
+    return SandboxInfo(
+        dir=sandbox_dir, base_port=base_port, cluster_id=_new_cluster_id(),
+        jar_dir=Path(), controller_port=ports.controller, controller_pid=0,
+        prometheus_port=ports.prometheus, prometheus_pid=0, brokers=members,
+        internal_rf=min(3, brokers),
+    )
+
+
+def _port_roles(info: SandboxInfo) -> list[tuple[str, int]]:
+    roles = [("prometheus", info.prometheus_port), ("controller", info.controller_port)]
+    for b in info.brokers:
+        roles += [(f"broker {b.id}", b.port), (f"broker {b.id} exporter", b.metrics_port)]
+    return roles
+
+
+def _alive_checker(info: SandboxInfo) -> Callable[[], None]:
+    marker = _marker(info.dir)
+
+    def check() -> None:
+        for name, pid in info.pids().items():
+            if not process.is_ours(pid, marker):
+                log = info.dir / "logs" / f"{name}.log"
+                raise SandboxError(f"{name} exited during start-up ({log}): {process.tail(log)}")
+
+    return check
+
+
+def _reset_dir(sandbox_dir: Path) -> None:
+    for child in ("controller", "prometheus-data", "logs"):
+        shutil.rmtree(sandbox_dir / child, ignore_errors=True)
+    for node in sandbox_dir.glob("broker-*"):
+        shutil.rmtree(node, ignore_errors=True)
+    (sandbox_dir / "logs").mkdir(parents=True)
+
+
+def _start(info: SandboxInfo) -> SandboxInfo:
+    """Write configs, format storage, spawn everything; returns the info with pids recorded."""
+    logs = info.dir / "logs"
+    configs = [_write_static_files(info)]
+    configs += [_write_broker_config(info, b.id, b.rack) for b in info.brokers]
+    _write_prometheus_config(info)
+    _format_storage(info.jar_dir, info.cluster_id, configs, logs)
+    controller_cmd = config.java_command(
+        info.jar_dir, config.CONTROLLER_HEAP, "kafka.Kafka", [str(configs[0])],
+        [f"-Dlog4j2.configurationFile={info.dir / 'log4j2.properties'}"])
+    info = replace(info, controller_pid=process.spawn(controller_cmd, logs / "controller.log",
+                                                      info.dir))
+    started = tuple(
+        replace(b, pid=process.spawn(_broker_command(info, b.id, b.metrics_port),
+                                     logs / f"broker-{b.id}.log", info.dir))
+        for b in info.brokers
+    )
+    info = replace(info, brokers=started)
+    info = replace(info, prometheus_pid=process.spawn(_prometheus_command(info),
+                                                      logs / "prometheus.log", info.dir))
+    write_state(info)
+    return info
+
+
+def _wait_ready(info: SandboxInfo) -> None:
+    check = _alive_checker(info)
+    ready.wait_for_brokers(info.bootstrap, {b.id: b.rack for b in info.brokers},
+                           READY_TIMEOUT_S, check)
+    ready.wait_for_targets(info.prometheus_url, [b.metrics_port for b in info.brokers],
+                           READY_TIMEOUT_S, check)
+
+
+def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
+       base_port: int = config.DEFAULT_BASE_PORT) -> UpResult:
+    """Start a sandbox in sandbox_dir, or report the one already running there."""
+    sandbox_dir = sandbox_dir.resolve()
+    existing = read_state(sandbox_dir)
+    if existing is not None:
+        if all(process_alive(existing).values()):
+            return UpResult(existing, already_running=True)
+        down(sandbox_dir)
+    require_tool("java")
+    require_tool("prometheus")
+    planned = _planned(sandbox_dir, brokers, racks, base_port)
+    _check_ports(_port_roles(planned))
+    planned = replace(planned, jar_dir=ensure_jars())
+    sandbox_dir.mkdir(parents=True, exist_ok=True)
+    _reset_dir(sandbox_dir)
+    info = planned
+    try:
+        info = _start(planned)
+        _wait_ready(info)
+    except BaseException:
+        write_state(info)
+        down(sandbox_dir)
+        raise
+    return UpResult(info, already_running=False)
+
+
+def _stray_pids(sandbox_dir: Path) -> list[int]:
+    """java/prometheus processes whose command line points into sandbox_dir (orphans too)."""
+    marker = _marker(sandbox_dir)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        exe = Path(argv[0].decode(errors="replace")).name
+        if exe in ("java", "prometheus") and marker in b" ".join(argv).decode(errors="replace"):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def down(sandbox_dir: Path) -> list[str]:
+    """Stop every process of the sandbox (brokers, controller, Prometheus); return their names."""
+    sandbox_dir = sandbox_dir.resolve()
+    marker = _marker(sandbox_dir)
+    info = read_state(sandbox_dir)
+    stopped: list[str] = []
+    if info is not None:
+        alive = process_alive(info)
+        stopped = [name for name, up_ in alive.items() if up_]
+        process.stop([b.pid for b in info.brokers], marker, BROKER_STOP_GRACE_S)
+        process.stop([info.controller_pid, info.prometheus_pid], marker, OTHER_STOP_GRACE_S)
+    strays = _stray_pids(sandbox_dir)
+    process.stop(strays, marker, OTHER_STOP_GRACE_S)
+    stopped += [f"pid {pid}" for pid in strays if info is None or pid not in info.pids().values()]
+    state_path(sandbox_dir).unlink(missing_ok=True)
+    return stopped
+
+
+def running(sandbox_dir: Path) -> SandboxInfo:
+    """The sandbox recorded in sandbox_dir with every process alive, else a SandboxError."""
+    info = read_state(sandbox_dir.resolve())
+    if info is None:
+        raise SandboxError(f"no sandbox in {sandbox_dir}; start one with `rebalance sandbox up`")
+    dead = [name for name, alive in process_alive(info).items() if not alive]
+    if dead:
+        raise SandboxError(f"sandbox in {sandbox_dir} is degraded ({', '.join(dead)} not "
+                           "running); run `rebalance sandbox down` then `up`")
+    return info
+
+
+def add_broker(sandbox_dir: Path, rack: str) -> BrokerInfo:
+    """Start one more broker (next id) on rack; it registers with no replicas."""
+    info = running(sandbox_dir)
+    broker_id = max(b.id for b in info.brokers) + 1
+    ports = config.PortPlan(info.base_port)
+    broker = BrokerInfo(id=broker_id, rack=rack, port=ports.broker(broker_id),
+                        metrics_port=ports.metrics(broker_id), pid=0)
+    _check_ports([(f"broker {broker_id}", broker.port),
+                  (f"broker {broker_id} exporter", broker.metrics_port)])
+    cfg = _write_broker_config(info, broker_id, rack)
+    _format_storage(info.jar_dir, info.cluster_id, [cfg], info.dir / "logs")
+    pid = process.spawn(_broker_command(info, broker_id, broker.metrics_port),
+                        info.dir / "logs" / f"broker-{broker_id}.log", info.dir)
+    broker = replace(broker, pid=pid)
+    info = info.with_broker(broker)
+    write_state(info)
+    _write_prometheus_config(info)
+    os.kill(info.prometheus_pid, signal.SIGHUP)
+    check = _alive_checker(info)
+    ready.wait_for_brokers(info.bootstrap, {broker_id: rack}, READY_TIMEOUT_S, check)
+    ready.wait_for_targets(info.prometheus_url, [broker.metrics_port], READY_TIMEOUT_S, check)
+    return broker

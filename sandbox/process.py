@@ -1,0 +1,97 @@
+"""Process management for the sandbox: spawn in its own process group, check, stop, ports.
+
+Every process is identified by pid *and* by the sandbox dir in its command line, so a recycled
+pid is never mistaken for (or killed as) one of ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+
+def port_in_use(port: int) -> bool:
+    """True when something listens on 127.0.0.1:port (or the port cannot be bound)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def port_open(port: int) -> bool:
+    """True when a TCP connect to 127.0.0.1:port succeeds."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def spawn(command: Sequence[str], log_file: Path, cwd: Path) -> int:
+    """Start a detached process (own session/group), stdout+stderr to log_file; return its pid."""
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(
+            list(command), cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    return proc.pid
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if pid is our own exited child (else it stays a zombie)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def is_ours(pid: int, marker: str) -> bool:
+    """True when pid is alive (not a zombie) and its command line mentions marker."""
+    if pid <= 0:
+        return False
+    _reap(pid)
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[-1].split()[0]
+    return state not in ("Z", "X") and marker in cmdline
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def stop(pids: Iterable[int], marker: str, grace_s: float) -> list[int]:
+    """TERM the process groups, wait up to grace_s, then KILL; return pids that had to be killed."""
+    live = [pid for pid in pids if is_ours(pid, marker)]
+    for pid in live:
+        _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(is_ours(pid, marker) for pid in live):
+        time.sleep(0.1)
+    killed = [pid for pid in live if is_ours(pid, marker)]
+    for pid in killed:
+        _signal_group(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and any(is_ours(pid, marker) for pid in killed):
+        time.sleep(0.05)
+    return killed
+
+
+def tail(log_file: Path, lines: int = 3) -> str:
+    """Last lines of a log, joined on one line for error messages."""
+    try:
+        text = log_file.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(line.strip() for line in text[-lines:]) or "(empty log)"
