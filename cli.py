@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from commands import plan_cmd
+from commands import sandbox_cmd
 from commands.render import console, err_console, spread_table, topology_table
 from topology.capacities import read_capacities
 from topology.errors import RebalanceError
@@ -50,6 +52,13 @@ def show(
     console.print(spread_table(topology))
     for note in topology.notes:
         console.print(f"[yellow]note:[/] {note}")
+
+
+app.command(name="plan")(plan_cmd.plan)
+app.command(name="diff")(plan_cmd.diff)
+
+
+app.add_typer(sandbox_cmd.app, name="sandbox")
 
 
 def main() -> None:

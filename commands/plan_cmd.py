@@ -1,0 +1,237 @@
+"""`rebalance plan` and `rebalance diff`: make, validate, order and review a plan.
+
+The command parses flags and renders; `build_plan` is the glue (solve, validate, order) and
+never writes a plan the validator rejects.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from commands.plan_render import review, summary
+from commands.render import console, err_console
+from planner.goals import Budget, Goals
+from planner.ordering import MoveOrder, order_moves
+from planner.planfile import (
+    PlanFile,
+    SolverInfo,
+    make_plan_file,
+    read_plan,
+    write_plan,
+)
+from planner.result import PlanResult, SolverStatus
+from planner.validate import validate_plan
+from topology.capacities import Capacities, read_capacities
+from topology.errors import InputError, PlanError
+from topology.model import Topology, replace_replicas
+from topology.snapshot import read_snapshot, topology_from_dict
+from topology.units import parse_bytes
+
+Solver = Callable[[Topology, Goals, Budget], PlanResult]
+
+
+def load_solver() -> Solver:
+    """The planner's solver, imported on first use."""
+    try:
+        module = importlib.import_module("planner.solve")
+    except ImportError as exc:
+        raise PlanError(f"the solver (planner.solve) is not available: {exc}") from None
+    solve_plan: Solver = module.plan
+    return solve_plan
+
+
+def check_broker_flags(topology: Topology, add: Sequence[int], remove: Sequence[int]) -> None:
+    """Every --add-broker / --remove-broker id must be a broker of the topology."""
+    known = set(topology.broker_ids)
+    for flag, ids in (("--add-broker", add), ("--remove-broker", remove)):
+        for broker_id in ids:
+            if broker_id not in known:
+                raise InputError(
+                    f"{flag} {broker_id}: no broker {broker_id} in the cluster (brokers are "
+                    f"{sorted(known)}); start the broker first, or take a fresh snapshot")
+
+
+def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrder,
+               created_at: str, solver: Callable[[], Solver] = load_solver) -> PlanFile:
+    """Solve, validate and order; a cluster already balanced gets an empty plan."""
+    current = validate_plan(topology, (), goals)
+    if not current.errors and current.balanced:
+        return make_plan_file(topology, topology, (), goals, budget,
+                              SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at)
+    result = solver()(topology, goals, budget)
+    report = validate_plan(topology, result.moves, goals)
+    report.raise_if_invalid()
+    ordered = order_moves(result.moves, order)
+    after = replace_replicas(topology, {m.key: m.target for m in ordered})
+    info = SolverInfo(result.status, result.lower_bound_bytes, result.gap,
+                      result.solve_seconds, result.binding)
+    return make_plan_file(topology, after, ordered, goals, budget, info, created_at,
+                          report.warnings)
+
+
+def load_topology(snapshot: Path | None, bootstrap: str | None, prometheus: str | None,
+                  command_config: Path | None, capacities: Path | None) -> Topology:
+    """The cluster to plan for: a snapshot file, or the live cluster (read lazily)."""
+    if (snapshot is None) == (bootstrap is None):
+        raise InputError("give exactly one of --snapshot FILE or --bootstrap HOST:PORT")
+    caps = read_capacities(capacities) if capacities else None
+    if snapshot is not None:
+        return read_snapshot(snapshot, caps)
+    assert bootstrap is not None
+    return read_live(bootstrap, prometheus, command_config, caps)
+
+
+def read_live(bootstrap: str, prometheus: str | None, command_config: Path | None,
+              caps: Capacities | None) -> Topology:
+    """Read the live cluster through the Kafka adapter (imported lazily: client libraries)."""
+    from topology.kafka_admin import KafkaClusterAdmin
+    from topology.security import load_security
+
+    live = importlib.import_module("topology.live")
+    security = load_security(command_config, os.environ)
+    admin = KafkaClusterAdmin(bootstrap, security)
+    metrics = None
+    if prometheus is not None:
+        metrics = importlib.import_module("topology.prom_source").PrometheusSource(prometheus)
+    try:
+        doc, _notes = live.read_live_topology(admin, metrics, caps)
+    finally:
+        close = getattr(admin, "close", None)
+        if callable(close):
+            close()
+    return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
+
+
+def _apply_weights(topology: Topology, weights: Path | None, horizon: float) -> Topology:
+    if weights is None:
+        if horizon:
+            raise InputError("--horizon needs --weights FILE (sizes grow by the weights' growth)")
+        return topology
+    from planner.weights import apply_weights, read_weights
+
+    weighted, notes = apply_weights(topology, read_weights(weights), horizon)
+    for note in notes:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    return weighted
+
+
+def _optional_bytes(value: str | None, flag: str) -> int | None:
+    return None if value is None else int(parse_bytes(value, flag))
+
+
+def _say_outcome(plan_file: PlanFile, out: Path) -> None:
+    status = plan_file.solver.status
+    if status is SolverStatus.ALREADY_BALANCED:
+        console.print(f"The cluster is already balanced within "
+                      f"+/-{plan_file.goals.tolerance:.0%} and meets every hard goal: nothing "
+                      f"to move. Wrote an empty plan to {out}.", highlight=False)
+        return
+    console.print(f"Wrote {len(plan_file.moves)} move(s) to {out}; review it again with "
+                  f"`rebalance diff {out}`.", highlight=False)
+    if status is SolverStatus.BEST_EFFORT:
+        console.print("[yellow]Full balance is not reachable:[/] "
+                      + ("; ".join(plan_file.solver.binding) or "see the balance table"),
+                      highlight=False)
+
+
+def plan(
+    out: Annotated[Path, typer.Option("--out", help="Where to write the plan (JSON).")],
+    snapshot: Annotated[Path | None, typer.Option(help="Topology snapshot file (JSON v1).")
+                        ] = None,
+    bootstrap: Annotated[str | None, typer.Option(help="Read the live cluster: HOST:PORT,...")
+                         ] = None,
+    prometheus: Annotated[str | None, typer.Option(
+        help="Prometheus URL for partition byte rates (with --bootstrap).")] = None,
+    command_config: Annotated[Path | None, typer.Option(
+        help="Kafka client security settings (.properties or YAML).")] = None,
+    add_broker: Annotated[list[int] | None, typer.Option(
+        help="A newly added broker to fill (repeatable).")] = None,
+    remove_broker: Annotated[list[int] | None, typer.Option(
+        help="A broker to drain completely (repeatable).")] = None,
+    capacities: Annotated[Path | None, typer.Option(help="Capacities YAML.")] = None,
+    weights: Annotated[Path | None, typer.Option(
+        help="Partition weights (Parquet or JSON lines) replacing the snapshot's rates.")] = None,
+    horizon: Annotated[float, typer.Option(help="Project sizes DAYS ahead (with --weights).")
+                       ] = 0.0,
+    tolerance: Annotated[float, typer.Option(help="Balance tolerance around the average.")
+                         ] = 0.10,
+    max_utilization: Annotated[float, typer.Option(help="Hard cap of load / capacity.")] = 0.95,
+    max_bytes: Annotated[str | None, typer.Option(help="Cap on bytes moved (e.g. 500GB).")
+                         ] = None,
+    max_moves: Annotated[int | None, typer.Option(help="Cap on partitions moved.")] = None,
+    time_limit: Annotated[float, typer.Option(help="Solver time limit, seconds.")] = 60.0,
+    order: Annotated[MoveOrder, typer.Option(help="Execution order of the moves.")
+                     ] = MoveOrder.SMALLEST_FIRST,
+    rate_mbps: Annotated[float, typer.Option(
+        help="Copy rate for the ETA, in MB/s (10^6 bytes per second).")] = 50.0,
+    show_moves: Annotated[int, typer.Option(help="How many moves the review lists.")] = 30,
+    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary instead.")
+                           ] = False,
+) -> None:
+    """Plan a rebalance, validate it, write the plan file and show the dry-run review."""
+    if rate_mbps <= 0:
+        raise InputError("--rate-mbps must be positive")
+    adds, removes = add_broker or [], remove_broker or []
+    topology = load_topology(snapshot, bootstrap, prometheus, command_config, capacities)
+    topology = _apply_weights(topology, weights, horizon)
+    check_broker_flags(topology, adds, removes)
+    goals = Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes))
+    budget = Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit)
+    created_at = datetime.now(UTC).isoformat(timespec="seconds")
+    with err_console.status(f"planning {len(topology.partitions)} partitions on "
+                            f"{len(topology.brokers)} brokers ..."):
+        plan_file = build_plan(topology, goals, budget, order, created_at)
+    write_plan(out, plan_file)
+    _show(plan_file, show_moves, rate_mbps, json_output)
+    if not json_output:
+        _say_outcome(plan_file, out)
+
+
+def _show(plan_file: PlanFile, show_moves: int, rate_mbps: float, json_output: bool) -> None:
+    if json_output:
+        typer.echo(json.dumps(summary(plan_file), indent=1))
+    else:
+        console.print(review(plan_file, show_moves, rate_mbps * 1e6))
+
+
+def diff(
+    plan_path: Annotated[Path, typer.Argument(metavar="PLAN.json", help="A saved plan file.")],
+    snapshot: Annotated[Path | None, typer.Option(
+        help="Check the plan against this snapshot (current sizes, replica placement).")] = None,
+    capacities: Annotated[Path | None, typer.Option(help="Capacities YAML.")] = None,
+    rate_mbps: Annotated[float, typer.Option(help="Copy rate for the ETA, in MB/s.")] = 50.0,
+    show_moves: Annotated[int, typer.Option(help="How many moves the review lists.")] = 30,
+    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary instead.")
+                           ] = False,
+) -> None:
+    """Show the review of a saved plan again; with --snapshot, check it still applies."""
+    if rate_mbps <= 0:
+        raise InputError("--rate-mbps must be positive")
+    plan_file = read_plan(plan_path)
+    if snapshot is not None:
+        topology = read_snapshot(snapshot, read_capacities(capacities) if capacities else None)
+        plan_file = recheck(plan_file, topology)
+    _show(plan_file, show_moves, rate_mbps, json_output)
+
+
+def recheck(plan_file: PlanFile, topology: Topology) -> PlanFile:
+    """The plan's review recomputed on `topology`; PlanError when it no longer applies."""
+    if topology.fingerprint() != plan_file.fingerprint:
+        err_console.print("[yellow]warning:[/] the snapshot's replica placement differs from "
+                          "the one the plan was made against (fingerprint mismatch)",
+                          highlight=False)
+    report = validate_plan(topology, plan_file.moves, plan_file.goals)
+    report.raise_if_invalid()
+    after = replace_replicas(topology, plan_file.assignment())
+    return make_plan_file(topology, after, plan_file.moves, plan_file.goals, plan_file.budget,
+                          plan_file.solver, plan_file.created_at, report.warnings)
+
+

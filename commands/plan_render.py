@@ -1,0 +1,158 @@
+"""The dry-run review of a plan: per-broker before/after, spread, first moves, totals.
+
+Everything renders from a PlanFile, so `plan` and `diff` show the same review.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+
+from commands.render import human_bytes
+from planner.planfile import BrokerStats, PlanFile
+from planner.result import Move
+from topology.model import RESOURCES, Resource
+
+_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
+
+
+def human_duration(seconds: float) -> str:
+    """3725 -> '1h02m05s'."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def _arrow(before: str, after: str) -> str:
+    return before if before == after else f"{before} -> {after}"
+
+
+def _util(stats: BrokerStats | None, res: Resource) -> str:
+    return "-" if stats is None else f"{stats.utilization(res):.1%}"
+
+
+def broker_table(plan: PlanFile) -> Table:
+    """One row per broker: rack, replicas, leaders and utilization per resource, before -> after."""
+    after = {b.id: b for b in plan.after.brokers}
+    table = Table(title="Brokers (before -> after)")
+    for header in ("rack", "broker", "replicas", "leaders", *(_TITLES[r] for r in RESOURCES)):
+        table.add_column(header, justify="left" if header == "rack" else "right")
+    rows = sorted(plan.before.brokers, key=lambda b: (b.rack is not None, b.rack or "", b.id))
+    for b in rows:
+        a = after.get(b.id)
+        tag = (" (new)" if b.id in plan.goals.add_brokers else
+               " (removed)" if b.id in plan.goals.remove_brokers else
+               "" if b.alive else " (offline)")
+        table.add_row(
+            str(b.rack), f"{b.id}{tag}",
+            _arrow(str(b.replicas), str(a.replicas if a else "-")),
+            _arrow(str(b.leaders), str(a.leaders if a else "-")),
+            *(_arrow(_util(b, r), _util(a, r)) for r in RESOURCES),
+        )
+    return table
+
+
+def spread_table(plan: PlanFile) -> Table:
+    """Per resource: average utilization, max/avg and min/avg before -> after, in tolerance."""
+    tol = plan.goals.tolerance
+    table = Table(title=f"Balance (goal: every broker within +/-{tol:.0%} of the average)")
+    for header in ("resource", "avg util", "max/avg", "min/avg", "balanced"):
+        table.add_column(header, justify="right")
+    for res in RESOURCES:
+        b, a = plan.before.resource(res), plan.after.resource(res)
+        table.add_row(
+            _TITLES[res], _arrow(f"{b.average:.1%}", f"{a.average:.1%}"),
+            f"{b.max_over_avg:.3f} -> {a.max_over_avg:.3f}",
+            f"{b.min_over_avg:.3f} -> {a.min_over_avg:.3f}",
+            _arrow("yes" if b.within_tolerance else "no", "yes" if a.within_tolerance else "no"),
+        )
+    return table
+
+
+def describe_move(move: Move) -> str:
+    """'1,3 -> 2,5' for data moves; 'leader 1 -> 3' when only the order changes."""
+    if move.leadership_only:
+        return f"leader {move.current[0]} -> {move.target[0]}"
+    text = (f"{','.join(map(str, move.removed_brokers))} -> "
+            f"{','.join(map(str, move.added_brokers))}")
+    if move.current[0] != move.target[0]:
+        text += f" (leader {move.current[0]} -> {move.target[0]})"
+    return text
+
+
+def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
+    """The first `show` moves in execution order with their cumulative ETA at the given rate."""
+    shown = min(show, len(plan.moves))
+    table = Table(title=f"Moves in execution order (first {shown} of {len(plan.moves)}, "
+                        f"ETA at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time)")
+    for header in ("#", "partition", "replicas", "from -> to", "bytes", "ETA"):
+        table.add_column(header, justify="left" if header in ("partition", "from -> to")
+                         else "right")
+    elapsed = 0.0
+    for index, move in enumerate(plan.moves[:shown], start=1):
+        elapsed += move.bytes_moved / rate_bytes_per_sec
+        table.add_row(str(index), move.name,
+                      f"{list(move.current)} -> {list(move.target)}", describe_move(move),
+                      human_bytes(move.bytes_moved), human_duration(elapsed))
+    return table
+
+
+def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
+    """Bytes moved against the lower bound, move counts, ETA and the solver's account."""
+    s = plan.solver
+    table = Table(title="Totals", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    ratio = (f"{plan.bytes_moved / s.lower_bound_bytes:.3f}" if s.lower_bound_bytes > 0
+             else "-")
+    table.add_row("bytes moved", human_bytes(plan.bytes_moved))
+    table.add_row("lower bound (disk goal)", human_bytes(s.lower_bound_bytes))
+    table.add_row("moved / lower bound", ratio)
+    table.add_row("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
+                           f"{len(plan.moves) - plan.data_moves} leadership only)")
+    table.add_row("ETA", human_duration(plan.bytes_moved / rate_bytes_per_sec))
+    table.add_row("solver", f"{s.status.value}"
+                            + (f", gap {s.gap:.2%}" if s.gap is not None else "")
+                            + f", {s.seconds:.1f} s")
+    table.add_row("binding", "; ".join(s.binding) if s.binding else "none")
+    return table
+
+
+def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float) -> Group:
+    """The whole dry-run review as one renderable."""
+    parts: list[Any] = [broker_table(plan), spread_table(plan)]
+    if plan.moves and show_moves > 0:
+        parts.append(moves_table(plan, show_moves, rate_bytes_per_sec))
+    parts.append(totals_table(plan, rate_bytes_per_sec))
+    parts.extend(f"[yellow]warning:[/] {w}" for w in plan.warnings)
+    return Group(*parts)
+
+
+def summary(plan: PlanFile) -> dict[str, Any]:
+    """A machine-readable summary for --json."""
+    s = plan.solver
+    return {
+        "fingerprint": plan.fingerprint,
+        "moves": len(plan.moves),
+        "data_moves": plan.data_moves,
+        "bytes_moved": plan.bytes_moved,
+        "lower_bound_bytes": s.lower_bound_bytes,
+        "status": s.status.value,
+        "gap": s.gap,
+        "binding": list(s.binding),
+        "seconds": s.seconds,
+        "balanced": all(r.within_tolerance for r in plan.after.resources),
+        "resources": {r.resource.value: {
+            "max_over_avg_before": plan.before.resource(r.resource).max_over_avg,
+            "min_over_avg_before": plan.before.resource(r.resource).min_over_avg,
+            "max_over_avg_after": r.max_over_avg, "min_over_avg_after": r.min_over_avg,
+        } for r in plan.after.resources},
+        "warnings": list(plan.warnings),
+    }

@@ -1,0 +1,101 @@
+"""Partition weights from the Spark job's output (Parquet or JSON lines), applied to a topology.
+
+The weights replace a snapshot's instantaneous rates with measured averages, and can project
+sizes `horizon_days` ahead by each partition's growth. Read with pyarrow/pandas (never pyspark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from topology.errors import InputError
+from topology.model import Partition, TopicPartition, Topology
+
+WEIGHT_COLUMNS = ("topic", "partition", "bytes_in_per_sec", "bytes_out_per_sec", "size_bytes",
+                  "size_growth_bytes_per_day")
+_NUMERIC = WEIGHT_COLUMNS[2:]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionWeight:
+    """Measured rates, size and growth of one partition."""
+
+    bytes_in_per_sec: float
+    bytes_out_per_sec: float
+    size_bytes: float
+    size_growth_bytes_per_day: float
+
+    def projected_size(self, horizon_days: float) -> int:
+        """Size after `horizon_days` of growth (never below zero)."""
+        return max(0, round(self.size_bytes + self.size_growth_bytes_per_day * horizon_days))
+
+
+def _read_frame(path: Path) -> pd.DataFrame:
+    try:
+        if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        return pd.read_json(path, lines=True)
+    except FileNotFoundError:
+        raise InputError(f"weights file {path} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read weights {path} as Parquet or JSON lines: "
+                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                         ) from None
+
+
+def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
+    """Read a weights file; InputError names a missing column or a bad row."""
+    frame = _read_frame(path)
+    missing = [c for c in WEIGHT_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"weights {path}: missing column(s) {', '.join(missing)} "
+                         f"(expected {', '.join(WEIGHT_COLUMNS)})")
+    frame = frame[list(WEIGHT_COLUMNS)]
+    for column in _NUMERIC:
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = values.isna() | (values < 0 if column != "size_growth_bytes_per_day" else False)
+        if bad.any():
+            row = frame[bad].iloc[0]
+            raise InputError(f"weights {path}: partition {row['topic']}-{row['partition']} has "
+                             f"a missing or negative {column} ({row[column]!r})")
+        frame[column] = values.astype(float)
+    out: dict[TopicPartition, PartitionWeight] = {}
+    for topic, number, b_in, b_out, size, growth in frame.itertuples(index=False, name=None):
+        key = TopicPartition(str(topic), int(number))
+        if key in out:
+            raise InputError(f"weights {path}: partition {key} appears more than once")
+        out[key] = PartitionWeight(b_in, b_out, size, growth)
+    return out
+
+
+def apply_weights(topology: Topology, weights: Mapping[TopicPartition, PartitionWeight],
+                  horizon_days: float = 0.0) -> tuple[Topology, tuple[str, ...]]:
+    """The topology with weighted rates and (projected) sizes, and notes on what did not match.
+
+    Partitions without a weight keep the snapshot's values; weights of partitions the topology
+    lacks (deleted topics) are ignored.
+    """
+    if horizon_days < 0:
+        raise InputError(f"--horizon must not be negative, got {horizon_days}")
+    parts: list[Partition] = []
+    unweighted = 0
+    for p in topology.partitions:
+        w = weights.get(p.key)
+        if w is None:
+            unweighted += 1
+            parts.append(p)
+            continue
+        parts.append(Partition(p.topic, p.partition, p.replicas, w.projected_size(horizon_days),
+                               w.bytes_in_per_sec, w.bytes_out_per_sec))
+    known = {p.key for p in topology.partitions}
+    unknown = sum(1 for key in weights if key not in known)
+    notes = []
+    if unweighted:
+        notes.append(f"{unweighted} partition(s) have no weight; their snapshot values are used")
+    if unknown:
+        notes.append(f"{unknown} weight row(s) name partitions the cluster does not have")
+    return topology.with_partitions(parts), tuple(notes)
