@@ -13,8 +13,8 @@ from typing import Annotated
 import typer
 
 from commands import plan_cmd
-from commands import sandbox_cmd
 from commands.render import console, err_console, spread_table, topology_table
+from commands.sandbox_cmd import app as sandbox_app
 from topology.capacities import read_capacities
 from topology.errors import RebalanceError
 from topology.snapshot import read_snapshot
@@ -58,7 +58,7 @@ app.command(name="plan")(plan_cmd.plan)
 app.command(name="diff")(plan_cmd.diff)
 
 
-app.add_typer(sandbox_cmd.app, name="sandbox")
+app.add_typer(sandbox_app, name="sandbox")
 
 
 def main() -> None:
