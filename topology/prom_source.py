@@ -1,0 +1,72 @@
+"""A MetricsSource over the Prometheus HTTP API (prometheus-api-client): instant queries.
+
+Errors become MetricsErrors naming the URL and the query, so a user can paste the query into
+the Prometheus UI to see what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+
+from topology.errors import MetricsError
+
+DEFAULT_TIMEOUT_S = 10
+
+
+class PrometheusMetrics:
+    """Instant PromQL queries against one Prometheus server; implements MetricsSource."""
+
+    def __init__(self, url: str, timeout_s: int = DEFAULT_TIMEOUT_S) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise MetricsError(f"Prometheus URL {url!r} must start with http:// or https://")
+        self._url = url.rstrip("/")
+        self._timeout_s = timeout_s
+        self._client = PrometheusConnect(url=self._url, disable_ssl=False, timeout=timeout_s)
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
+        """Evaluate `promql` now: one (labels, value) per series; NaN/inf samples are dropped."""
+        try:
+            raw: Any = self._client.custom_query(promql, timeout=self._timeout_s)
+        except (requests.exceptions.JSONDecodeError, ValueError) as exc:
+            raise MetricsError(f"{self._url} did not answer like a Prometheus server: "
+                               f"{_first_line(exc)}; check --prometheus") from None
+        except requests.exceptions.RequestException as exc:
+            raise MetricsError(f"cannot reach Prometheus at {self._url}: "
+                               f"{type(exc).__name__}; check --prometheus") from None
+        except PrometheusApiClientException as exc:
+            raise MetricsError(f"Prometheus at {self._url} rejected the query {promql!r}: "
+                               f"{_first_line(exc)}") from None
+        return parse_vector(raw, promql)
+
+
+def parse_vector(raw: Any, promql: str) -> list[tuple[dict[str, str], float]]:
+    """Turn an instant-vector result into (labels, value) pairs; scalars get empty labels."""
+    if isinstance(raw, list) and len(raw) == 2 and not isinstance(raw[0], dict):
+        raw = [{"metric": {}, "value": raw}]  # a scalar result
+    if not isinstance(raw, list):
+        raise MetricsError(f"unexpected Prometheus answer to {promql!r}: not a vector")
+    out: list[tuple[dict[str, str], float]] = []
+    for sample in raw:
+        try:
+            labels = {str(k): str(v) for k, v in sample["metric"].items()}
+            value = float(sample["value"][1])
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            raise MetricsError(f"unexpected Prometheus answer to {promql!r}: "
+                               "sample without metric/value") from None
+        if math.isfinite(value):
+            out.append((labels, value))
+    return sorted(out, key=lambda item: sorted(item[0].items()))
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

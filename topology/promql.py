@@ -1,0 +1,51 @@
+"""Default PromQL templates, in one place, for the series the sandbox's JMX exporter rules produce.
+
+Each template is a `str.format` pattern. `{window}` is a range such as `1m`; `{selector}` is
+extra label matchers inside the braces (empty, or e.g. `broker_id=~"1|2"`). Operators whose
+exporter names series differently override these through the commands' flags or config.
+Every series carries `broker_id` and `rack` labels (added by Prometheus' scrape config).
+"""
+
+from __future__ import annotations
+
+DEFAULT_RATE_WINDOW = "1m"
+
+# Per-topic traffic, summed over brokers. BytesIn counts producer bytes at the leader only,
+# BytesOut consumer bytes at whichever broker served the fetch (replication is excluded).
+TOPIC_BYTES_IN_RATE = "sum by (topic) (rate(kafka_topic_bytes_in_total{{{selector}}}[{window}]))"
+TOPIC_BYTES_OUT_RATE = (
+    "sum by (topic) (rate(kafka_topic_bytes_out_total{{{selector}}}[{window}]))"
+)
+
+# Broker network in/out: client traffic plus replication plus reassignment traffic.
+BROKER_NETWORK_IN_RATE = (
+    "sum by (broker_id) (rate(kafka_broker_bytes_in_total{{{selector}}}[{window}]))"
+    " + on (broker_id) "
+    "sum by (broker_id) (rate(kafka_broker_replication_bytes_in_total{{{selector}}}[{window}]))"
+)
+BROKER_NETWORK_OUT_RATE = (
+    "sum by (broker_id) (rate(kafka_broker_bytes_out_total{{{selector}}}[{window}]))"
+    " + on (broker_id) "
+    "sum by (broker_id) (rate(kafka_broker_replication_bytes_out_total{{{selector}}}[{window}]))"
+)
+BROKER_REASSIGNMENT_IN_RATE = (
+    "sum by (broker_id) (rate(kafka_broker_reassignment_bytes_in_total{{{selector}}}[{window}]))"
+)
+BROKER_REASSIGNMENT_OUT_RATE = (
+    "sum by (broker_id) (rate(kafka_broker_reassignment_bytes_out_total{{{selector}}}[{window}]))"
+)
+
+# Leading indicators the executor's gates watch.
+UNDER_REPLICATED_PARTITIONS = "sum by (broker_id) (kafka_under_replicated_partitions{{{selector}}})"
+PRODUCE_P99_MS = (
+    'max by (broker_id) (kafka_request_total_time_ms{{request="Produce",quantile="0.99"'
+    "{comma}{selector}}})"
+)
+
+# Replica log sizes as the brokers report them (an alternative to DescribeLogDirs).
+LOG_SIZE_BYTES = "max by (topic, partition) (kafka_log_size_bytes{{{selector}}})"
+
+
+def render(template: str, window: str = DEFAULT_RATE_WINDOW, selector: str = "") -> str:
+    """Fill a template: the rate window and optional extra label matchers."""
+    return template.format(window=window, selector=selector, comma="," if selector else "")
