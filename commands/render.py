@@ -8,21 +8,28 @@ from rich.table import Table
 from topology.load import balance, broker_loads
 from topology.model import RESOURCES, Resource, Topology
 
-console = Console()
-err_console = Console(stderr=True)
+
+def _console(stderr: bool = False) -> Console:
+    """A console that keeps tables readable when output goes to a file or a pipe."""
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 140))
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 _RESOURCE_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
 
 
 def human_bytes(value: float, suffix: str = "B") -> str:
-    """1234567 -> '1.2 MB' (decimal units, as network and disk vendors quote)."""
+    """1234567 -> '1.2MB' (decimal units, as network and disk vendors quote)."""
     units = ["", "k", "M", "G", "T", "P"]
     magnitude = float(value)
     for unit in units:
         if abs(magnitude) < 1000 or unit == units[-1]:
-            return f"{magnitude:.1f} {unit}{suffix}" if unit else f"{magnitude:.0f} {suffix}"
+            return f"{magnitude:.1f}{unit}{suffix}" if unit else f"{magnitude:.0f}{suffix}"
         magnitude /= 1000
-    return f"{magnitude:.1f} P{suffix}"
+    return f"{magnitude:.1f}P{suffix}"
 
 
 def topology_table(topology: Topology, title: str = "Brokers") -> Table:
@@ -37,10 +44,10 @@ def topology_table(topology: Topology, title: str = "Brokers") -> Table:
             replicas[r] += 1
     table = Table(title=title)
     for header in ("rack", "broker", "replicas", "leaders"):
-        table.add_column(header, justify="right" if header != "rack" else "left")
+        table.add_column(header, justify="right" if header != "rack" else "left", no_wrap=True)
     for res in RESOURCES:
-        table.add_column(_RESOURCE_TITLES[res], justify="right")
-        table.add_column(f"{_RESOURCE_TITLES[res]} util", justify="right")
+        table.add_column(_RESOURCE_TITLES[res], justify="right", no_wrap=True)
+        table.add_column("util", justify="right", no_wrap=True)
     for rack in topology.racks:
         for b in (b for b in topology.brokers if b.rack == rack):
             load = loads[b.id]

@@ -171,6 +171,9 @@ def write_json_atomic(path: Path, doc: Mapping[str, Any], indent: int | None = N
     """Write JSON to a temp file in the same directory, fsync, then rename over `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
     try:
         with os.fdopen(fd, "w") as fh:
             json.dump(doc, fh, indent=indent)
