@@ -1,0 +1,124 @@
+"""`plan(topology, goals, budget) -> PlanResult`: the planner's pure entry point.
+
+Pipeline: arrays -> hard-goal repair (drain removed brokers, rack rule) -> greedy replica
+moves (disk, net in) -> leadership for net out -> greedy again with every resource -> CP-SAT
+large-neighbourhood improvement of bytes moved within the time limit. The best valid
+assignment so far is always at hand; on timeout it is returned with its gap.
+
+Racks: no rack may hold more than ceil(RF / racks) replicas of a partition, racks counted over
+the brokers that remain. When no broker has a rack the rule is off (distinct brokers only).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from planner.arrays import (
+    DISK,
+    NET_IN,
+    NET_OUT,
+    ClusterArrays,
+    IntArray,
+    broker_loads,
+    rack_ok,
+    to_arrays,
+    to_moves,
+)
+from planner.bounds import band, disk_lower_bound_arrays
+from planner.goals import Budget, Goals
+from planner.greedy import rebalance_replicas
+from planner.leaders import rebalance_leaders
+from planner.lns import improve
+from planner.repair import check_racks_feasible, repair
+from planner.result import PlanResult, SolverStatus
+from planner.state import SolverState
+from topology.errors import PlanError
+from topology.model import TopicPartition, Topology, replace_replicas
+
+_NAMES = {DISK: "disk", NET_IN: "net in", NET_OUT: "net out"}
+
+
+def _in_band(arrays: ClusterArrays, replicas: IntArray, goals: Goals) -> bool:
+    """True when no hard rule is broken and every eligible broker is within tolerance."""
+    if not rack_ok(arrays, replicas).all():
+        return False
+    if (~np.append(arrays.eligible, True)[replicas]).any():
+        return False
+    loads = broker_loads(arrays, replicas)
+    lower, upper = band(arrays, loads, goals)
+    eps = 1e-9 * np.maximum(upper, 1.0)
+    ok = (loads >= lower - eps) & (loads <= upper + eps)
+    return bool(ok[arrays.eligible].all())
+
+
+def _spread(state: SolverState) -> dict[int, tuple[float, float]]:
+    """Per resource: max/avg and min/avg utilization over eligible brokers."""
+    a = state.arrays
+    util = state.loads[a.eligible] / a.capacity[a.eligible]
+    avg = state.loads.sum(axis=0) / a.capacity[a.eligible].sum(axis=0)
+    return {r: (float(util[:, r].max() / avg[r]) if avg[r] > 0 else 1.0,
+                float(util[:, r].min() / avg[r]) if avg[r] > 0 else 1.0) for r in range(3)}
+
+
+def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
+    """Which constraint keeps the plan from full balance, and by how much."""
+    notes: list[str] = []
+    spread = _spread(state)
+    off = [f"{_NAMES[r]} max/avg {hi:.3f} min/avg {lo:.3f}" for r, (hi, lo) in spread.items()
+           if hi > 1 + goals.tolerance + 1e-9 or lo < 1 - goals.tolerance - 1e-9]
+    if not off:
+        return ()
+    gap = "; ".join(off)
+    if "bytes" in state.budget_hit:
+        notes.append(f"max_bytes: the byte budget {state.max_bytes:.0f} is spent "
+                     f"({state.bytes_moved:.0f} bytes planned); still off: {gap}")
+    if "moves" in state.budget_hit:
+        notes.append(f"max_moves: the move budget {state.max_moves} is spent; still off: {gap}")
+    if not notes:
+        notes.append(f"racks/capacity: no rack-aware move improves further; still off "
+                     f"(target +/-{goals.tolerance:.0%}): {gap}")
+    return tuple(notes)
+
+
+def _solve_state(state: SolverState, deadline: float, seed: int) -> bool:
+    """Run the pipeline on `state`; returns True when CP-SAT improved the greedy plan."""
+    repair(state)
+    state.resource_weight = np.array([1.0, 1.0, 0.2])
+    rebalance_replicas(state)
+    rebalance_leaders(state)
+    state.resource_weight = np.array([1.0, 1.0, 1.0])
+    rebalance_replicas(state)
+    rebalance_leaders(state)
+    return improve(state, deadline, seed)
+
+
+def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
+    """A valid plan towards balance with the fewest bytes moved (see module docstring)."""
+    start = time.monotonic()
+    arrays = to_arrays(topology, goals)
+    check_racks_feasible(arrays)
+    lower_bound = disk_lower_bound_arrays(arrays, goals)
+    if _in_band(arrays, arrays.replicas, goals):
+        return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
+                          0.0, (), time.monotonic() - start)
+    state = SolverState(arrays, goals, budget)
+    improved = _solve_state(state, start + budget.time_limit_s, budget.seed)
+    moves = to_moves(topology, arrays, state.replicas)
+    after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
+                                        for m in moves})
+    if state.loads.max(axis=0).size and np.any(
+            state.loads > goals.max_utilization * arrays.capacity * (1 + 1e-9)):
+        raise PlanError("no plan keeps every broker under the maximum utilization "
+                        f"{goals.max_utilization:.0%} within this budget; raise the budget "
+                        "or add brokers")
+    binding = _binding(state, goals)
+    moved = sum(m.bytes_moved for m in moves)
+    gap = moved / lower_bound - 1.0 if lower_bound > 0 else None
+    if binding:
+        status = SolverStatus.BEST_EFFORT
+    else:
+        status = SolverStatus.FEASIBLE if improved else SolverStatus.GREEDY
+    return PlanResult(topology, after, moves, status, lower_bound, gap, binding,
+                      time.monotonic() - start)

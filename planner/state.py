@@ -1,0 +1,141 @@
+"""The solver's working state: a copy of the assignment with loads, bands and budget kept in
+step as replicas move or leaders change. Inputs are never edited.
+
+Penalty of a broker = sum over resources of weight * distance outside its band / (avg * cap):
+0 when balanced, in units of utilization relative to the average.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.arrays import (
+    DISK,
+    NET_OUT,
+    NO_RACK,
+    ClusterArrays,
+    FloatArray,
+    IntArray,
+    broker_loads,
+)
+from planner.bounds import averages, band
+from planner.goals import Budget, Goals
+
+INELIGIBLE_WEIGHT = 20.0  # removed / offline brokers drain before anything else
+BAND_MARGIN = 0.002  # aim a little inside the tolerance so rounding never breaks it
+MOVE_COST = 1e-4  # one move costs as much as 0.01% of an average broker's disk
+
+
+class SolverState:
+    """Mutable assignment with incremental loads; owned by one solver run."""
+
+    def __init__(self, arrays: ClusterArrays, goals: Goals, budget: Budget) -> None:
+        self.arrays = arrays
+        self.goals = goals
+        self.replicas: IntArray = arrays.replicas.copy()
+        self.loads: FloatArray = broker_loads(arrays, self.replicas)
+        self.lower, self.upper = band(arrays, self.loads, goals, BAND_MARGIN)
+        avg = averages(arrays, self.loads)
+        norm = np.maximum(avg[None, :] * arrays.capacity, 1e-12)
+        self.inv_norm: FloatArray = 1.0 / norm
+        self.broker_weight: FloatArray = np.where(arrays.eligible, 1.0, INELIGIBLE_WEIGHT)
+        self.resource_weight: FloatArray = np.array([1.0, 1.0, 1.0])
+        eligible_disk = float(arrays.capacity[arrays.eligible, DISK].sum())
+        self.disk_unit = max(float(avg[DISK]) * eligible_disk / arrays.eligible.sum(), 1.0)
+        self.max_bytes = float("inf") if budget.max_bytes is None else float(budget.max_bytes)
+        self.max_moves = arrays.partitions if budget.max_moves is None else budget.max_moves
+        self.bytes_moved = 0.0
+        self.changed: set[int] = set()
+        self.budget_hit: set[str] = set()
+        self.hosted: list[set[int]] = [set() for _ in range(arrays.brokers)]
+        for col in range(self.replicas.shape[1]):
+            column = self.replicas[:, col]
+            for p, b in zip(np.flatnonzero(column >= 0).tolist(),
+                            column[column >= 0].tolist(), strict=True):
+                self.hosted[b].add(p)
+        self._orig_sets = [frozenset(row[row >= 0].tolist()) for row in arrays.replicas]
+
+    # -- penalties -------------------------------------------------------------------------
+    def penalty_rows(self, brokers: IntArray, loads: FloatArray) -> FloatArray:
+        """Penalty of each broker in `brokers` at the given load rows [n, 3]."""
+        over = np.maximum(loads - self.upper[brokers], 0.0)
+        under = np.maximum(self.lower[brokers] - loads, 0.0)
+        dist = (over + under) * self.inv_norm[brokers] * self.resource_weight
+        out: FloatArray = dist.sum(axis=1) * self.broker_weight[brokers]
+        return out
+
+    def penalty(self, broker: int, delta: FloatArray | None = None) -> float:
+        """Penalty of one broker, optionally after adding `delta` to its load."""
+        row = self.loads[broker] if delta is None else self.loads[broker] + delta
+        over = np.maximum(row - self.upper[broker], 0.0)
+        under = np.maximum(self.lower[broker] - row, 0.0)
+        dist = (over + under) * self.inv_norm[broker] * self.resource_weight
+        return float(dist.sum()) * float(self.broker_weight[broker])
+
+    def all_penalties(self) -> FloatArray:
+        return self.penalty_rows(np.arange(self.arrays.brokers), self.loads)
+
+    def over_under(self, broker: int) -> tuple[float, float]:
+        """Weighted distance above the upper and below the lower band of one broker."""
+        row = self.loads[broker]
+        scale = self.inv_norm[broker] * self.resource_weight
+        over = float((np.maximum(row - self.upper[broker], 0.0) * scale).sum())
+        under = float((np.maximum(self.lower[broker] - row, 0.0) * scale).sum())
+        return over, under
+
+    # -- moves -----------------------------------------------------------------------------
+    def replica_vector(self, p: int, leader: bool) -> FloatArray:
+        a = self.arrays
+        return np.array([a.size[p], a.net_in[p], a.leader_out[p] if leader else 0.0])
+
+    def move_bytes_delta(self, p: int, source: int, dest: int) -> float:
+        orig = self._orig_sets[p]
+        size = float(self.arrays.size[p])
+        return (0.0 if dest in orig else size) - (0.0 if source in orig else size)
+
+    def affordable(self, p: int, extra_bytes: float) -> bool:
+        """True when the move keeps within the byte and move budgets."""
+        if self.bytes_moved + extra_bytes > self.max_bytes:
+            self.budget_hit.add("bytes")
+            return False
+        if p not in self.changed and len(self.changed) >= self.max_moves:
+            self.budget_hit.add("moves")
+            return False
+        return True
+
+    def move_replica(self, p: int, col: int, dest: int) -> None:
+        """Put the replica in column `col` of partition p on `dest` (keeps its position)."""
+        source = int(self.replicas[p, col])
+        self.bytes_moved += self.move_bytes_delta(p, source, dest)
+        vec = self.replica_vector(p, col == 0)
+        self.loads[source] -= vec
+        self.loads[dest] += vec
+        self.replicas[p, col] = dest
+        self.hosted[source].discard(p)
+        self.hosted[dest].add(p)
+        self._mark(p)
+
+    def set_leader(self, p: int, col: int) -> None:
+        """Make the replica in column `col` the preferred leader (swap with column 0)."""
+        old, new = int(self.replicas[p, 0]), int(self.replicas[p, col])
+        out = float(self.arrays.leader_out[p])
+        self.loads[old, NET_OUT] -= out
+        self.loads[new, NET_OUT] += out
+        self.replicas[p, 0], self.replicas[p, col] = new, old
+        self._mark(p)
+
+    def _mark(self, p: int) -> None:
+        if np.array_equal(self.replicas[p], self.arrays.replicas[p]):
+            self.changed.discard(p)
+        else:
+            self.changed.add(p)
+
+    def rack_allows(self, p: int, source: int, dest: int) -> bool:
+        """True when moving p's replica from `source` to `dest` keeps the rack rule."""
+        a = self.arrays
+        if a.rack_count == 0:
+            return True
+        row = self.replicas[p]
+        racks = a.rack_of(row)
+        same = int(((racks == a.rack[dest]) & (row != source) & (racks != NO_RACK)).sum())
+        return same < int(a.rack_limit[p])
