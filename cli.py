@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from commands import plan_cmd
+from commands import plan_cmd, snapshot_cmd
 from commands.render import console, err_console, spread_table, topology_table
 from commands.sandbox_cmd import app as sandbox_app
 from topology.capacities import read_capacities
@@ -56,6 +56,7 @@ def show(
 
 app.command(name="plan")(plan_cmd.plan)
 app.command(name="diff")(plan_cmd.diff)
+app.command(name="snapshot")(snapshot_cmd.snapshot)
 
 
 app.add_typer(sandbox_app, name="sandbox")
