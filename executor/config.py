@@ -1,0 +1,93 @@
+"""The executor's settings (one validated value) and the ports it runs against."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from executor.gates import GatePolicy
+from executor.readings import GateQueries
+from topology.errors import InputError
+from topology.model import Capacity
+from topology.ports import Clock, KafkaAdmin, MetricsSource
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """How a run proceeds. Rates are bytes per second.
+
+    stall_intervals: a move that shows no progress (destination bytes, ISR) for this many polls
+    is cancelled; concurrency: moves in flight at once, never two on the same broker.
+    """
+
+    max_bytes_per_sec: int
+    concurrency: int = 1
+    cooldown_seconds: float = 0.0
+    poll_seconds: float = 1.0
+    stall_intervals: int = 30
+    elect_leaders: bool = True
+    adaptive: bool = False
+    adaptive_floor_bytes_per_sec: int = 1_000_000
+    capacities: Mapping[int, Capacity] = field(default_factory=dict)
+    gate: GatePolicy = field(default_factory=GatePolicy)
+    queries: GateQueries = field(default_factory=GateQueries)
+    allow_under_replicated: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_bytes_per_sec <= 0:
+            raise InputError(f"--max-mbps must be positive, got {self.max_bytes_per_sec} B/s")
+        if self.concurrency < 1:
+            raise InputError(f"--concurrency must be at least 1, got {self.concurrency}")
+        if self.cooldown_seconds < 0 or self.poll_seconds <= 0:
+            raise InputError("--cooldown must be >= 0 and the poll interval > 0")
+        if self.stall_intervals < 1:
+            raise InputError(f"stall intervals must be at least 1, got {self.stall_intervals}")
+        if self.adaptive and not 0 < self.adaptive_floor_bytes_per_sec <= self.max_bytes_per_sec:
+            raise InputError("the adaptive floor must be positive and at most --max-mbps")
+
+    def summary(self) -> dict[str, Any]:
+        """The settings worth keeping in the journal header."""
+        return {"max_bytes_per_sec": self.max_bytes_per_sec, "concurrency": self.concurrency,
+                "cooldown_seconds": self.cooldown_seconds, "adaptive": self.adaptive,
+                "elect_leaders": self.elect_leaders, "gate_margin": self.gate.margin,
+                "gate_floor_bytes_per_sec": self.gate.floor_bytes_per_sec,
+                "gate_consecutive": self.gate.consecutive}
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The outside world, behind protocols."""
+
+    admin: KafkaAdmin
+    metrics: MetricsSource
+    clock: Clock
+
+
+class EventKind(StrEnum):
+    STATE = "state"  # a move changed state
+    PROGRESS = "progress"  # bytes copied so far for a move in flight
+    GATE = "gate"  # a gate decision (wait / hold / open)
+    HOLD = "hold"  # a move could not start (metrics unavailable)
+    NOTE = "note"  # anything else worth telling the operator
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something the progress display may show."""
+
+    kind: EventKind
+    message: str
+    move: str = ""
+    index: int = 0  # 1-based position of the move in the plan
+    total: int = 0
+    bytes_done: int = 0
+    bytes_total: int = 0
+
+
+Reporter = Callable[[Event], None]
+
+
+def ignore_events(event: Event) -> None:
+    """The default reporter."""

@@ -1,0 +1,341 @@
+"""Durable, append-only run journal (JSON lines) and its replay into a run state.
+
+Every state a move enters is appended and fsynced *before* the side effect of that state runs,
+and the next state is appended only after the side effect is confirmed: the last state of a move
+in the journal names the one step to redo (every step is idempotent). A process killed mid-write
+leaves at most a torn last line, which replay ignores and the next append truncates.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from executor.gates import NetworkSample
+from executor.plan import ExecutionPlan
+from executor.state import TERMINAL, MoveState, transition
+from executor.throttle import ThrottlePlan, plan_from_json, plan_to_json
+from planner.result import Move
+from topology.errors import ExecutionError
+
+JOURNAL_VERSION = 1
+Record = dict[str, Any]
+
+
+class RunOutcome(StrEnum):
+    COMPLETED = "completed"  # every move done
+    STOPPED = "stopped"  # a move failed or was cancelled by the executor; resumable
+    CANCELLED = "cancelled"  # an operator cancelled the run
+
+
+@dataclass(frozen=True)
+class MoveRecord:
+    """What the journal knows of one move."""
+
+    state: MoveState = MoveState.PENDING
+    throttle: ThrottlePlan | None = None
+    baseline: NetworkSample | None = None
+    cooldown_since: float | None = None
+    reason: str = ""
+    throttles_left: bool = False  # this move's throttles may be on the cluster
+
+
+@dataclass
+class RunState:
+    """A run reconstructed from its journal (only journal.py mutates it, record by record)."""
+
+    plan: ExecutionPlan
+    moves: dict[str, MoveRecord]
+    outcome: RunOutcome | None = None
+    end_reason: str = ""
+    records: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def state_of(self, name: str) -> MoveState:
+        return self.moves[name].state
+
+    def in_state(self, states: frozenset[MoveState]) -> list[Move]:
+        """Moves (in plan order) whose journaled state is one of `states`."""
+        return [m for m in self.plan.moves if self.moves[m.name].state in states]
+
+    @property
+    def unfinished(self) -> list[Move]:
+        return [m for m in self.plan.moves if self.moves[m.name].state not in TERMINAL]
+
+
+def header_record(plan: ExecutionPlan, settings: Mapping[str, Any]) -> Record:
+    """The first record of a journal: the plan itself, so cancel/resume need only the journal."""
+    return {
+        "kind": "run", "version": JOURNAL_VERSION, "plan_id": plan.plan_id,
+        "fingerprint": plan.fingerprint, "settings": dict(settings),
+        "moves": [{"topic": m.topic, "partition": m.partition, "current": list(m.current),
+                   "target": list(m.target), "size_bytes": m.size_bytes} for m in plan.moves],
+    }
+
+
+def state_record(move: str, state: MoveState, at: float, *, throttle: ThrottlePlan | None = None,
+                 baseline: NetworkSample | None = None, reason: str = "") -> Record:
+    record: Record = {"kind": "state", "move": move, "state": state.value, "at": at}
+    if throttle is not None:
+        record["throttle"] = plan_to_json(throttle)
+    if baseline is not None:
+        record["baseline"] = {"in": {str(b): v for b, v in sorted(baseline.net_in.items())},
+                              "out": {str(b): v for b, v in sorted(baseline.net_out.items())}}
+    if reason:
+        record["reason"] = reason
+    return record
+
+
+def end_record(outcome: RunOutcome, at: float, reason: str = "") -> Record:
+    return {"kind": "end", "outcome": outcome.value, "at": at, "reason": reason}
+
+
+def _plan_from_header(record: Record) -> ExecutionPlan:
+    if record.get("kind") != "run" or record.get("version") != JOURNAL_VERSION:
+        raise ExecutionError("journal: the first record is not a version-1 run header; "
+                             "is this a rebalance journal?")
+    moves = tuple(
+        Move(str(m["topic"]), int(m["partition"]), tuple(int(b) for b in m["current"]),
+             tuple(int(b) for b in m["target"]), int(m["size_bytes"]))
+        for m in record["moves"]
+    )
+    plan = ExecutionPlan(moves, record.get("fingerprint"))
+    if plan.plan_id != record.get("plan_id"):
+        raise ExecutionError("journal: the plan in the header does not match its plan_id")
+    return plan
+
+
+def _baseline(data: Mapping[str, Any]) -> NetworkSample:
+    return NetworkSample({int(b): float(v) for b, v in data["in"].items()},
+                         {int(b): float(v) for b, v in data["out"].items()})
+
+
+def apply_record(run: RunState, record: Record) -> None:
+    """Fold one record into `run`; an impossible state change raises (corrupt journal)."""
+    run.records += 1
+    kind = record.get("kind")
+    if kind == "end":
+        run.outcome = RunOutcome(record["outcome"])
+        run.end_reason = str(record.get("reason", ""))
+        return
+    if kind == "resume":
+        run.outcome = None
+        run.end_reason = ""
+        return
+    if kind == "note":
+        run.notes.append(str(record.get("message", "")))
+        return
+    if kind == "throttles":
+        name = str(record["move"])
+        if name not in run.moves:
+            raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
+        run.moves[name] = replace(run.moves[name], throttles_left=bool(record["present"]))
+        return
+    if kind != "state":
+        raise ExecutionError(f"journal: unknown record kind {kind!r} (record {run.records})")
+    name = str(record["move"])
+    if name not in run.moves:
+        raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
+    old = run.moves[name]
+    new_state = transition(name, old.state, MoveState(record["state"]))
+    run.moves[name] = MoveRecord(
+        state=new_state,
+        throttle=plan_from_json(record["throttle"]) if "throttle" in record else old.throttle,
+        baseline=_baseline(record["baseline"]) if "baseline" in record else old.baseline,
+        cooldown_since=float(record["at"]) if new_state is MoveState.COOLING_DOWN
+        else old.cooldown_since,
+        reason=str(record.get("reason", old.reason)),
+        throttles_left=_throttles_left(old, new_state),
+    )
+
+
+def _throttles_left(old: MoveRecord, new_state: MoveState) -> bool:
+    if new_state is MoveState.THROTTLING:
+        return True
+    if old.state in (MoveState.UNTHROTTLING, MoveState.CANCELLING) and new_state is not \
+            MoveState.FAILED:
+        return False  # restore confirmed before leaving these states
+    return old.throttles_left
+
+
+def replay(records: Sequence[Record]) -> RunState:
+    """The run state a sequence of journal records describes."""
+    if not records:
+        raise ExecutionError("journal is empty: the run never started")
+    plan = _plan_from_header(records[0])
+    run = RunState(plan, {m.name: MoveRecord() for m in plan.moves}, records=1)
+    for record in records[1:]:
+        apply_record(run, record)
+    return run
+
+
+class JournalSink(Protocol):
+    """Where records go: durably, in order."""
+
+    def append(self, record: Record) -> None: ...
+
+    def cancel_requested(self) -> bool: ...
+
+    def clear_cancel_request(self) -> None: ...
+
+
+def parse_lines(data: bytes, origin: str) -> tuple[list[Record], int]:
+    """Records in `data` and the byte length of the intact prefix (a torn last line is dropped).
+
+    A bad line that is not the last one is corruption, not a crash artefact, and raises.
+    """
+    records: list[Record] = []
+    good = 0
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        is_last = number == len(lines)
+        if not line.strip():
+            good += len(line) + (0 if is_last else 1)
+            continue
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or (is_last and not data.endswith(b"\n")):
+                raise ValueError("incomplete record")
+        except ValueError as exc:
+            if is_last:
+                break
+            raise ExecutionError(f"journal {origin}: line {number} is not a JSON record ({exc}); "
+                                 "the journal is corrupt, not torn; inspect it by hand") from exc
+        records.append(record)
+        good += len(line) + 1
+    return records, good
+
+
+class JournalFile:
+    """A journal on disk: exclusive lock, fsync per record, torn-tail repair on open."""
+
+    def __init__(self, path: Path, handle: IO[bytes]) -> None:
+        self.path = path
+        self._handle = handle
+
+    @classmethod
+    def create(cls, path: Path, header: Record) -> JournalFile:
+        """Start a new journal; refuses to overwrite an existing one."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError as exc:
+            raise ExecutionError(f"journal {path} already exists: resume or cancel that run, "
+                                 "or choose another --journal path") from exc
+        journal = cls(path, _locked(os.fdopen(fd, "ab"), path))
+        journal.append(header)
+        _fsync_dir(path)
+        return journal
+
+    @classmethod
+    def open(cls, path: Path) -> tuple[JournalFile, list[Record]]:
+        """Open an existing journal for appending; returns its intact records."""
+        if not path.exists():
+            raise ExecutionError(f"no journal at {path}: nothing to resume, cancel or clear")
+        handle = _locked(open(path, "r+b"), path)  # noqa: SIM115 (kept open for appends)
+        records, good = parse_lines(handle.read(), str(path))
+        handle.truncate(good)
+        handle.seek(good)
+        os.fsync(handle.fileno())
+        return cls(path, handle), records
+
+    def append(self, record: Record) -> None:
+        line = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
+        self._handle.write(line.encode())
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    @property
+    def cancel_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".cancel")
+
+    def cancel_requested(self) -> bool:
+        return self.cancel_path.exists()
+
+    def clear_cancel_request(self) -> None:
+        self.cancel_path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def request_cancel(path: Path) -> None:
+    """Ask the executor running on journal `path` (another process) to cancel its run."""
+    path.with_name(path.name + ".cancel").touch()
+
+
+def read_journal(path: Path) -> RunState:
+    """Replay a journal without locking it (for status while a run is going)."""
+    if not path.exists():
+        raise ExecutionError(f"no journal at {path}")
+    records, _ = parse_lines(path.read_bytes(), str(path))
+    return replay(records)
+
+
+def _locked(handle: IO[bytes], path: Path) -> IO[bytes]:
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        handle.close()
+        raise ExecutionError(f"journal {path} is in use by a running executor; wait for it, "
+                             "or ask it to cancel (rebalance cancel)") from exc
+    return handle
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    """The run state plus its durable sink: every change is appended before it is applied."""
+
+    def __init__(self, run: RunState, sink: JournalSink) -> None:
+        self.run = run
+        self._sink = sink
+
+    def enter(self, move: str, state: MoveState, at: float, *,
+              throttle: ThrottlePlan | None = None, baseline: NetworkSample | None = None,
+              reason: str = "") -> None:
+        """Record that `move` enters `state` (checked against the table), durably."""
+        transition(move, self.run.state_of(move), state)
+        record = state_record(move, state, at, throttle=throttle, baseline=baseline,
+                              reason=reason)
+        self._sink.append(record)
+        apply_record(self.run, record)
+
+    def end(self, outcome: RunOutcome, at: float, reason: str = "") -> None:
+        record = end_record(outcome, at, reason)
+        self._sink.append(record)
+        apply_record(self.run, record)
+
+    def reopen(self, at: float) -> None:
+        """Mark a stopped run as resumed."""
+        record: Record = {"kind": "resume", "at": at}
+        self._sink.append(record)
+        apply_record(self.run, record)
+
+    def throttles(self, move: str, present: bool, at: float) -> None:
+        """Record that `move`'s throttles are (about to be) present or are confirmed gone."""
+        record: Record = {"kind": "throttles", "move": move, "present": present, "at": at}
+        self._sink.append(record)
+        apply_record(self.run, record)
+
+    def note(self, message: str, at: float) -> None:
+        record: Record = {"kind": "note", "message": message, "at": at}
+        self._sink.append(record)
+        apply_record(self.run, record)
+
+    def cancel_requested(self) -> bool:
+        return self._sink.cancel_requested()
+
+    def clear_cancel_request(self) -> None:
+        self._sink.clear_cancel_request()

@@ -1,0 +1,94 @@
+"""Preflight: the checks a run must pass before anything on the cluster is changed.
+
+Pure over what the admin port reports, so each refusal is unit-tested; the message names the
+partitions and brokers involved so the operator can act.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from executor.plan import ExecutionPlan
+from executor.readings import under_replicated
+from planner.result import Move
+from topology.errors import ExecutionError
+from topology.model import TopicPartition
+from topology.ports import BrokerInfo, KafkaAdmin, PartitionInfo, ReassignmentState
+
+PlanValidator = Callable[[ExecutionPlan], Sequence[str]]
+"""A hook returning the plan's problems (empty = valid), e.g. the planner's validator."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What preflight looks at, read once from the admin port."""
+
+    brokers: tuple[BrokerInfo, ...]
+    partitions: Mapping[TopicPartition, PartitionInfo]
+    reassignments: Mapping[TopicPartition, ReassignmentState]
+
+    @classmethod
+    def read(cls, admin: KafkaAdmin) -> ClusterView:
+        return cls(tuple(admin.brokers()), {p.key: p for p in admin.partitions()},
+                   admin.list_partition_reassignments())
+
+    @property
+    def live_broker_ids(self) -> frozenset[int]:
+        return frozenset(b.id for b in self.brokers)
+
+
+def _names(keys: Iterable[TopicPartition], limit: int = 10) -> str:
+    ordered = sorted(keys, key=lambda k: (k.topic, k.partition))
+    shown = ", ".join(str(k) for k in ordered[:limit])
+    return shown + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+
+
+def stale_moves(moves: Iterable[Move], view: ClusterView) -> list[str]:
+    """Moves whose partition is gone or whose replicas are no longer the plan's current ones."""
+    problems = []
+    for m in moves:
+        live = view.partitions.get(m.key)
+        if live is None:
+            problems.append(f"{m.name} (no longer exists)")
+        elif live.replicas != m.current:
+            problems.append(f"{m.name} (plan expects {list(m.current)}, "
+                            f"cluster has {list(live.replicas)})")
+    return problems
+
+
+def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
+                       allow_under_replicated: bool = False,
+                       validation: Sequence[str] = (),
+                       own_in_flight: frozenset[TopicPartition] = frozenset(),
+                       pending: Sequence[Move] | None = None) -> list[str]:
+    """Every reason not to start (or resume): empty means go.
+
+    `own_in_flight`: reassignments this run itself has in flight (resume); `pending`: the moves
+    still to start (default: all of them).
+    """
+    problems: list[str] = []
+    foreign = set(view.reassignments) - own_in_flight
+    if foreign:
+        problems.append(f"a reassignment is already in progress for {_names(foreign)}; "
+                        "wait for it or cancel it first")
+    stale = stale_moves(plan.moves if pending is None else pending, view)
+    if stale:
+        problems.append("the cluster no longer matches the plan: "
+                        + "; ".join(stale) + "; make a new plan")
+    wanted = sorted({b for m in plan.moves for b in m.target} - view.live_broker_ids)
+    if wanted:
+        problems.append(f"target broker(s) {wanted} are offline or unknown")
+    urp = under_replicated(view.partitions.values()) - own_in_flight
+    if urp and not allow_under_replicated:
+        problems.append(f"{len(urp)} partition(s) are under-replicated ({_names(urp)}); "
+                        "fix them first or override")
+    problems.extend(f"plan validation: {p}" for p in validation)
+    return problems
+
+
+def require_preflight(problems: list[str]) -> None:
+    """Raise one ExecutionError listing every preflight problem."""
+    if problems:
+        raise ExecutionError("preflight refused the run, nothing was changed:\n- "
+                             + "\n- ".join(problems))

@@ -1,0 +1,229 @@
+"""The run loop: preflight, then moves in plan order (at most `concurrency` at once, never two
+on one broker), each driven through its states, polling the cluster every `poll_seconds`.
+
+Entry points: `Executor.start` (new run), `Executor.resume` (reconcile a journal with the
+cluster and continue), `Executor.cancel` (revert what is in flight, restore throttles) and
+`clear_throttles` (restore the throttles a journal says may be left).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
+from executor.journal import (
+    Journal,
+    JournalSink,
+    Record,
+    RunOutcome,
+    RunState,
+    header_record,
+    replay,
+)
+from executor.plan import ExecutionPlan, move_brokers
+from executor.preflight import ClusterView, PlanValidator, preflight_problems, require_preflight
+from executor.state import MoveState
+from executor.steps import MoveDriver
+from planner.result import Move
+from topology.errors import ExecutionError
+
+S = MoveState
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """How a run ended: the outcome, each move's final state and why, and what is left."""
+
+    outcome: RunOutcome
+    states: dict[str, MoveState]
+    reasons: dict[str, str]
+    throttles_left: tuple[str, ...]
+
+    @property
+    def done(self) -> int:
+        return sum(1 for s in self.states.values() if s is S.DONE)
+
+
+class Executor:
+    """Runs one journaled plan against the ports."""
+
+    def __init__(self, ports: Ports, config: ExecutorConfig, journal: Journal,
+                 reporter: Reporter = ignore_events) -> None:
+        self.ports = ports
+        self.config = config
+        self.journal = journal
+        self.report = reporter
+        self.driver = MoveDriver(ports, config, journal, reporter)
+        self.cancelling = False
+        # moves that had already failed or been cancelled when this process took over
+        self._ended_badly_before = frozenset(
+            m.name for m in journal.run.plan.moves
+            if journal.run.state_of(m.name) in (S.FAILED, S.CANCELLED))
+
+    @property
+    def run_state(self) -> RunState:
+        return self.journal.run
+
+    # ---- construction ----------------------------------------------------------------------
+    @classmethod
+    def start(cls, plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
+              open_sink: Callable[[Record], JournalSink], *,
+              validator: PlanValidator | None = None,
+              reporter: Reporter = ignore_events) -> Executor:
+        """Preflight `plan` (nothing changes if it fails), then create its journal."""
+        view = ClusterView.read(ports.admin)
+        validation = list(validator(plan)) if validator is not None else []
+        require_preflight(preflight_problems(
+            plan, view, allow_under_replicated=config.allow_under_replicated,
+            validation=validation))
+        header = header_record(plan, config.summary())
+        return cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
+
+    @classmethod
+    def resume(cls, records: Sequence[Record], sink: JournalSink, ports: Ports,
+               config: ExecutorConfig, reporter: Reporter = ignore_events) -> Executor:
+        """Reconcile the journal with the cluster and get ready to continue the run."""
+        run = replay(records)
+        if not run.unfinished:
+            raise ExecutionError(f"nothing to resume: the run ended ({run.outcome or 'done'}"
+                                 f"{': ' + run.end_reason if run.end_reason else ''})")
+        own = frozenset(m.key for m in run.unfinished if run.state_of(m.name) is not S.PENDING)
+        require_preflight(preflight_problems(
+            ExecutionPlan(tuple(run.unfinished)), ClusterView.read(ports.admin),
+            allow_under_replicated=config.allow_under_replicated, own_in_flight=own,
+            pending=run.in_state(frozenset({S.PENDING}))))
+        executor = cls(ports, config, Journal(run, sink), reporter)
+        if run.outcome is not None:
+            executor.journal.reopen(ports.clock.now())
+        executor.reconcile_throttles()
+        return executor
+
+    @classmethod
+    def for_cancel(cls, records: Sequence[Record], sink: JournalSink, ports: Ports,
+                   config: ExecutorConfig, reporter: Reporter = ignore_events) -> Executor:
+        """An executor over a journal, without preflight, ready to `cancel()`."""
+        return cls(ports, config, Journal(replay(records), sink), reporter)
+
+    def reconcile_throttles(self) -> None:
+        """Re-set the throttles of moves whose data is in flight (they may have been cleared)."""
+        now = self.ports.clock.now
+        for move in self.run_state.in_state(frozenset({S.SUBMITTED, S.COPYING})):
+            plan = self.run_state.moves[move.name].throttle
+            if plan is None or plan.empty:
+                continue
+            self.journal.throttles(move.name, True, now())
+            problems = self.driver.apply_throttle(plan)
+            if problems:
+                self.driver.enter(move, S.CANCELLING,
+                                  "throttle read back differs: " + "; ".join(problems))
+
+    # ---- the loop --------------------------------------------------------------------------
+    def run(self) -> RunReport:
+        """Tick until every move that may run has ended; journal and return the outcome."""
+        while True:
+            if not self.cancelling and self.journal.cancel_requested():
+                self.cancel()
+            if self.tick():
+                return self.finish()
+            self.ports.clock.sleep(self.config.poll_seconds)
+
+    def tick(self) -> bool:
+        """Advance every move in flight, start what may start; True when the run is over."""
+        for move in self._active():
+            self.driver.advance(move)
+        if not self.cancelling and not self._stopped():
+            self._start_moves()
+        if self._active():
+            return False
+        return self.cancelling or self._stopped() or not self._pending()
+
+    def _active(self) -> list[Move]:
+        return [m for m in self.run_state.unfinished if self.run_state.state_of(m.name)
+                is not S.PENDING]
+
+    def _pending(self) -> list[Move]:
+        return self.run_state.in_state(frozenset({S.PENDING}))
+
+    def _stopped(self) -> bool:
+        """True when a move failed or was cancelled in this session: start nothing new."""
+        return any(self.run_state.state_of(m.name) in (S.FAILED, S.CANCELLED)
+                   for m in self.run_state.plan.moves
+                   if m.name not in self._ended_badly_before)
+
+    def _start_moves(self) -> None:
+        active = self._active()
+        busy = frozenset().union(*(move_brokers(m) for m in active))
+        slots = self.config.concurrency - len(active)
+        for move in self._pending():
+            if slots <= 0:
+                return
+            brokers = move_brokers(move)
+            if brokers & busy:
+                continue  # never two moves on one broker; a later, disjoint move may go first
+            if not self.driver.start(move):
+                return  # HOLD: metrics unavailable, start nothing blind
+            busy |= brokers
+            slots -= 1
+
+    def cancel(self) -> None:
+        """Revert what is in flight and restore throttles; moves past copying finish."""
+        self.cancelling = True
+        self.driver.skip_gate = True
+        self._note("cancel requested: reverting moves in flight and restoring throttles")
+        for move in self.run_state.unfinished:
+            state = self.run_state.state_of(move.name)
+            if state is S.PENDING:
+                self.driver.enter(move, S.CANCELLED, "run cancelled before this move started")
+            elif state in (S.THROTTLING, S.SUBMITTED, S.COPYING):
+                self.driver.enter(move, S.CANCELLING, "cancelled by the operator")
+            elif state is S.COOLING_DOWN:
+                self.driver.enter(move, S.DONE, "gate skipped: run cancelled")
+
+    def finish(self) -> RunReport:
+        """Journal the outcome and summarise it."""
+        run = self.run_state
+        states = {m.name: run.state_of(m.name) for m in run.plan.moves}
+        reasons = {n: run.moves[n].reason for n in states if run.moves[n].reason}
+        if self.cancelling:
+            outcome = RunOutcome.CANCELLED
+        elif all(s is S.DONE for s in states.values()):
+            outcome = RunOutcome.COMPLETED
+        else:
+            outcome = RunOutcome.STOPPED
+        trouble = [f"{n}: {s.value} ({reasons.get(n, '')})" for n, s in states.items()
+                   if s in (S.FAILED, S.CANCELLED)]
+        self.journal.end(outcome, self.ports.clock.now(), "; ".join(trouble))
+        if self.cancelling:
+            self.journal.clear_cancel_request()
+        left = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
+        self._note(f"run {outcome.value}: {sum(s is S.DONE for s in states.values())} of "
+                   f"{len(states)} moves done")
+        return RunReport(outcome, states, reasons, left)
+
+    def _note(self, message: str) -> None:
+        self.report(Event(EventKind.NOTE, message))
+
+
+def clear_throttles(run: RunState, journal: Journal, driver: MoveDriver) -> list[str]:
+    """Restore every throttle the journal says may be left; returns what could not be."""
+    problems: list[str] = []
+    for move in run.plan.moves:
+        record = run.moves[move.name]
+        if not record.throttles_left or record.throttle is None:
+            continue
+        left = driver.restore_throttle(record.throttle)
+        if left:
+            problems.extend(f"{move.name}: {p}" for p in left)
+        else:
+            journal.throttles(move.name, False, driver.ports.clock.now())
+    return problems
+
+
+def clear_throttles_from(records: Sequence[Record], sink: JournalSink, ports: Ports,
+                         config: ExecutorConfig) -> list[str]:
+    """`clear_throttles` over a journal's records."""
+    journal = Journal(replay(records), sink)
+    return clear_throttles(journal.run, journal, MoveDriver(ports, config, journal,
+                                                            ignore_events))
+

@@ -1,0 +1,318 @@
+"""One move's steps: each state's side effect, idempotent, followed by the journaled next state.
+
+`MoveDriver.advance` runs a move's steps until it has to wait for the cluster (copying, cooling
+down) or ends. Every step first looks at the cluster, so redoing it after a crash is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
+from executor.gates import GateReading, NetworkSample, gate_decision, start_decision
+from executor.journal import Journal, MoveRecord
+from executor.plan import move_brokers
+from executor.readings import read_gate, read_network, read_traffic
+from executor.state import REASSIGNMENT_MAY_BE_IN_FLIGHT, MoveState
+from executor.throttle import (
+    BROKER_THROTTLE_CONFIGS,
+    TOPIC_THROTTLE_CONFIGS,
+    ConfigValues,
+    RateLimits,
+    ThrottlePlan,
+    ThrottlePriors,
+    adaptive_rates,
+    apply_changes,
+    check_applied,
+    check_restored,
+    plan_throttle,
+    restore_changes,
+    uniform_rates,
+)
+from planner.result import Move
+from topology.errors import ClusterError, MetricsError
+from topology.ports import PartitionInfo
+
+S = MoveState
+
+
+@dataclass
+class Tracking:
+    """Volatile per-move observations (not journaled: rebuilt from the cluster after a crash)."""
+
+    last_progress: tuple[int, tuple[int, ...]] | None = None
+    idle_polls: int = 0
+    gate_streak: int = 0
+
+
+class MoveDriver:
+    """Drives single moves through their states against the ports."""
+
+    def __init__(self, ports: Ports, config: ExecutorConfig, journal: Journal,
+                 reporter: Reporter) -> None:
+        self.ports = ports
+        self.config = config
+        self.journal = journal
+        self.report = reporter
+        self.skip_gate = False  # set when the operator cancels: finishing moves skip the gate
+        self.tracking: dict[str, Tracking] = {}
+        self._handlers: dict[MoveState, Callable[[Move], bool]] = {
+            S.THROTTLING: self._throttle, S.SUBMITTED: self._submit, S.COPYING: self._copy,
+            S.VERIFYING: self._verify, S.UNTHROTTLING: self._unthrottle,
+            S.ELECTING: self._elect, S.COOLING_DOWN: self._cool, S.CANCELLING: self._cancel,
+        }
+
+    # ---- helpers -------------------------------------------------------------------------
+    def _now(self) -> float:
+        return self.ports.clock.now()
+
+    def _record(self, move: Move) -> MoveRecord:
+        return self.journal.run.moves[move.name]
+
+    def _track(self, move: Move) -> Tracking:
+        return self.tracking.setdefault(move.name, Tracking())
+
+    def _event(self, kind: EventKind, move: Move, message: str, bytes_done: int = 0) -> None:
+        plan = self.journal.run.plan
+        index = plan.moves.index(move) + 1
+        self.report(Event(kind, message, move.name, index, len(plan.moves), bytes_done,
+                          move.bytes_moved))
+
+    def enter(self, move: Move, state: MoveState, reason: str = "", *,
+              throttle: ThrottlePlan | None = None, baseline: NetworkSample | None = None) -> None:
+        """Journal the state change (durably, before its side effect) and report it."""
+        self.journal.enter(move.name, state, self._now(), reason=reason, throttle=throttle,
+                           baseline=baseline)
+        self._event(EventKind.STATE, move, f"{move.name}: {state.value}"
+                    + (f" ({reason})" if reason else ""))
+
+    def _partition(self, move: Move) -> PartitionInfo | None:
+        for p in self.ports.admin.partitions([move.topic]):
+            if p.partition == move.partition:
+                return p
+        return None
+
+    def read_throttles(self, plan: ThrottlePlan) -> tuple[
+        Mapping[int, ConfigValues], ConfigValues
+    ]:
+        """The current broker and topic values of the configs `plan` touches."""
+        admin = self.ports.admin
+        brokers: Mapping[int, ConfigValues] = (
+            admin.broker_configs(plan.brokers, BROKER_THROTTLE_CONFIGS) if plan.broker_rates
+            else {})
+        topic = admin.topic_configs([plan.priors.topic], TOPIC_THROTTLE_CONFIGS)
+        return brokers, topic.get(plan.priors.topic, {})
+
+    def apply_throttle(self, plan: ThrottlePlan) -> list[str]:
+        """Set `plan` (merging topic lists as they are now) and read it back: the differences."""
+        if plan.empty:
+            return []
+        admin = self.ports.admin
+        brokers, topics = apply_changes(plan, self.read_throttles(plan)[1])
+        if brokers:
+            admin.alter_broker_configs(brokers)
+        if topics:
+            admin.alter_topic_configs(topics)
+        return check_applied(plan, *self.read_throttles(plan))
+
+    def restore_throttle(self, plan: ThrottlePlan) -> list[str]:
+        """Undo `plan` exactly and read back; the differences (or why it could not be done)."""
+        if plan.empty:
+            return []
+        admin = self.ports.admin
+        try:
+            brokers, topics = restore_changes(plan, self.read_throttles(plan)[1])
+            if brokers:
+                admin.alter_broker_configs(brokers)
+            if topics:
+                admin.alter_topic_configs(topics)
+            return check_restored(plan, *self.read_throttles(plan))
+        except ClusterError as exc:
+            return [f"could not restore throttles ({exc})"]
+
+    # ---- starting --------------------------------------------------------------------------
+    def start(self, move: Move) -> bool:
+        """Read the baseline and the prior configs, journal them, and throttle; False = HOLD."""
+        brokers = sorted(move_brokers(move))
+        try:
+            network = read_network(self.ports.metrics, self.config.queries, brokers)
+            rates = self._rates(move)
+        except MetricsError as exc:
+            network, rates = None, None
+            reading = GateReading(None, unavailable=str(exc))
+        else:
+            reading = GateReading(network)
+        decision = start_decision(reading, brokers)
+        if not decision.open or network is None or rates is None:
+            self._event(EventKind.HOLD, move, f"{move.name} not started: {decision.reason}")
+            return False
+        throttle = plan_throttle(move, self._priors(move), rates)
+        self.enter(move, S.THROTTLING, throttle=throttle, baseline=network)
+        for note in throttle.notes:
+            self._event(EventKind.NOTE, move, note)
+        self.advance(move)
+        return True
+
+    def _rates(self, move: Move) -> RateLimits:
+        cfg = self.config
+        if not cfg.adaptive:
+            return uniform_rates(move, cfg.max_bytes_per_sec)
+        traffic_in, traffic_out = read_traffic(self.ports.metrics, cfg.queries)
+        return adaptive_rates(move, cfg.max_bytes_per_sec, cfg.adaptive_floor_bytes_per_sec,
+                              cfg.capacities, traffic_in, traffic_out)
+
+    def _priors(self, move: Move) -> ThrottlePriors:
+        brokers = sorted(set(move.current) | set(move.added_brokers))
+        admin = self.ports.admin
+        values = admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS)
+        topic = admin.topic_configs([move.topic], TOPIC_THROTTLE_CONFIGS).get(move.topic, {})
+        return ThrottlePriors(
+            {b: {n: values.get(b, {}).get(n) for n in BROKER_THROTTLE_CONFIGS} for b in brokers},
+            move.topic, {n: topic.get(n) for n in TOPIC_THROTTLE_CONFIGS})
+
+    # ---- stepping --------------------------------------------------------------------------
+    def advance(self, move: Move) -> None:
+        """Run `move`'s steps until it must wait for the cluster or reaches a terminal state."""
+        while True:
+            handler = self._handlers.get(self._record(move).state)
+            if handler is None or not handler(move):
+                return
+
+    def _throttle_plan(self, move: Move) -> ThrottlePlan:
+        plan = self._record(move).throttle
+        if plan is None:  # only a hand-edited journal gets here
+            raise ClusterError(f"journal has no throttle record for {move.name}")
+        return plan
+
+    def _throttle(self, move: Move) -> bool:
+        problems = self.apply_throttle(self._throttle_plan(move))
+        if problems:
+            self.enter(move, S.CANCELLING, "throttle read back differs: " + "; ".join(problems))
+        else:
+            self.enter(move, S.SUBMITTED)
+        return True
+
+    def _submit(self, move: Move) -> bool:
+        live = self._partition(move)
+        if move.key not in self.ports.admin.list_partition_reassignments():
+            if live is None:
+                self.enter(move, S.CANCELLING, "the partition disappeared")
+                return True
+            if live.replicas == move.current:
+                self.ports.admin.alter_partition_reassignments({move.key: list(move.target)})
+            elif live.replicas != move.target:
+                self.enter(move, S.CANCELLING,
+                           f"replicas changed to {list(live.replicas)} outside this run")
+                return True
+        self.tracking[move.name] = Tracking()
+        self.enter(move, S.COPYING)
+        return True
+
+    def _copy(self, move: Move) -> bool:
+        admin = self.ports.admin
+        if move.key not in admin.list_partition_reassignments():
+            self.enter(move, S.VERIFYING)
+            return True
+        dead = sorted(move_brokers(move) - {b.id for b in admin.brokers()})
+        if dead:
+            self.enter(move, S.CANCELLING, f"broker(s) {dead} went offline during the move")
+            return True
+        progress = self._progress(move)
+        track = self._track(move)
+        if progress != track.last_progress:
+            track.last_progress, track.idle_polls = progress, 0
+        else:
+            track.idle_polls += 1
+        self._event(EventKind.PROGRESS, move, f"{move.name}: copying", max(progress[0], 0))
+        if track.idle_polls >= self.config.stall_intervals:
+            self.enter(move, S.CANCELLING,
+                       f"no progress for {track.idle_polls} polls (destination bytes and ISR "
+                       "unchanged); a target broker may be unhealthy")
+            return True
+        return False
+
+    def _progress(self, move: Move) -> tuple[int, tuple[int, ...]]:
+        live = self._partition(move)
+        isr = tuple(sorted(live.isr)) if live else ()
+        try:
+            sizes = self.ports.admin.log_dir_sizes(move.added_brokers)
+        except ClusterError:
+            return -1, isr
+        return sum(sizes.get((move.key, b), 0) for b in move.added_brokers), isr
+
+    def _verify(self, move: Move) -> bool:
+        live = self._partition(move)
+        if live is not None and live.replicas == move.target:
+            if set(move.target) <= set(live.isr):
+                self.enter(move, S.UNTHROTTLING)
+                return True
+            track = self._track(move)
+            track.idle_polls += 1
+            if track.idle_polls < self.config.stall_intervals:
+                return False
+            reason = f"replicas {list(move.target)} in place but ISR is {list(live.isr)}"
+        else:
+            found = list(live.replicas) if live else "nothing"
+            reason = f"reassignment ended outside this run: cluster has {found}"
+        self.enter(move, S.CANCELLING, reason)
+        return True
+
+    def _unthrottle(self, move: Move) -> bool:
+        problems = self.restore_throttle(self._throttle_plan(move))
+        if problems:
+            self.enter(move, S.FAILED, "; ".join(problems)
+                       + "; run `rebalance clear-throttles` once the brokers are reachable")
+            return False
+        self.enter(move, S.ELECTING if self.config.elect_leaders else S.COOLING_DOWN)
+        return True
+
+    def _elect(self, move: Move) -> bool:
+        reason = ""
+        try:
+            self.ports.admin.elect_preferred_leaders([move.key])
+        except ClusterError as exc:
+            reason = f"preferred leader election failed ({exc}); leadership stays as is"
+        self.tracking[move.name] = Tracking()
+        self.enter(move, S.COOLING_DOWN, reason)
+        return True
+
+    def _cool(self, move: Move) -> bool:
+        record = self._record(move)
+        if self.skip_gate:
+            self.enter(move, S.DONE, "gate skipped: run cancelled")
+            return False
+        if self._now() - (record.cooldown_since or 0.0) < self.config.cooldown_seconds:
+            return False
+        brokers = sorted(move_brokers(move))
+        policy = self.config.gate
+        reading = read_gate(self.ports.metrics, self.ports.admin, self.config.queries, brokers,
+                            want_p99=policy.produce_p99_max_ms is not None)
+        moving = frozenset(m.key for m in self.journal.run.in_state(REASSIGNMENT_MAY_BE_IN_FLIGHT))
+        track = self._track(move)
+        decision = gate_decision(policy, brokers, record.baseline or NetworkSample({}, {}),
+                                 reading, moving, track.gate_streak)
+        track.gate_streak = decision.streak
+        self._event(EventKind.GATE, move, f"gate after {move.name}: {decision.verdict.value}, "
+                    f"{decision.reason}")
+        if decision.open:
+            self.enter(move, S.DONE)
+        return False
+
+    def _cancel(self, move: Move) -> bool:
+        admin = self.ports.admin
+        if move.key in admin.list_partition_reassignments():
+            admin.alter_partition_reassignments({move.key: None})
+            if move.key in admin.list_partition_reassignments():
+                return False  # the controller is reverting it; look again next poll
+        problems = self.restore_throttle(self._throttle_plan(move))
+        reason = self._record(move).reason
+        if problems:
+            self.enter(move, S.FAILED, f"{reason}; " + "; ".join(problems)
+                       + "; run `rebalance clear-throttles` once the brokers are reachable")
+            return False
+        live = self._partition(move)
+        if live is not None and live.replicas == move.target:
+            reason += "; the reassignment had already completed"
+        self.enter(move, S.CANCELLED, reason)
+        return False
