@@ -60,13 +60,13 @@ def check_broker_flags(topology: Topology, add: Sequence[int], remove: Sequence[
 
 
 def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrder,
-               created_at: str, solver: Callable[[], Solver] = load_solver) -> PlanFile:
+               created_at: str, solver: Callable[[], Solver] | None = None) -> PlanFile:
     """Solve, validate and order; a cluster already balanced gets an empty plan."""
     current = validate_plan(topology, (), goals)
     if not current.errors and current.balanced:
         return make_plan_file(topology, topology, (), goals, budget,
                               SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at)
-    result = solver()(topology, goals, budget)
+    result = (solver or load_solver)()(topology, goals, budget)
     report = validate_plan(topology, result.moves, goals)
     report.raise_if_invalid()
     ordered = order_moves(result.moves, order)
