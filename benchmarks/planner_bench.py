@@ -1,0 +1,112 @@
+"""Planner benchmark: `python -m benchmarks.planner_bench [--case small|medium|large]`.
+
+Per case: plan time, bytes moved / lower bound, and max/avg, min/avg utilization per resource
+for the planner and two baselines run in the same process (round-robin regeneration and a
+largest-first disk mover), plus the planner's validity and peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchmarks.baselines import largest_first, round_robin_regenerate
+from planner.bounds import disk_lower_bound
+from planner.goals import Budget, Goals
+from planner.solve import plan
+from planner.validate import validate_plan
+from topology.load import balance, bytes_moved
+from topology.model import RESOURCES, Topology
+from topology.synthetic import generate_cluster
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark cluster and its targets."""
+
+    name: str
+    brokers: int
+    new_brokers: int
+    partitions: int
+    max_seconds: float
+    max_ratio: float
+    time_limit_s: float
+
+
+CASES = {
+    "small": Case("small", 12, 3, 5_000, 10, 1.02, 8),
+    "medium": Case("medium", 60, 6, 50_000, 60, 1.03, 50),
+    "large": Case("large", 200, 10, 400_000, 180, 1.05, 150),
+}
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _row(label: str, before: Topology, after: Topology, seconds: float, lower_bound: int,
+         goals: Goals) -> str:
+    members = tuple(b for b in after.brokers if b.alive and b.id not in goals.remove_brokers)
+    moved = sum(bytes_moved(p, q.replicas) for p, q in
+                zip(before.partitions, after.partitions, strict=True))
+    bal = balance(after, members)
+    ratio = moved / lower_bound if lower_bound else float("nan")
+    cells = "  ".join(f"{res.value:>7} {bal[res].max_over_avg:5.3f}/{bal[res].min_over_avg:5.3f}"
+                      for res in RESOURCES)
+    return (f"{label:<14} {seconds:7.1f}s  bytes/LB {ratio:6.3f}  max/min over avg: {cells}")
+
+
+def _timed(fn: Callable[[], Topology]) -> tuple[Topology, float]:
+    start = time.monotonic()
+    out = fn()
+    return out, time.monotonic() - start
+
+
+def run_case(case: Case) -> bool:
+    """Run one case, print the table, return True when every target is met."""
+    topology, gen_s = _timed(lambda: generate_cluster(case.brokers, case.new_brokers, 3,
+                                                      case.partitions, 3, seed=0))
+    goals = Goals(tolerance=0.10)
+    lower_bound = disk_lower_bound(topology, goals)
+    print(f"== {case.name}: {case.brokers}+{case.new_brokers} brokers, {case.partitions} "
+          f"partitions, RF 3, 3 racks (generated in {gen_s:.1f}s); disk lower bound "
+          f"{lower_bound / 1e12:.2f} TB")
+    start = time.monotonic()
+    result = plan(topology, goals, Budget(time_limit_s=case.time_limit_s))
+    seconds = time.monotonic() - start
+    rss = _peak_rss_mib()
+    report = validate_plan(topology, result.moves, goals)
+    print(_row("planner", topology, result.after, seconds, lower_bound, goals))
+    rr, rr_s = _timed(lambda: round_robin_regenerate(topology, goals))
+    print(_row("round-robin", topology, rr, rr_s, lower_bound, goals))
+    lf, lf_s = _timed(lambda: largest_first(topology, goals))
+    print(_row("largest-first", topology, lf, lf_s, lower_bound, goals))
+    ratio = result.bytes_moved / lower_bound if lower_bound else 1.0
+    met = (seconds <= case.max_seconds and ratio <= case.max_ratio and report.valid
+           and report.balanced and (case.name != "large" or rss <= 4096))
+    print(f"planner: status {result.status.value}, {result.data_moves} data moves, "
+          f"{len(result.moves) - result.data_moves} leadership-only, valid={report.valid}, "
+          f"balanced={report.balanced}, peak RSS {rss:.0f} MiB (after planning)")
+    print(f"targets: <= {case.max_seconds:.0f}s, <= {case.max_ratio:.2f} x LB, +/-10%"
+          f"{', <= 4096 MiB' if case.name == 'large' else ''}: {'MET' if met else 'NOT MET'}")
+    for line in report.errors[:5] + result.binding:
+        print("  ", line)
+    return met
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--case", choices=sorted(CASES), action="append",
+                        help="case to run (repeatable); default: small and medium")
+    args = parser.parse_args(argv)
+    names = args.case or ["small", "medium"]
+    results = [run_case(CASES[name]) for name in names]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
