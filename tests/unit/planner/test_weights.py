@@ -1,0 +1,81 @@
+"""Weights files (Parquet, JSON lines): reading, rejection, applying with a horizon."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from planner.weights import PartitionWeight, apply_weights, read_weights
+from topology.errors import InputError
+from topology.model import Broker, Capacity, Partition, TopicPartition, Topology
+
+ROWS: list[dict[str, Any]] = [
+    {"topic": "t", "partition": 0, "bytes_in_per_sec": 5.0, "bytes_out_per_sec": 7.5,
+     "size_bytes": 1000, "size_growth_bytes_per_day": 100.0},
+    {"topic": "t", "partition": 1, "bytes_in_per_sec": 1.0, "bytes_out_per_sec": 0.0,
+     "size_bytes": 500, "size_growth_bytes_per_day": -200.0},
+    {"topic": "gone", "partition": 0, "bytes_in_per_sec": 1.0, "bytes_out_per_sec": 1.0,
+     "size_bytes": 1, "size_growth_bytes_per_day": 0.0},
+]
+
+
+def topology() -> Topology:
+    brokers = (Broker(1, None, Capacity(10**6, 10**6, 10**6)),)
+    return Topology(brokers, (Partition("t", 0, (1,), 10), Partition("t", 1, (1,), 10),
+                              Partition("t", 2, (1,), 10, 3.0, 4.0)))
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "jsonl"])
+def test_reads_parquet_and_json_lines(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"w.{suffix}"
+    if suffix == "parquet":
+        pd.DataFrame(ROWS).to_parquet(path)
+    else:
+        path.write_text("\n".join(json.dumps(r) for r in ROWS))
+    weights = read_weights(path)
+    assert weights[TopicPartition("t", 0)] == PartitionWeight(5.0, 7.5, 1000.0, 100.0)
+    assert len(weights) == 3
+
+
+def test_apply_projects_sizes_and_replaces_rates(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in ROWS))
+    weighted, notes = apply_weights(topology(), read_weights(path), horizon_days=3)
+    p0, p1, p2 = weighted.partitions
+    assert (p0.size_bytes, p0.bytes_in_per_sec, p0.bytes_out_per_sec) == (1300, 5.0, 7.5)
+    assert p1.size_bytes == 0  # shrinking below zero is clamped
+    assert (p2.size_bytes, p2.bytes_in_per_sec) == (10, 3.0)  # no weight: snapshot values
+    assert any("1 partition(s) have no weight" in n for n in notes)
+    assert any("1 weight row(s)" in n for n in notes)
+
+
+def test_missing_column_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text(json.dumps({k: v for k, v in ROWS[0].items() if k != "size_bytes"}))
+    with pytest.raises(InputError, match=r"missing column.*size_bytes"):
+        read_weights(path)
+
+
+def test_negative_rate_and_duplicates_are_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text(json.dumps({**ROWS[0], "bytes_in_per_sec": -1}))
+    with pytest.raises(InputError, match="t-0 has a missing or negative bytes_in_per_sec"):
+        read_weights(path)
+    path.write_text("\n".join(json.dumps(ROWS[0]) for _ in range(2)))
+    with pytest.raises(InputError, match="appears more than once"):
+        read_weights(path)
+
+
+def test_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        read_weights(tmp_path / "none.parquet")
+    bad = tmp_path / "bad.parquet"
+    bad.write_text("not parquet")
+    with pytest.raises(InputError, match="cannot read weights"):
+        read_weights(bad)
+    with pytest.raises(InputError, match="--horizon must not be negative"):
+        apply_weights(topology(), {}, -1)
