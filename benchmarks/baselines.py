@@ -14,7 +14,7 @@ import random
 from collections import defaultdict
 
 from planner.goals import Goals
-from topology.model import Broker, Topology, TopicPartition, replace_replicas
+from topology.model import Broker, TopicPartition, Topology, replace_replicas
 
 
 def _rack_alternating(brokers: list[Broker]) -> list[Broker]:
