@@ -1,0 +1,281 @@
+"""The run loop against fakes: order, throttles set/read back/restored, gates, holds, faults."""
+
+from __future__ import annotations
+
+import pytest
+from executor_fakes import MB, World, make_world
+
+from executor.config import Event, EventKind
+from executor.journal import RunOutcome, replay
+from executor.runner import Executor, clear_throttles_from
+from executor.state import MoveState
+from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from topology.errors import ExecutionError
+from topology.model import TopicPartition
+
+S = MoveState
+
+
+def start(world: World) -> Executor:
+    return Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                          reporter=world.reporter)
+
+
+def with_operator_throttles(world: World) -> None:
+    world.admin.broker_cfg[1] = {LEADER_RATE: "4000000", "log.cleaner.threads": "2"}
+    world.admin.broker_cfg[4] = {FOLLOWER_RATE: "90000000"}
+    world.admin.topic_cfg["orders"] = {LEADER_REPLICAS: "7:1", "retention.ms": "1000"}
+
+
+def test_runs_moves_one_at_a_time_in_plan_order_and_ends_as_planned() -> None:
+    world = make_world()
+    with_operator_throttles(world)
+    before = world.admin.configs()
+    t0 = world.clock.now()
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    assert report.done == 3 and report.throttles_left == ()
+    assert world.admin.completed == [m.key for m in world.plan.moves]
+    for m in world.plan.moves:
+        assert world.admin.replicas()[m.name] == m.target
+    assert world.admin.replicas()["other-0"] == (1, 2, 3)
+    assert world.admin.configs() == before  # operator values restored exactly
+    submits = [args for name, args in world.admin.calls if name == "alter_partition_reassignments"]
+    assert len(submits) == 3  # one submission per move, never batched
+    # bytes / cap = 60 MB / 10 MB/s = 6 s (move 1 is capped lower by the operator's 4 MB/s)
+    elapsed = world.clock.now() - t0
+    assert 30 / 4 + 30 / 10 <= elapsed <= 30 / 4 + 30 / 10 + 15
+
+
+def test_no_move_is_submitted_before_its_throttle_is_read_back() -> None:
+    world = make_world()
+    start(world).run()
+    names = [name for name, _ in world.admin.calls]
+    for i, name in enumerate(names):
+        if name != "alter_partition_reassignments":
+            continue
+        last_write = max(j for j in range(i) if names[j] == "alter_topic_configs")
+        assert "broker_configs" in names[last_write + 1:i]
+        assert "topic_configs" in names[last_write + 1:i]
+
+
+def test_throttles_during_the_move_are_the_planned_ones() -> None:
+    world = make_world()
+    seen: dict[str, object] = {}
+
+    def capture(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-0" and not seen:
+            seen["brokers"], seen["topics"] = w.admin.configs()
+    world.hooks.append(capture)
+    start(world).run()
+    assert seen["brokers"] == {1: {LEADER_RATE: str(10 * MB)}, 2: {LEADER_RATE: str(10 * MB)},
+                               3: {FOLLOWER_RATE: str(10 * MB)}}
+    assert seen["topics"] == {"orders": {LEADER_REPLICAS: "0:1,0:2", FOLLOWER_REPLICAS: "0:3"}}
+    assert world.admin.configs() == ({}, {})
+
+
+def test_leaders_are_elected_after_each_move() -> None:
+    world = make_world()
+    start(world).run()
+    assert world.admin.parts[TopicPartition("events", 0)].leader == 1
+    elections = [a for n, a in world.admin.calls if n == "elect_preferred_leaders"]
+    assert len(elections) == 3
+
+
+def test_gate_waits_for_the_network_to_settle() -> None:
+    world = make_world(cooldown_seconds=0.0)
+
+    def noisy(w: World, e: Event) -> None:
+        if e.kind is EventKind.STATE and e.message == "orders-0: cooling_down":
+            w.metrics.extra[3] = 50 * MB  # broker 3 keeps receiving after the move
+            w.hooks.append(calm_later)
+
+    def calm_later(w: World, e: Event) -> None:
+        waits = sum("waiting" in m for m in w.messages(EventKind.GATE))
+        if e.kind is EventKind.GATE and waits >= 4:
+            w.metrics.extra.clear()
+    world.hooks.append(noisy)
+    start(world).run()
+    gates = world.messages(EventKind.GATE)
+    waits = [g for g in gates if "broker 3 network in" in g]
+    assert len(waits) >= 4
+    # the second move was submitted only after the gate opened
+    opened = next(i for i, e in enumerate(world.events)
+                  if e.kind is EventKind.GATE and e.move == "orders-0" and ": open," in e.message)
+    started = next(i for i, e in enumerate(world.events)
+                   if e.kind is EventKind.STATE and e.message == "orders-1: submitted")
+    assert opened < started
+    assert world.admin.completed[1] == TopicPartition("orders", 1)
+
+
+def test_metrics_outage_holds_then_continues() -> None:
+    world = make_world()
+    world.metrics.down = True
+    world.metrics.down_until = world.clock.now() + 7
+    t0 = world.clock.now()
+    started_at: list[float] = []
+
+    def watch(w: World, e: Event) -> None:
+        if e.kind is EventKind.HOLD:  # nothing was touched while holding
+            assert not [n for n, _ in w.admin.calls if n.startswith("alter")]
+        if e.kind is EventKind.STATE and e.message == "orders-0: throttling":
+            started_at.append(w.clock.now())
+    world.hooks.append(watch)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    holds = world.messages(EventKind.HOLD)
+    assert len(holds) >= 7 and "unreachable" in holds[0] and "orders-0 not started" in holds[0]
+    assert started_at == [t0 + 7]
+
+
+def test_metrics_outage_during_the_gate_holds_the_next_move() -> None:
+    world = make_world()
+
+    def outage(w: World, e: Event) -> None:
+        if e.kind is EventKind.STATE and e.message == "orders-0: cooling_down":
+            w.metrics.down = True
+            w.metrics.down_until = w.clock.now() + 20
+            w.hooks.remove(outage)
+    world.hooks.append(outage)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    gates = world.messages(EventKind.GATE)
+    assert sum("hold" in g for g in gates) >= 15
+
+
+def test_broker_death_mid_move_cancels_restores_and_stops() -> None:
+    world = make_world()
+    before = world.admin.configs()
+
+    def kill(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
+            w.admin.dead.add(4)  # orders-1's new replica
+            w.hooks.remove(kill)
+    world.hooks.append(kill)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.STOPPED
+    assert report.states == {"orders-0": S.DONE, "orders-1": S.FAILED, "events-0": S.PENDING}
+    assert "broker(s) [4] went offline" in report.reasons["orders-1"]
+    assert "clear-throttles" in report.reasons["orders-1"]
+    assert world.admin.replicas()["orders-1"] == (2, 3)  # reverted
+    assert report.throttles_left == ("orders-1",)
+    world.admin.dead.clear()  # the broker is back: clear what was left
+    assert clear_throttles_from(world.sink.records, world.sink, world.ports(),
+                                world.config) == []
+    assert world.admin.configs() == before
+    assert replay(world.sink.records).moves["orders-1"].throttles_left is False
+
+
+def test_no_progress_cancels_the_move() -> None:
+    world = make_world()
+    before = world.admin.configs()
+    world.admin.stalled = True
+    report = start(world).run()
+    assert report.states["orders-0"] is S.CANCELLED
+    assert "no progress for 5 polls" in report.reasons["orders-0"]
+    assert report.states["orders-1"] is S.PENDING
+    assert world.admin.replicas()["orders-0"] == (1, 2)
+    assert world.admin.configs() == before and world.admin.moving == {}
+
+
+def test_operator_cancel_mid_move_reverts_and_restores() -> None:
+    world = make_world()
+    with_operator_throttles(world)
+    before = world.admin.configs()
+
+    def cancel(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
+            w.sink.cancel = True
+    world.hooks.append(cancel)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.CANCELLED
+    assert report.states == {"orders-0": S.DONE, "orders-1": S.CANCELLED,
+                             "events-0": S.CANCELLED}
+    assert world.admin.replicas()["orders-1"] == (2, 3)
+    assert world.admin.replicas()["orders-0"] == (3, 2)
+    assert world.admin.moving == {} and world.admin.configs() == before
+    assert world.sink.cancel is False
+    assert replay(world.sink.records).outcome is RunOutcome.CANCELLED
+
+
+def test_concurrency_never_puts_two_moves_on_one_broker() -> None:
+    moves = make_world().plan.moves
+    world = make_world(concurrency=3)
+    peak: list[int] = []
+
+    def watch(w: World, e: Event) -> None:
+        peak.append(len(w.admin.moving))
+        busy: list[int] = []
+        for tp, r in w.admin.moving.items():
+            busy.extend(set(r.original) | set(r.target))
+            assert tp in {m.key for m in moves}
+        assert len(busy) == len(set(busy))
+    world.hooks.append(watch)
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert max(peak) == 1  # every standard move shares a broker with the others
+
+
+def test_concurrency_runs_disjoint_moves_together() -> None:
+    from planner.result import Move
+    moves = [Move("a", 0, (1,), (2,), 20 * MB), Move("b", 0, (3,), (4,), 20 * MB)]
+    world = make_world(moves, concurrency=2)
+    peak: list[int] = []
+    world.hooks.append(lambda w, e: peak.append(len(w.admin.moving)))
+    t0 = world.clock.now()
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert max(peak) == 2
+    assert world.clock.now() - t0 < 2 * 20 / 10
+
+
+def test_adaptive_rate_uses_headroom() -> None:
+    from topology.model import Capacity
+    caps = {b: Capacity(1e12, 12 * MB, 12 * MB) for b in (1, 2, 3, 4)}
+    world = make_world(adaptive=True, adaptive_floor_bytes_per_sec=1 * MB, capacities=caps)
+    world.metrics.base[3] = 9 * MB  # broker 3 is busy: 3 MB/s headroom
+    seen: list[dict[int, dict[str, str]]] = []
+    world.hooks.append(lambda w, e: seen.append(w.admin.configs()[0])
+                       if e.kind is EventKind.PROGRESS and e.move == "orders-0" else None)
+    start(world).run()
+    assert seen[0][3] == {FOLLOWER_RATE: str(3 * MB)}
+    assert seen[0][1] == {LEADER_RATE: str(10 * MB)}  # capped at --max-mbps
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda w: w.admin.add("orders", 1, (3, 4), 1), "orders-1 (plan expects [2, 3], cluster has "
+                                                     "[3, 4])"),
+    (lambda w: w.admin.dead.add(4), "target broker(s) [4] are offline"),
+    (lambda w: w.admin.alter_partition_reassignments({TopicPartition("other", 0): [2, 3, 4]}),
+     "already in progress for other-0"),
+    (lambda w: setattr(w.admin.parts[TopicPartition("other", 0)], "isr", (1, 2)),
+     "1 partition(s) are under-replicated (other-0)"),
+])
+def test_preflight_refuses_and_changes_nothing(mutate: object, message: str) -> None:
+    world = make_world()
+    mutate(world)  # type: ignore[operator]
+    world.admin.calls.clear()
+    with pytest.raises(ExecutionError, match="preflight refused") as info:
+        start(world)
+    assert message in str(info.value)
+    assert not [n for n, _ in world.admin.calls if n.startswith("alter")]
+    assert world.sink.records == []
+
+
+def test_preflight_override_for_under_replicated() -> None:
+    world = make_world(allow_under_replicated=True)
+    world.admin.parts[TopicPartition("other", 0)].isr = (1, 2)
+    start(world)
+
+
+def test_preflight_runs_the_plan_validator() -> None:
+    world = make_world()
+    with pytest.raises(ExecutionError, match="plan validation: rack rule broken for orders-0"):
+        Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                       validator=lambda plan: ["rack rule broken for orders-0"])
+
+
+def test_progress_events_count_bytes() -> None:
+    world = make_world()
+    start(world).run()
+    progress = [e for e in world.events if e.kind is EventKind.PROGRESS and e.move == "orders-0"]
+    assert progress[0].bytes_total == 30 * MB and progress[0].total == 3
+    assert progress[-1].bytes_done > progress[0].bytes_done
