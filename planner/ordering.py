@@ -4,8 +4,9 @@ Moves are edges between the brokers that give up a replica and the brokers that 
 (a networkx multigraph). The order is a sequence of rounds; within a round no two moves share
 a broker (each round is a matching of that graph), so consecutive copies load different
 disks and links. Candidates are taken in size order (smallest or largest first) with a bounded
-look-ahead, which keeps ordering linear in the number of moves. Leadership-only moves copy no
-bytes and go last.
+look-ahead that only reaches moves of similar size (within SIZE_SLACK of the next move in size
+order), so spreading never pulls a huge copy ahead of many small ones; this keeps ordering
+linear in the number of moves. Leadership-only moves copy no bytes and go last.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from planner.result import Move
 
 LOOKAHEAD = 256
 """How many pending moves a round scans for one that shares no broker with the round."""
+
+SIZE_SLACK = 2.0
+"""A move may jump the queue only when within this factor of the next move's size."""
 
 
 class MoveOrder(StrEnum):
@@ -61,15 +65,22 @@ def order_moves(moves: Sequence[Move], order: MoveOrder = MoveOrder.SMALLEST_FIR
     data = sorted((m for m in moves if not m.leadership_only), key=_size_key(order))
     leadership = sorted((m for m in moves if m.leadership_only),
                         key=lambda m: (m.topic, m.partition))
-    return (*_rounds(data, max(1, lookahead)), *leadership)
+    return (*_rounds(data, max(1, lookahead), order), *leadership)
 
 
-def _rounds(moves: list[Move], lookahead: int) -> list[Move]:
+def _similar(order: MoveOrder, head: int, candidate: int) -> bool:
+    """Whether `candidate` bytes is close enough to the queue head's to go before it."""
+    if order is MoveOrder.SMALLEST_FIRST:
+        return candidate <= head * SIZE_SLACK
+    return candidate * SIZE_SLACK >= head
+
+
+def _rounds(moves: list[Move], lookahead: int, order: MoveOrder) -> list[Move]:
     pending: deque[tuple[Move, frozenset[int]]] = deque((m, move_brokers(m)) for m in moves)
     ordered: list[Move] = []
     busy: set[int] = set()
     while pending:
-        index = _first_free(pending, busy, lookahead)
+        index = _first_free(pending, busy, lookahead, order)
         if index is None:
             busy.clear()  # a new round starts with the head of the queue
             index = 0
@@ -81,9 +92,13 @@ def _rounds(moves: list[Move], lookahead: int) -> list[Move]:
 
 
 def _first_free(pending: deque[tuple[Move, frozenset[int]]], busy: set[int],
-                lookahead: int) -> int | None:
+                lookahead: int, order: MoveOrder) -> int | None:
+    head = pending[0][0].size_bytes
     for index in range(min(lookahead, len(pending))):
-        if busy.isdisjoint(pending[index][1]):
+        move, brokers = pending[index]
+        if not _similar(order, head, move.size_bytes):
+            return None  # sorted by size: every later move is further away
+        if busy.isdisjoint(brokers):
             return index
     return None
 

@@ -96,3 +96,12 @@ def test_full_lookahead_packs_rounds_as_matchings() -> None:
     assert sum(len(r) for r in rounds) == 30
     # Each broker is in 10 moves: at least 10 rounds, and greedy matching needs < 2 * 10.
     assert 10 <= len(rounds) <= 19
+
+
+def test_spreading_never_pulls_a_much_larger_move_ahead() -> None:
+    # Every small move touches broker 7 (a new broker); one big move elsewhere waits its turn.
+    moves = [mv(i, (1, 5), (7, 5), 100 + i) for i in range(5)] + [mv(9, (2, 3), (4, 3), 10**6)]
+    ordered = order_moves(moves)
+    assert ordered[-1].partition == 9
+    largest = order_moves(moves, MoveOrder.LARGEST_FIRST)
+    assert largest[0].partition == 9
