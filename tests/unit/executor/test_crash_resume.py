@@ -1,0 +1,148 @@
+"""kill -9 at every step: resume completes, cancel reverts, clear-throttles restores; nothing left.
+
+The fake admin raises `Crash` (not an Exception: nothing catches it) at its k-th call, either
+before the call takes effect or just after; the journal records are replayed from JSON exactly as
+a new process would read them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from executor_fakes import Crash, World, make_world
+
+from executor.journal import JournalFile, RunOutcome, header_record
+from executor.runner import Executor, clear_throttles_from
+from executor.state import TERMINAL
+from executor.throttle import FOLLOWER_RATE, LEADER_RATE, LEADER_REPLICAS
+
+
+def prepared() -> World:
+    world = make_world()
+    world.admin.broker_cfg[1] = {LEADER_RATE: "4000000"}
+    world.admin.broker_cfg[4] = {FOLLOWER_RATE: "90000000", "num.io.threads": "8"}
+    world.admin.topic_cfg["orders"] = {LEADER_REPLICAS: "7:1"}
+    return world
+
+
+def total_calls() -> int:
+    world = prepared()
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink).run()
+    return len(world.admin.calls)
+
+
+TOTAL = total_calls()
+
+
+def crash(world: World, k: int, after: bool) -> list[dict[str, object]]:
+    """Run until the k-th admin call kills the process; the journal as a new process reads it."""
+    world.admin.crash_at, world.admin.crash_after_effect = k, after
+    with pytest.raises(Crash):
+        Executor.start(world.plan, world.ports(), world.config, world.open_sink).run()
+    world.admin.crash_at = None
+    records: list[dict[str, object]] = json.loads(json.dumps(world.sink.records))
+    return records
+
+
+def assert_clean(world: World, before: object) -> None:
+    assert world.admin.configs() == before, "a throttle was left behind or not restored"
+    assert world.admin.moving == {}
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-effect", "after-effect"])
+def test_crash_anywhere_then_resume_completes_and_leaves_nothing(after: bool) -> None:
+    assert TOTAL > 60
+    for k in range(1, TOTAL + 1):
+        world = prepared()
+        before = world.admin.configs()
+        records = crash(world, k, after)
+        if records:
+            executor = Executor.resume(records, world.sink, world.ports(), world.config)
+        else:  # died during preflight: nothing was journaled or changed; start again
+            executor = Executor.start(world.plan, world.ports(), world.config, world.open_sink)
+        report = executor.run()
+        assert report.outcome is RunOutcome.COMPLETED, (k, report)
+        assert {m.name: world.admin.replicas()[m.name] for m in world.plan.moves} == {
+            m.name: m.target for m in world.plan.moves}, k
+        assert_clean(world, before)
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["before-effect", "after-effect"])
+def test_crash_anywhere_then_cancel_reverts_what_was_in_flight(after: bool) -> None:
+    for k in range(1, TOTAL + 1):
+        world = prepared()
+        before = world.admin.configs()
+        records = crash(world, k, after)
+        if not records:
+            continue
+        executor = Executor.for_cancel(records, world.sink, world.ports(), world.config)
+        executor.cancel()
+        report = executor.run()
+        assert report.outcome is RunOutcome.CANCELLED, k
+        assert all(state in TERMINAL for state in report.states.values())
+        for m in world.plan.moves:  # each partition is either untouched or fully moved
+            assert world.admin.replicas()[m.name] in (m.current, m.target), (k, m.name)
+        assert_clean(world, before)
+
+
+def test_crash_anywhere_then_clear_throttles_restores_every_config() -> None:
+    for k in range(1, TOTAL + 1):
+        world = prepared()
+        before = world.admin.configs()
+        records = crash(world, k, after=True)
+        if not records:
+            continue
+        assert clear_throttles_from(records, world.sink, world.ports(), world.config) == [], k
+        assert world.admin.configs() == before, k
+
+
+def test_resume_from_a_real_journal_file_with_a_torn_tail(tmp_path: Path) -> None:
+    world = prepared()
+    before = world.admin.configs()
+    path = tmp_path / "run.journal"
+    files: list[JournalFile] = []
+
+    def open_file(header: dict[str, object]) -> JournalFile:
+        files.append(JournalFile.create(path, header))
+        return files[-1]
+    world.admin.crash_at = TOTAL // 2
+    with pytest.raises(Crash):
+        Executor.start(world.plan, world.ports(), world.config, open_file).run()
+    files[0].close()  # the process is gone: its lock with it
+    with path.open("ab") as f:
+        f.write(b'{"kind":"state","move":"orders-1","state":"thr')
+    world.admin.crash_at = None
+    sink, records = JournalFile.open(path)
+    report = Executor.resume(records, sink, world.ports(), world.config).run()
+    sink.close()
+    assert report.outcome is RunOutcome.COMPLETED
+    assert_clean(world, before)
+
+
+def test_resume_refuses_a_finished_run_and_a_foreign_reassignment() -> None:
+    world = prepared()
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink).run()
+    with pytest.raises(Exception, match="nothing to resume"):
+        Executor.resume(world.sink.records, world.sink, world.ports(), world.config)
+    world = prepared()
+    records = crash(world, TOTAL // 3, after=False)
+    from topology.model import TopicPartition
+    world.admin.alter_partition_reassignments({TopicPartition("other", 0): [2, 3, 4]})
+    with pytest.raises(Exception, match="already in progress for other-0"):
+        Executor.resume(records, world.sink, world.ports(), world.config)
+
+
+def test_resume_refuses_when_a_pending_move_went_stale() -> None:
+    world = prepared()
+    records = crash(world, 5, after=False)  # during the first move's start
+    world.admin.add("events", 0, (2, 4), 1)  # someone moved events-0 meanwhile
+    with pytest.raises(Exception, match=r"events-0 \(plan expects \[3, 1\], cluster has \[2, 4\]"):
+        Executor.resume(records, world.sink, world.ports(), world.config)
+
+
+def test_header_is_the_first_record() -> None:
+    world = prepared()
+    records = crash(world, TOTAL // 2, after=False)
+    assert records[0] == json.loads(json.dumps(header_record(world.plan, world.config.summary())))
