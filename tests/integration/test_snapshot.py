@@ -1,0 +1,213 @@
+"""`rebalance snapshot` against the real sandbox: replicas, racks, sizes and rates as reported.
+
+Sizes are checked against the brokers' own log files on disk, rates against Prometheus; the
+CLI runs in a subprocess exactly as a user runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from sandbox.state import SandboxInfo
+from topology.errors import ClusterError
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+VALUE = b"v" * 1000
+
+
+def create_topic(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
+    """Create `topic` with an explicit replica assignment and wait until it is usable."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, len(assignment),
+                                            replica_assignment=assignment)])
+    futures[topic].result(timeout=30)
+    wait_in_sync(bootstrap, topic, len(assignment))
+
+
+def wait_in_sync(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30) -> None:
+    """Wait until every partition of `topic` has a leader and a full ISR."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+        parts = meta.partitions if meta is not None else {}
+        if len(parts) == partitions and all(
+            p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in parts.values()
+        ):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{topic} did not get a full ISR within {timeout_s} s")
+
+
+def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
+    """Produce counts[p] 1000-byte records to partition p, acknowledged by all replicas."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for partition, count in counts.items():
+        for _ in range(count):
+            producer.produce(topic, value=VALUE, partition=partition)
+            producer.poll(0)
+    assert producer.flush(30) == 0, "records were left unacknowledged"
+
+
+def disk_size(sandbox: SandboxInfo, broker_id: int, topic: str, partition: int) -> int:
+    """The replica's size as its broker keeps it: the sum of its segment files."""
+    log_dir = sandbox.dir / f"broker-{broker_id}" / "data" / f"{topic}-{partition}"
+    return sum(f.stat().st_size for f in log_dir.glob("*.log"))
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=180, env=env)
+
+
+def topic_partitions(doc: dict[str, Any], topic: str) -> dict[int, dict[str, Any]]:
+    return {p["partition"]: p for p in doc["partitions"] if p["topic"] == topic}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_snapshot_matches_what_the_brokers_report(sandbox: SandboxInfo, tmp_path: Path) -> None:
+    ids = sorted(b.id for b in sandbox.brokers)[:4]
+    topic = f"snap-{uuid.uuid4().hex[:8]}"
+    assignment = [[ids[0], ids[1]], [ids[1], ids[2]], [ids[2], ids[3]], [ids[3], ids[0]]]
+    create_topic(sandbox.bootstrap, topic, assignment)
+    produce(sandbox.bootstrap, topic, {0: 3000, 1: 1200, 2: 300})
+    wait_in_sync(sandbox.bootstrap, topic, 4)
+
+    out = tmp_path / "snapshot.json"
+    result = run_cli("snapshot", "--bootstrap", sandbox.bootstrap, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"wrote {out}")
+    doc = json.loads(out.read_text())
+
+    racks = {b["id"]: b["rack"] for b in doc["brokers"]}
+    for broker in sandbox.brokers:
+        assert racks[broker.id] == broker.rack
+    assert all("capacity" not in b and b.get("alive", True) for b in doc["brokers"])
+    parts = topic_partitions(doc, topic)
+    assert sorted(parts) == [0, 1, 2, 3]
+    for index, replicas in enumerate(assignment):
+        assert parts[index]["replicas"] == replicas
+        on_disk = [disk_size(sandbox, b, topic, index) for b in replicas]
+        assert parts[index]["size_bytes"] == max(on_disk)
+    assert parts[0]["size_bytes"] > parts[1]["size_bytes"] > parts[2]["size_bytes"] > 0
+    assert parts[3]["size_bytes"] == 0
+    assert any("no Prometheus" in note for note in doc["notes"])
+
+    caps = tmp_path / "caps.yaml"
+    caps.write_text("default: {disk_bytes: 100GB, net_in_bytes_per_sec: 100MB/s, "
+                    "net_out_bytes_per_sec: 100MB/s}\n")
+    shown = run_cli("show", str(out), "--capacities", str(caps))
+    assert shown.returncode == 0, shown.stderr
+
+
+def _prometheus_rate(sandbox: SandboxInfo, metric: str, topic: str) -> float:
+    query = f'sum(rate({metric}{{topic="{topic}"}}[1m]))'
+    answer = requests.get(f"{sandbox.prometheus_url}/api/v1/query", params={"query": query},
+                          timeout=10).json()
+    result = answer["data"]["result"]
+    return float(result[0]["value"][1]) if result else 0.0
+
+
+def _wait_for_rate(sandbox: SandboxInfo, metric: str, topic: str, timeout_s: float = 40) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if _prometheus_rate(sandbox, metric, topic) > 0:
+            return
+        time.sleep(1)
+    raise AssertionError(f"Prometheus shows no {metric} rate for {topic} after {timeout_s} s")
+
+
+def _consume(consumer: Consumer, expected: int) -> None:
+    seen, deadline = 0, time.monotonic() + 60
+    while seen < expected and time.monotonic() < deadline:
+        batch = consumer.consume(500, timeout=1)
+        seen += sum(1 for m in batch if m.error() is None)
+    assert seen >= expected, f"consumed {seen} of {expected} records"
+    consumer.commit(asynchronous=False)
+
+
+def test_snapshot_with_prometheus_has_split_rates(sandbox: SandboxInfo, tmp_path: Path) -> None:
+    ids = sorted(b.id for b in sandbox.brokers)[:4]
+    topic = f"rate-{uuid.uuid4().hex[:8]}"
+    create_topic(sandbox.bootstrap, topic, [[ids[0], ids[2]], [ids[1], ids[3]]])
+    consumer = Consumer({"bootstrap.servers": sandbox.bootstrap, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        # Two bursts: the per-topic series appear with the first, rise with the second.
+        produce(sandbox.bootstrap, topic, {0: 300, 1: 100})
+        _consume(consumer, 400)
+        time.sleep(3)
+        produce(sandbox.bootstrap, topic, {0: 900, 1: 300})
+        _consume(consumer, 1200)
+    finally:
+        consumer.close()
+    _wait_for_rate(sandbox, "kafka_topic_bytes_in_total", topic)
+    _wait_for_rate(sandbox, "kafka_topic_bytes_out_total", topic)
+
+    out = tmp_path / "rates.json"
+    result = run_cli("snapshot", "--bootstrap", sandbox.bootstrap, "--prometheus",
+                     sandbox.prometheus_url, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(out.read_text())
+    parts = topic_partitions(doc, topic)
+    assert all(p["bytes_in_per_sec"] > 0 and p["bytes_out_per_sec"] > 0 for p in parts.values())
+    size_ratio = parts[0]["size_bytes"] / parts[1]["size_bytes"]
+    assert parts[0]["bytes_in_per_sec"] / parts[1]["bytes_in_per_sec"] == pytest.approx(
+        size_ratio)
+    assert any("in proportion to partition size" in note for note in doc["notes"])
+    assert doc["source"]["prometheus"] == sandbox.prometheus_url
+    offsets = [p for p in doc["partitions"] if p["topic"] == "__consumer_offsets"]
+    assert offsets and all(p["internal"] is True for p in offsets)
+
+
+def test_unreachable_bootstrap_is_a_one_line_cluster_error(tmp_path: Path) -> None:
+    address = f"127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = run_cli("snapshot", "--bootstrap", address, "--timeout", "3",
+                     "--out", str(tmp_path / "never.json"))
+    assert time.monotonic() - started < 60
+    assert result.returncode == ClusterError.exit_code
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: cannot reach Kafka at {address}")
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_secrets_stay_out_of_output_when_the_handshake_fails(
+    sandbox: SandboxInfo, tmp_path: Path
+) -> None:
+    password = "never-print-" + uuid.uuid4().hex
+    env = {**_base_env(), "REBALANCE_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+           "REBALANCE_SASL_MECHANISM": "SCRAM-SHA-256", "REBALANCE_SASL_USERNAME": "admin",
+           "REBALANCE_SASL_PASSWORD": password}
+    result = run_cli("snapshot", "--bootstrap", sandbox.bootstrap, "--timeout", "3",
+                     "--out", str(tmp_path / "s.json"), env=env)
+    assert result.returncode == ClusterError.exit_code
+    assert password not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _base_env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith("REBALANCE_SASL")}
