@@ -26,7 +26,7 @@ from executor.preflight import ClusterView, PlanValidator, preflight_problems, r
 from executor.state import MoveState
 from executor.steps import MoveDriver
 from planner.result import Move
-from topology.errors import ExecutionError
+from topology.errors import ClusterError, ExecutionError
 
 S = MoveState
 
@@ -56,6 +56,7 @@ class Executor:
         self.report = reporter
         self.driver = MoveDriver(ports, config, journal, reporter)
         self.cancelling = False
+        self.cluster_errors = 0
         # moves that had already failed or been cancelled when this process took over
         self._ended_badly_before = frozenset(
             m.name for m in journal.run.plan.moves
@@ -129,11 +130,25 @@ class Executor:
             self.ports.clock.sleep(self.config.poll_seconds)
 
     def tick(self) -> bool:
-        """Advance every move in flight, start what may start; True when the run is over."""
-        for move in self._active():
-            self.driver.advance(move)
-        if not self.cancelling and not self._stopped():
-            self._start_moves()
+        """Advance every move in flight, start what may start; True when the run is over.
+
+        A cluster error (timeout, broker briefly unreachable) is retried on the next tick, as
+        every step is idempotent; `stall_intervals` errors in a row stop the run (resumable).
+        """
+        try:
+            for move in self._active():
+                self.driver.advance(move)
+            if not self.cancelling and not self._stopped():
+                self._start_moves()
+        except ClusterError as exc:
+            self.cluster_errors += 1
+            if self.cluster_errors >= self.config.stall_intervals:
+                raise ClusterError(f"{exc} ({self.cluster_errors} polls in a row); the journal "
+                                   "keeps the run: `rebalance resume` or `rebalance cancel` "
+                                   "once the cluster answers") from exc
+            self._note(f"cluster error, retrying next poll: {exc}")
+            return False
+        self.cluster_errors = 0
         if self._active():
             return False
         return self.cancelling or self._stopped() or not self._pending()

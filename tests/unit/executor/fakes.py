@@ -372,3 +372,15 @@ def make_world(moves: Sequence[Move] | None = None, **config: Any) -> World:
     settings.update(config)
     return World(clock, admin, FakeMetrics(admin, queries), MemorySink(),
                  ExecutorConfig(**settings), ExecutionPlan(tuple(moves)))
+
+
+class FlakyAdmin(FakeAdmin):
+    """A cluster whose admin calls fail (ClusterError) while `failing` is set."""
+
+    failing: int = 0  # fail this many calls, then recover
+
+    def _call(self, name: str, args: object, effect: Callable[[], object]) -> object:
+        if self.failing > 0:
+            self.failing -= 1
+            raise ClusterError(f"timed out calling {name}")
+        return super()._call(name, args, effect)

@@ -146,3 +146,32 @@ def test_header_is_the_first_record() -> None:
     world = prepared()
     records = crash(world, TOTAL // 2, after=False)
     assert records[0] == json.loads(json.dumps(header_record(world.plan, world.config.summary())))
+
+
+def test_crash_during_cancel_then_cancel_again_is_clean() -> None:
+    probe = prepared()
+    records = crash(probe, 40, after=False)  # mid-copy of the first move
+    calls_before = len(probe.admin.calls)
+    executor = Executor.for_cancel(records, probe.sink, probe.ports(), probe.config)
+    executor.cancel()
+    executor.run()
+    cancel_calls = len(probe.admin.calls) - calls_before
+    assert cancel_calls >= 5
+    for j in range(1, cancel_calls + 1):
+        for after in (False, True):
+            world = prepared()
+            before = world.admin.configs()
+            records = crash(world, 40, after=False)
+            world.admin.crash_at = len(world.admin.calls) + j
+            world.admin.crash_after_effect = after
+            with pytest.raises(Crash):
+                first = Executor.for_cancel(records, world.sink, world.ports(), world.config)
+                first.cancel()
+                first.run()
+            world.admin.crash_at = None
+            again = json.loads(json.dumps(world.sink.records))
+            second = Executor.for_cancel(again, world.sink, world.ports(), world.config)
+            second.cancel()
+            assert second.run().outcome is RunOutcome.CANCELLED
+            assert world.admin.replicas()["orders-0"] == (1, 2), (j, after)
+            assert_clean(world, before)

@@ -279,3 +279,39 @@ def test_progress_events_count_bytes() -> None:
     progress = [e for e in world.events if e.kind is EventKind.PROGRESS and e.move == "orders-0"]
     assert progress[0].bytes_total == 30 * MB and progress[0].total == 3
     assert progress[-1].bytes_done > progress[0].bytes_done
+
+
+def test_transient_cluster_errors_are_retried() -> None:
+    from executor_fakes import FlakyAdmin
+    world = make_world()
+    flaky = FlakyAdmin(world.clock, parts=world.admin.parts)
+    world.admin = flaky
+    world.metrics.admin = flaky
+
+    def hiccup(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
+            flaky.failing = 3
+            w.hooks.remove(hiccup)
+    world.hooks.append(hiccup)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    assert len([m for m in world.messages(EventKind.NOTE) if "retrying" in m]) == 3
+
+
+def test_a_cluster_that_stays_unreachable_stops_the_run_resumably() -> None:
+    from executor_fakes import FlakyAdmin
+
+    from topology.errors import ClusterError
+    world = make_world()
+    flaky = FlakyAdmin(world.clock, parts=world.admin.parts)
+    world.admin = flaky
+    world.metrics.admin = flaky
+    world.hooks.append(lambda w, e: setattr(flaky, "failing", 10**6)
+                       if e.kind is EventKind.PROGRESS else None)
+    with pytest.raises(ClusterError, match="5 polls in a row"):
+        start(world).run()
+    flaky.failing = 0
+    world.hooks.clear()
+    report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    assert world.admin.configs() == ({}, {})
