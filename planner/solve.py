@@ -30,7 +30,7 @@ from planner.bounds import band, disk_lower_bound_arrays
 from planner.goals import Budget, Goals
 from planner.greedy import rebalance_replicas
 from planner.leaders import rebalance_leaders
-from planner.lns import improve
+from planner.lns import improve, rounds_for
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
 from planner.state import SolverState
@@ -82,7 +82,7 @@ def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _solve_state(state: SolverState, deadline: float, seed: int) -> bool:
+def _solve_state(state: SolverState, budget: Budget, deadline: float, lower_bound: int) -> bool:
     """Run the pipeline on `state`; returns True when CP-SAT improved the greedy plan."""
     repair(state)
     state.resource_weight = np.array([1.0, 1.0, 0.2])
@@ -91,7 +91,7 @@ def _solve_state(state: SolverState, deadline: float, seed: int) -> bool:
     state.resource_weight = np.array([1.0, 1.0, 1.0])
     rebalance_replicas(state)
     rebalance_leaders(state)
-    return improve(state, deadline, seed)
+    return improve(state, deadline, budget.seed, lower_bound, rounds_for(budget.time_limit_s))
 
 
 def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
@@ -104,7 +104,7 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
         return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
                           0.0, (), time.monotonic() - start)
     state = SolverState(arrays, goals, budget)
-    improved = _solve_state(state, start + budget.time_limit_s, budget.seed)
+    improved = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
     moves = to_moves(topology, arrays, state.replicas)
     after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
                                         for m in moves})

@@ -11,6 +11,7 @@ import numpy as np
 
 from planner.arrays import (
     DISK,
+    NET_IN,
     NET_OUT,
     NO_RACK,
     ClusterArrays,
@@ -123,6 +124,32 @@ class SolverState:
         self.loads[new, NET_OUT] += out
         self.replicas[p, 0], self.replicas[p, col] = new, old
         self._mark(p)
+
+    def assign(self, p: int, row: list[int]) -> None:
+        """Give partition p the replica list `row` (leader first), keeping loads in step."""
+        a = self.arrays
+        old = self.replicas[p, : int(a.rf[p])].tolist()
+        if old == row:
+            return
+        orig = self._orig_sets[p]
+        size = float(a.size[p])
+        self.bytes_moved += size * (sum(b not in orig for b in row)
+                                    - sum(b not in orig for b in old))
+        for b in old:
+            self.loads[b, DISK] -= size
+            self.loads[b, NET_IN] -= a.net_in[p]
+            self.hosted[b].discard(p)
+        for b in row:
+            self.loads[b, DISK] += size
+            self.loads[b, NET_IN] += a.net_in[p]
+            self.hosted[b].add(p)
+        self.loads[old[0], NET_OUT] -= a.leader_out[p]
+        self.loads[row[0], NET_OUT] += a.leader_out[p]
+        self.replicas[p, : len(row)] = row
+        self._mark(p)
+
+    def original_row(self, p: int) -> list[int]:
+        return [int(b) for b in self.arrays.replicas[p, : int(self.arrays.rf[p])]]
 
     def _mark(self, p: int) -> None:
         if np.array_equal(self.replicas[p], self.arrays.replicas[p]):
