@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from planner.planfile import PlanFile
 from planner.result import Move
 from topology.errors import PlanError
 from topology.model import TopicPartition
@@ -31,6 +32,11 @@ class ExecutionPlan:
     @classmethod
     def of(cls, moves: Iterable[Move], fingerprint: str | None = None) -> ExecutionPlan:
         return cls(tuple(moves), fingerprint)
+
+    @classmethod
+    def from_plan_file(cls, plan_file: PlanFile) -> ExecutionPlan:
+        """The moves of a plan file, in the file's order, with its fingerprint."""
+        return cls(tuple(plan_file.moves), plan_file.fingerprint)
 
     @property
     def plan_id(self) -> str:

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from executor.plan import ExecutionPlan
 from executor.readings import under_replicated
+from planner.goals import Goals
 from planner.result import Move
+from planner.validate import validate_plan
 from topology.errors import ExecutionError
-from topology.model import TopicPartition
+from topology.model import TopicPartition, Topology
 from topology.ports import BrokerInfo, KafkaAdmin, PartitionInfo, ReassignmentState
 
 PlanValidator = Callable[[ExecutionPlan], Sequence[str]]
@@ -36,6 +38,13 @@ class ClusterView:
     @property
     def live_broker_ids(self) -> frozenset[int]:
         return frozenset(b.id for b in self.brokers)
+
+
+def planner_validator(before: Topology, goals: Goals) -> PlanValidator:
+    """The planner's independent validator as a preflight hook (hard violations only)."""
+    def validate(plan: ExecutionPlan) -> Sequence[str]:
+        return validate_plan(before, list(plan.moves), goals).errors
+    return validate
 
 
 def _names(keys: Iterable[TopicPartition], limit: int = 10) -> str:

@@ -1,8 +1,8 @@
 """Gather gate readings from the ports: PromQL templates over a MetricsSource, ISR from admin.
 
-The templates are configurable; the defaults match the sandbox's JMX exporter series (counters
-`kafka_broker_*_total`, labels `broker_id` and `rack` added by Prometheus). `{window}` is the
-rate window.
+The templates are configurable; the defaults are topology.promql's (they match the sandbox's JMX
+exporter series). The gate uses a short rate window (10s, scrapes are 1s apart) so that it sees
+traffic settle within seconds rather than a minute later.
 """
 
 from __future__ import annotations
@@ -11,32 +11,35 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from executor.gates import GateReading, NetworkSample
+from topology import promql
 from topology.errors import ClusterError, MetricsError
 from topology.model import TopicPartition
 from topology.ports import KafkaAdmin, MetricsSource, PartitionInfo
 
-_RATE = "sum by (broker_id) (rate({metric}[{{window}}]))"
-
-
-def _sum(*metrics: str) -> str:
-    return " + ".join(_RATE.format(metric=m) for m in metrics)
+# Client traffic only (no replication), for --adaptive headroom; same form as topology.promql.
+BROKER_CLIENT_IN_RATE = (
+    "sum by (broker_id) (rate(kafka_broker_bytes_in_total{{{selector}}}[{window}]))"
+)
+BROKER_CLIENT_OUT_RATE = (
+    "sum by (broker_id) (rate(kafka_broker_bytes_out_total{{{selector}}}[{window}]))"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class GateQueries:
     """PromQL templates: per-broker vectors labelled `broker_label`, one scalar for p99."""
 
-    net_in: str = _sum("kafka_broker_bytes_in_total", "kafka_broker_replication_bytes_in_total")
-    net_out: str = _sum("kafka_broker_bytes_out_total",
-                        "kafka_broker_replication_bytes_out_total")
-    traffic_in: str = _sum("kafka_broker_bytes_in_total")  # non-replication, for --adaptive
-    traffic_out: str = _sum("kafka_broker_bytes_out_total")
-    produce_p99_ms: str = 'max(kafka_request_total_time_ms{request="Produce",quantile="0.99"})'
+    net_in: str = promql.BROKER_NETWORK_IN_RATE
+    net_out: str = promql.BROKER_NETWORK_OUT_RATE
+    traffic_in: str = BROKER_CLIENT_IN_RATE
+    traffic_out: str = BROKER_CLIENT_OUT_RATE
+    produce_p99_ms: str = promql.PRODUCE_P99_MS
     window: str = "10s"
     broker_label: str = "broker_id"
 
     def render(self, template: str) -> str:
-        return template.replace("{window}", self.window)
+        """The query for `template` (a topology.promql-style format string)."""
+        return promql.render(template, window=self.window)
 
 
 def per_broker(metrics: MetricsSource, queries: GateQueries, template: str) -> dict[int, float]:

@@ -1,0 +1,45 @@
+"""The execution plan value and the planner-validator preflight hook."""
+
+from __future__ import annotations
+
+import pytest
+
+from executor.plan import ExecutionPlan, move_brokers
+from executor.preflight import planner_validator
+from planner.goals import Goals
+from planner.result import Move
+from topology.errors import PlanError
+from topology.model import Broker, Capacity, Partition, Topology
+
+A = Move("a", 0, (1, 2), (3, 2), 100)
+B = Move("b", 1, (2, 3), (2, 4), 50)
+
+
+def test_plan_keeps_order_and_totals() -> None:
+    plan = ExecutionPlan.of([B, A], "sha256:x")
+    assert [m.name for m in plan.moves] == ["b-1", "a-0"]
+    assert plan.total_bytes == 150 and plan.move("a-0") is A
+    assert move_brokers(A) == {1, 2, 3}
+
+
+def test_plan_id_depends_on_moves_and_their_order() -> None:
+    assert ExecutionPlan.of([A, B]).plan_id == ExecutionPlan.of([A, B], "other").plan_id
+    assert ExecutionPlan.of([A, B]).plan_id != ExecutionPlan.of([B, A]).plan_id
+
+
+def test_a_partition_moves_once() -> None:
+    with pytest.raises(PlanError, match="a-0 appears in more than one move"):
+        ExecutionPlan.of([A, Move("a", 0, (1, 2), (4, 2), 100)])
+    with pytest.raises(PlanError, match="no move for partition z-9"):
+        ExecutionPlan.of([A]).move("z-9")
+
+
+def test_planner_validator_hook_reports_hard_violations() -> None:
+    cap = Capacity(1e12, 1e9, 1e9)
+    brokers = [Broker(1, "r1", cap), Broker(2, "r2", cap), Broker(3, "r1", cap),
+               Broker(4, "r2", cap)]
+    before = Topology(tuple(brokers), (Partition("a", 0, (1, 2), 100),))
+    check = planner_validator(before, Goals(tolerance=0.99))
+    assert check(ExecutionPlan.of([Move("a", 0, (1, 2), (3, 2), 100)])) == ()
+    problems = check(ExecutionPlan.of([Move("a", 0, (1, 2), (1, 3), 100)]))
+    assert problems and any("a-0" in p for p in problems)
