@@ -1,0 +1,40 @@
+"""Status from a journal."""
+
+from __future__ import annotations
+
+from executor_fakes import MB, World, make_world
+
+from executor.config import Event, EventKind
+from executor.journal import RunOutcome, replay
+from executor.runner import Executor
+from executor.state import MoveState
+from executor.status import summarize
+
+
+def test_status_of_a_completed_run() -> None:
+    world = make_world()
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink).run()
+    status = summarize(replay(world.sink.records))
+    assert status.outcome is RunOutcome.COMPLETED
+    assert status.counts == {MoveState.DONE: 3}
+    assert status.bytes_done == status.bytes_total == 60 * MB
+    assert status.notable == () and status.next_step.startswith("nothing")
+
+
+def test_status_of_a_stopped_run_names_the_failed_move() -> None:
+    world = make_world()
+
+    def kill(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
+            w.admin.dead.add(4)
+    world.hooks.append(kill)
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                   reporter=world.reporter).run()
+    status = summarize(replay(world.sink.records))
+    assert status.outcome is RunOutcome.STOPPED
+    assert status.bytes_done == 30 * MB
+    assert [(m.index, m.name, m.state) for m in status.notable] == [
+        (2, "orders-1", MoveState.FAILED)]
+    assert status.throttles_left == ("orders-1",)
+    assert "clear-throttles" in status.next_step
+    assert "went offline" in status.end_reason
