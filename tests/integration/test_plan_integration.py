@@ -1,0 +1,132 @@
+"""Plan against the real sandbox after adding a broker; Kafka's own reassign tool executes it.
+
+Topics with data on the four session brokers, one more broker started, a snapshot of the live
+cluster, `rebalance plan --add-broker`, then `ReassignPartitionsCommand --execute` with the plan
+file as is, `--verify` until complete, and the replicas read back from the brokers equal the plan.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from planner.planfile import read_plan
+from planner.validate import validate_plan
+from sandbox import cluster
+from sandbox.state import SandboxInfo
+from topology.capacities import read_capacities
+from topology.kafka_admin import KafkaClusterAdmin
+from topology.model import TopicPartition
+from topology.snapshot import read_snapshot
+
+pytestmark = pytest.mark.integration
+
+TOPIC = f"plan-it-{int(time.time())}"  # unique, so a reused sandbox works too
+PARTITIONS = 12
+CAPACITIES = """\
+default: {disk_bytes: 1GB, net_in_bytes_per_sec: 100MB/s, net_out_bytes_per_sec: 100MB/s}
+"""
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def rebalance(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "import cli; cli.main()", *args],
+                          capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[2])
+
+
+def create_topic_with_data(info: SandboxInfo) -> None:
+    """RF-2 partitions spread rack-aware over the session brokers, sizes 40-150 kB."""
+    ids = sorted(b.id for b in info.brokers)[:4]
+    racks = {b.id: b.rack for b in info.brokers}
+    pairs = [(a, b) for a in ids for b in ids if racks[a] != racks[b]]
+    assignment = [list(pairs[i % len(pairs)]) for i in range(PARTITIONS)]
+    admin = AdminClient({"bootstrap.servers": info.bootstrap})
+    futures = admin.create_topics([NewTopic(TOPIC, len(assignment),
+                                             replica_assignment=assignment)])
+    futures[TOPIC].result(timeout=30)
+    producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 20,
+                         "compression.type": "none"})
+    for partition in range(PARTITIONS):
+        for _ in range(40 + 10 * partition):
+            producer.produce(TOPIC, value=b"v" * 1000, partition=partition)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def write_live_snapshot(info: SandboxInfo, path: Path) -> None:
+    """Snapshot v1 of the live cluster read through the real Kafka adapter."""
+    admin = KafkaClusterAdmin(info.bootstrap)
+    try:
+        brokers = admin.brokers()
+        parts = admin.partitions()
+        sizes = admin.log_dir_sizes([b.id for b in brokers])
+    finally:
+        admin.close()
+    doc: dict[str, Any] = {
+        "version": 1,
+        "brokers": [{"id": b.id, "rack": b.rack} for b in brokers],
+        "partitions": [{"topic": p.topic, "partition": p.partition,
+                        "replicas": list(p.replicas),
+                        "size_bytes": max((sizes.get((p.key, r), 0) for r in p.replicas),
+                                          default=0)}
+                       for p in parts],
+    }
+    path.write_text(json.dumps(doc))
+
+
+def reassign_tool(info: SandboxInfo, plan: Path, action: str) -> str:
+    result = subprocess.run(
+        ["java", "-cp", f"{info.jar_dir}/*", REASSIGN, "--bootstrap-server", info.bootstrap,
+         "--reassignment-json-file", str(plan), action],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def live_replicas(info: SandboxInfo) -> dict[TopicPartition, tuple[int, ...]]:
+    admin = KafkaClusterAdmin(info.bootstrap)
+    try:
+        return {p.key: p.replicas for p in admin.partitions()}
+    finally:
+        admin.close()
+
+
+def test_kafka_executes_the_plan_file_as_is(sandbox: SandboxInfo, tmp_path: Path) -> None:
+    create_topic_with_data(sandbox)
+    new = cluster.add_broker(sandbox.dir, "a")
+    info = cluster.running(sandbox.dir)
+    caps = tmp_path / "caps.yaml"
+    caps.write_text(CAPACITIES)
+    snap = tmp_path / "snap.json"
+    write_live_snapshot(info, snap)
+    topology = read_snapshot(snap, read_capacities(caps))
+    assert new.id in topology.broker_ids
+
+    plan_path = tmp_path / "plan.json"
+    result = rebalance("plan", "--snapshot", str(snap), "--capacities", str(caps),
+                       "--add-broker", str(new.id), "--tolerance", "0.3",
+                       "--time-limit", "10", "--out", str(plan_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    plan = read_plan(plan_path)
+    assert plan.moves, result.stdout
+    assert any(new.id in m.target for m in plan.moves)
+    assert validate_plan(topology, plan.moves, plan.goals).valid
+
+    out = reassign_tool(info, plan_path, "--execute")
+    assert "Successfully started partition reassignment" in out
+    deadline = time.monotonic() + 120
+    while "still in progress" in (verify := reassign_tool(info, plan_path, "--verify")):
+        assert time.monotonic() < deadline, verify
+        time.sleep(2)
+    replicas = live_replicas(info)
+    for move in plan.moves:
+        assert replicas[move.key] == move.target, move.name
