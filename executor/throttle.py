@@ -91,11 +91,16 @@ def merge_entries(value: str | None, entries: tuple[str, ...]) -> str | None:
 
 
 def remove_entries(value: str | None, entries: tuple[str, ...], prior: str | None) -> str | None:
-    """`value` without `entries`; when nothing is left, the prior value (None = delete)."""
+    """`value` without `entries`. When nothing is left: delete (None), or "" when the prior value
+    was an explicit empty list. Prior entries gone from `value` were removed by someone else
+    (another move's restore, an operator) and are not brought back.
+    """
     if is_wildcard(value) or not entries:
         return value
     kept = tuple(e for e in parse_replica_list(value) if e not in entries)
-    return ",".join(kept) if kept else prior
+    if kept:
+        return ",".join(kept)
+    return prior if prior is not None and not parse_replica_list(prior) else None
 
 
 def parse_rate(value: str | None) -> int | None:

@@ -107,6 +107,29 @@ def test_merge_and_remove_entries() -> None:
     assert remove_entries("1:3", ("1:3",), None) is None
     assert remove_entries("1:3", ("1:3",), "") == ""
     assert remove_entries("*", ("1:3",), None) == "*"
+    # the prior entries were removed by someone else meanwhile: not resurrected
+    assert remove_entries("1:3", ("1:3",), "5:5") is None
+
+
+def test_concurrent_moves_on_one_topic_restore_in_any_order() -> None:
+    first = Move("orders", 1, current=(1,), target=(2,), size_bytes=1)
+    second = Move("orders", 2, current=(3,), target=(4,), size_bytes=1)
+    topic: dict[str, str | None] = {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
+
+    def apply(plan: ThrottlePlan) -> None:
+        topic.update(apply_changes(plan, topic)[1].get("orders", {}))
+
+    def restore(plan: ThrottlePlan) -> None:
+        topic.update(restore_changes(plan, topic)[1].get("orders", {}))
+    p1 = plan_throttle(first, priors(topic=dict(topic)), uniform_rates(first, CAP))
+    apply(p1)
+    p2 = plan_throttle(second, priors(topic=dict(topic)), uniform_rates(second, CAP))
+    apply(p2)
+    assert topic == {LEADER_REPLICAS: "1:1,2:3", FOLLOWER_REPLICAS: "1:2,2:4"}
+    restore(p1)
+    assert topic == {LEADER_REPLICAS: "2:3", FOLLOWER_REPLICAS: "2:4"}
+    restore(p2)
+    assert topic == {LEADER_REPLICAS: None, FOLLOWER_REPLICAS: None}
 
 
 def test_check_applied_and_restored() -> None:
