@@ -84,6 +84,7 @@ class Event:
     total: int = 0
     bytes_done: int = 0
     bytes_total: int = 0
+    state: str = ""  # STATE: the move's new state; GATE: the verdict (open / wait / hold)
 
 
 Reporter = Callable[[Event], None]

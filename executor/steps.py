@@ -73,11 +73,12 @@ class MoveDriver:
     def _track(self, move: Move) -> Tracking:
         return self.tracking.setdefault(move.name, Tracking())
 
-    def _event(self, kind: EventKind, move: Move, message: str, bytes_done: int = 0) -> None:
+    def _event(self, kind: EventKind, move: Move, message: str, bytes_done: int = 0,
+               state: str = "") -> None:
         plan = self.journal.run.plan
         index = plan.moves.index(move) + 1
         self.report(Event(kind, message, move.name, index, len(plan.moves), bytes_done,
-                          move.bytes_moved))
+                          move.bytes_moved, state))
 
     def enter(self, move: Move, state: MoveState, reason: str = "", *,
               throttle: ThrottlePlan | None = None, baseline: NetworkSample | None = None) -> None:
@@ -85,7 +86,7 @@ class MoveDriver:
         self.journal.enter(move.name, state, self._now(), reason=reason, throttle=throttle,
                            baseline=baseline)
         self._event(EventKind.STATE, move, f"{move.name}: {state.value}"
-                    + (f" ({reason})" if reason else ""))
+                    + (f" ({reason})" if reason else ""), state=state.value)
 
     def _partition(self, move: Move) -> PartitionInfo | None:
         for p in self.ports.admin.partitions([move.topic]):
@@ -294,7 +295,7 @@ class MoveDriver:
                                  reading, moving, track.gate_streak)
         track.gate_streak = decision.streak
         self._event(EventKind.GATE, move, f"gate after {move.name}: {decision.verdict.value}, "
-                    f"{decision.reason}")
+                    f"{decision.reason}", state=decision.verdict.value)
         if decision.open:
             self.enter(move, S.DONE)
         return False
