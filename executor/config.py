@@ -19,7 +19,9 @@ class ExecutorConfig:
     """How a run proceeds. Rates are bytes per second.
 
     stall_intervals: a move that shows no progress (destination bytes, ISR) for this many polls
-    is cancelled; concurrency: moves in flight at once, never two on the same broker.
+    is cancelled; concurrency: moves in flight at once, never two on the same broker;
+    gate_timeout_seconds: a gate still closed after this long (past the cooldown) stops the run
+    (the move itself is done; `resume` continues).
     """
 
     max_bytes_per_sec: int
@@ -34,6 +36,7 @@ class ExecutorConfig:
     gate: GatePolicy = field(default_factory=GatePolicy)
     queries: GateQueries = field(default_factory=GateQueries)
     allow_under_replicated: bool = False
+    gate_timeout_seconds: float | None = None  # None: wait for the gate as long as it takes
 
     def __post_init__(self) -> None:
         if self.max_bytes_per_sec <= 0:
@@ -44,6 +47,8 @@ class ExecutorConfig:
             raise InputError("--cooldown must be >= 0 and the poll interval > 0")
         if self.stall_intervals < 1:
             raise InputError(f"stall intervals must be at least 1, got {self.stall_intervals}")
+        if self.gate_timeout_seconds is not None and self.gate_timeout_seconds <= 0:
+            raise InputError("the gate timeout must be positive (or unset to wait forever)")
         if self.adaptive and not 0 < self.adaptive_floor_bytes_per_sec <= self.max_bytes_per_sec:
             raise InputError("the adaptive floor must be positive and at most --max-mbps")
 

@@ -161,7 +161,9 @@ class Executor:
         return self.run_state.in_state(frozenset({S.PENDING}))
 
     def _stopped(self) -> bool:
-        """True when a move failed or was cancelled in this session: start nothing new."""
+        """True when a move failed or was cancelled in this session, or a gate timed out."""
+        if self.driver.stop_reason:
+            return True
         return any(self.run_state.state_of(m.name) in (S.FAILED, S.CANCELLED)
                    for m in self.run_state.plan.moves
                    if m.name not in self._ended_badly_before)
@@ -208,6 +210,8 @@ class Executor:
             outcome = RunOutcome.STOPPED
         trouble = [f"{n}: {s.value} ({reasons.get(n, '')})" for n, s in states.items()
                    if s in (S.FAILED, S.CANCELLED)]
+        if self.driver.stop_reason:
+            trouble.append(self.driver.stop_reason)
         self.journal.end(outcome, self.ports.clock.now(), "; ".join(trouble))
         if self.cancelling:
             self.journal.clear_cancel_request()

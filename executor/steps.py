@@ -56,6 +56,7 @@ class MoveDriver:
         self.journal = journal
         self.report = reporter
         self.skip_gate = False  # set when the operator cancels: finishing moves skip the gate
+        self.stop_reason = ""  # set when a step decides the run must not start more moves
         self.tracking: dict[str, Tracking] = {}
         self._handlers: dict[MoveState, Callable[[Move], bool]] = {
             S.THROTTLING: self._throttle, S.SUBMITTED: self._submit, S.COPYING: self._copy,
@@ -298,6 +299,13 @@ class MoveDriver:
                     f"{decision.reason}", state=decision.verdict.value)
         if decision.open:
             self.enter(move, S.DONE)
+            return False
+        timeout = self.config.gate_timeout_seconds
+        waited = self._now() - (record.cooldown_since or 0.0) - self.config.cooldown_seconds
+        if timeout is not None and waited >= timeout:
+            self.stop_reason = (f"the gate after {move.name} stayed closed for {waited:.0f} s "
+                                f"({decision.reason}); stopping before the next move")
+            self.enter(move, S.DONE, self.stop_reason)
         return False
 
     def _cancel(self, move: Move) -> bool:

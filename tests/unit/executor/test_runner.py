@@ -315,3 +315,21 @@ def test_a_cluster_that_stays_unreachable_stops_the_run_resumably() -> None:
     report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config).run()
     assert report.outcome is RunOutcome.COMPLETED
     assert world.admin.configs() == ({}, {})
+
+
+def test_gate_timeout_stops_the_run_resumably() -> None:
+    world = make_world(gate_timeout_seconds=10.0, cooldown_seconds=2.0)
+
+    def noisy(w: World, e: Event) -> None:
+        if e.kind is EventKind.STATE and e.message == "orders-0: cooling_down":
+            w.metrics.extra[3] = 50 * MB
+    world.hooks.append(noisy)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.STOPPED
+    assert report.states == {"orders-0": S.DONE, "orders-1": S.PENDING, "events-0": S.PENDING}
+    assert "gate after orders-0 stayed closed for 10 s" in report.reasons["orders-0"]
+    assert "broker 3 network in" in report.reasons["orders-0"]
+    world.metrics.extra.clear()
+    world.hooks.clear()
+    again = Executor.resume(world.sink.records, world.sink, world.ports(), world.config)
+    assert again.run().outcome is RunOutcome.COMPLETED
