@@ -48,7 +48,8 @@ def disk_lower_bound_arrays(arrays: ClusterArrays, goals: Goals) -> int:
     disk = loads[:, DISK]
     excess = math.fsum(np.maximum(disk - upper[:, DISK], 0.0).tolist())
     deficit = math.fsum(np.maximum(lower[:, DISK] - disk, 0.0)[arrays.eligible].tolist())
-    return math.ceil(max(excess, deficit))
+    bound = max(excess, deficit)
+    return max(0, math.ceil(bound - 1e-9 * max(1.0, bound)))  # float noise is not a byte
 
 
 def disk_lower_bound(topology: Topology, goals: Goals) -> int:

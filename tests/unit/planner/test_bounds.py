@@ -1,0 +1,44 @@
+"""The disk lower bound on small hand-built clusters."""
+
+from __future__ import annotations
+
+from planner.bounds import disk_lower_bound
+from planner.goals import Goals
+from topology.model import Broker, Capacity, Partition, Topology
+
+CAP = Capacity(1000, 1000, 1000)
+
+
+def _cluster(sizes_by_broker: dict[int, list[int]]) -> Topology:
+    brokers = tuple(Broker(b, None, CAP) for b in sizes_by_broker)
+    parts = []
+    for b, sizes in sizes_by_broker.items():
+        parts.extend(Partition(f"t{b}", i, (b,), s) for i, s in enumerate(sizes))
+    return Topology(brokers, tuple(parts))
+
+
+def test_two_brokers_one_full_one_empty() -> None:
+    # avg 50 per broker; upper 55, lower 45: excess 45, deficit 45
+    topo = _cluster({1: [40, 60], 2: []})
+    assert disk_lower_bound(topo, Goals(tolerance=0.1)) == 45
+
+
+def test_balanced_cluster_needs_nothing() -> None:
+    topo = _cluster({1: [50], 2: [52], 3: [48]})
+    assert disk_lower_bound(topo, Goals(tolerance=0.1)) == 0
+
+
+def test_deficit_larger_than_excess() -> None:
+    # avg 40; upper 44, lower 36: excess 120-44=76, deficit 36*2=72 -> 76
+    topo = _cluster({1: [120], 2: [], 3: []})
+    assert disk_lower_bound(topo, Goals(tolerance=0.1)) == 76
+    # avg 60 over two remaining... broker 3 empty: lower 54 -> deficit 54*2=108 > excess
+    topo2 = _cluster({1: [66], 2: [66], 3: [0, 48]})
+    bound = disk_lower_bound(topo2, Goals(tolerance=0.1))
+    assert bound == max(0, round(60 * 0.9 - 48))
+
+
+def test_removed_broker_counts_its_whole_disk_as_excess() -> None:
+    topo = _cluster({1: [50], 2: [50], 3: [30]})
+    # remaining avg 65: bounds [58.5, 71.5]; excess = 30 (broker 3), deficit = 8.5 * 2 = 17
+    assert disk_lower_bound(topo, Goals(tolerance=0.1, remove_brokers=frozenset({3}))) == 30
