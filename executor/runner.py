@@ -25,6 +25,7 @@ from executor.plan import ExecutionPlan, move_brokers
 from executor.preflight import ClusterView, PlanValidator, preflight_problems, require_preflight
 from executor.state import MoveState
 from executor.steps import MoveDriver
+from executor.throttle import ThrottlePlan, plan_throttle
 from planner.result import Move
 from topology.errors import ClusterError, ExecutionError
 
@@ -222,6 +223,33 @@ class Executor:
 
     def _note(self, message: str) -> None:
         self.report(Event(EventKind.NOTE, message))
+
+
+class _NoJournal:
+    """A sink for previews: nothing is written, nothing is ever cancelled."""
+
+    def append(self, record: Record) -> None:
+        pass
+
+    def cancel_requested(self) -> bool:
+        return False
+
+    def clear_cancel_request(self) -> None:
+        pass
+
+
+def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
+            validator: PlanValidator | None = None) -> tuple[list[str], list[ThrottlePlan]]:
+    """What a run would do (for --dry-run), reading the cluster only: preflight problems and
+    each move's throttle as it would be set now."""
+    problems = preflight_problems(
+        plan, ClusterView.read(ports.admin),
+        allow_under_replicated=config.allow_under_replicated,
+        validation=list(validator(plan)) if validator is not None else [])
+    journal = Journal(replay([header_record(plan, config.summary())]), _NoJournal())
+    driver = MoveDriver(ports, config, journal, ignore_events)
+    throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
+    return problems, throttles
 
 
 def clear_throttles(run: RunState, journal: Journal, driver: MoveDriver) -> list[str]:

@@ -139,7 +139,7 @@ class MoveDriver:
         brokers = sorted(move_brokers(move))
         try:
             network = read_network(self.ports.metrics, self.config.queries, brokers)
-            rates = self._rates(move)
+            rates = self.rates(move)
         except MetricsError as exc:
             network, rates = None, None
             reading = GateReading(None, unavailable=str(exc))
@@ -149,14 +149,14 @@ class MoveDriver:
         if not decision.open or network is None or rates is None:
             self._event(EventKind.HOLD, move, f"{move.name} not started: {decision.reason}")
             return False
-        throttle = plan_throttle(move, self._priors(move), rates)
+        throttle = plan_throttle(move, self.priors(move), rates)
         self.enter(move, S.THROTTLING, throttle=throttle, baseline=network)
         for note in throttle.notes:
             self._event(EventKind.NOTE, move, note)
         self.advance(move)
         return True
 
-    def _rates(self, move: Move) -> RateLimits:
+    def rates(self, move: Move) -> RateLimits:
         cfg = self.config
         if not cfg.adaptive:
             return uniform_rates(move, cfg.max_bytes_per_sec)
@@ -164,7 +164,7 @@ class MoveDriver:
         return adaptive_rates(move, cfg.max_bytes_per_sec, cfg.adaptive_floor_bytes_per_sec,
                               cfg.capacities, traffic_in, traffic_out)
 
-    def _priors(self, move: Move) -> ThrottlePriors:
+    def priors(self, move: Move) -> ThrottlePriors:
         brokers = sorted(set(move.current) | set(move.added_brokers))
         admin = self.ports.admin
         values = admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS)

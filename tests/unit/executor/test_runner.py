@@ -333,3 +333,17 @@ def test_gate_timeout_stops_the_run_resumably() -> None:
     world.hooks.clear()
     again = Executor.resume(world.sink.records, world.sink, world.ports(), world.config)
     assert again.run().outcome is RunOutcome.COMPLETED
+
+
+def test_preview_reads_only_and_shows_the_throttles() -> None:
+    from executor.runner import preview
+    world = make_world()
+    with_operator_throttles(world)
+    world.admin.add("events", 0, (2, 4), 1)  # stale
+    world.admin.calls.clear()
+    problems, throttles = preview(world.plan, world.ports(), world.config)
+    assert len(problems) == 1 and "events-0 (plan expects [3, 1]" in problems[0]
+    assert [t.move for t in throttles] == ["orders-0", "orders-1", "events-0"]
+    assert throttles[0].broker_rates[1] == {LEADER_RATE: 4_000_000}  # operator's lower rate
+    assert throttles[0].notes and throttles[0].leader_entries == ("0:1", "0:2")
+    assert not [n for n, _ in world.admin.calls if n.startswith("alter")]
