@@ -1,0 +1,48 @@
+"""Integration fixtures: a real Kafka (KRaft) + Prometheus sandbox shared by the whole session.
+
+`sandbox` reuses a running sandbox when `REBALANCE_SANDBOX_DIR` points at one (and leaves it
+running); otherwise it starts one in a temp dir on free ports and always stops it at the end.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sandbox import cluster
+from sandbox.state import SandboxInfo, read_state
+
+SESSION_BROKERS = 4
+SESSION_RACKS = 2
+# Room for brokers the tests add with sandbox.cluster.add_broker.
+SPARE_BROKER_IDS = 8
+
+
+def _external_sandbox() -> SandboxInfo | None:
+    env = os.environ.get("REBALANCE_SANDBOX_DIR")
+    if not env:
+        return None
+    info = read_state(Path(env).resolve())
+    if info is None or not all(cluster.process_alive(info).values()):
+        return None
+    return info
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
+    """A running 4-broker, 2-rack sandbox (racks a, b) with Prometheus scraping every broker."""
+    external = _external_sandbox()
+    if external is not None:
+        yield external
+        return
+    sandbox_dir = tmp_path_factory.mktemp("sandbox")
+    base = cluster.free_base_port(31090, SESSION_BROKERS + SPARE_BROKER_IDS)
+    try:
+        result = cluster.up(sandbox_dir, brokers=SESSION_BROKERS, racks=SESSION_RACKS,
+                            base_port=base)
+        yield result.info
+    finally:
+        cluster.down(sandbox_dir)
