@@ -6,7 +6,6 @@ never writes a plan the validator rejects.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -30,7 +29,7 @@ from planner.planfile import (
 from planner.result import PlanResult, SolverStatus
 from planner.validate import validate_plan
 from topology.capacities import Capacities, read_capacities
-from topology.errors import InputError, PlanError
+from topology.errors import InputError
 from topology.model import Topology, replace_replicas
 from topology.snapshot import read_snapshot, topology_from_dict
 from topology.units import parse_bytes
@@ -40,11 +39,8 @@ Solver = Callable[[Topology, Goals, Budget], PlanResult]
 
 def load_solver() -> Solver:
     """The planner's solver, imported on first use."""
-    try:
-        module = importlib.import_module("planner.solve")
-    except ImportError as exc:
-        raise PlanError(f"the solver (planner.solve) is not available: {exc}") from None
-    solve_plan: Solver = module.plan
+    from planner.solve import plan as solve_plan
+
     return solve_plan
 
 
@@ -93,20 +89,17 @@ def read_live(bootstrap: str, prometheus: str | None, command_config: Path | Non
               caps: Capacities | None) -> Topology:
     """Read the live cluster through the Kafka adapter (imported lazily: client libraries)."""
     from topology.kafka_admin import KafkaClusterAdmin
+    from topology.live import read_live_topology
+    from topology.prom_source import PrometheusMetrics
     from topology.security import load_security
 
-    live = importlib.import_module("topology.live")
     security = load_security(command_config, os.environ)
+    metrics = PrometheusMetrics(prometheus) if prometheus else None
     admin = KafkaClusterAdmin(bootstrap, security)
-    metrics = None
-    if prometheus is not None:
-        metrics = importlib.import_module("topology.prom_source").PrometheusSource(prometheus)
     try:
-        doc, _notes = live.read_live_topology(admin, metrics, caps)
+        doc = read_live_topology(admin, metrics, caps).document
     finally:
-        close = getattr(admin, "close", None)
-        if callable(close):
-            close()
+        admin.close()
     return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
 
 

@@ -7,12 +7,10 @@ file as is, `--verify` until complete, and the replicas read back from the broke
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -22,7 +20,6 @@ from planner.planfile import read_plan
 from planner.validate import validate_plan
 from sandbox import cluster
 from sandbox.state import SandboxInfo
-from topology.capacities import read_capacities
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
 from topology.snapshot import read_snapshot
@@ -62,27 +59,6 @@ def create_topic_with_data(info: SandboxInfo) -> None:
     assert producer.flush(60) == 0
 
 
-def write_live_snapshot(info: SandboxInfo, path: Path) -> None:
-    """Snapshot v1 of the live cluster read through the real Kafka adapter."""
-    admin = KafkaClusterAdmin(info.bootstrap)
-    try:
-        brokers = admin.brokers()
-        parts = admin.partitions()
-        sizes = admin.log_dir_sizes([b.id for b in brokers])
-    finally:
-        admin.close()
-    doc: dict[str, Any] = {
-        "version": 1,
-        "brokers": [{"id": b.id, "rack": b.rack} for b in brokers],
-        "partitions": [{"topic": p.topic, "partition": p.partition,
-                        "replicas": list(p.replicas),
-                        "size_bytes": max((sizes.get((p.key, r), 0) for r in p.replicas),
-                                          default=0)}
-                       for p in parts],
-    }
-    path.write_text(json.dumps(doc))
-
-
 def reassign_tool(info: SandboxInfo, plan: Path, action: str) -> str:
     result = subprocess.run(
         ["java", "-cp", f"{info.jar_dir}/*", REASSIGN, "--bootstrap-server", info.bootstrap,
@@ -107,16 +83,24 @@ def test_kafka_executes_the_plan_file_as_is(sandbox: SandboxInfo, tmp_path: Path
     caps = tmp_path / "caps.yaml"
     caps.write_text(CAPACITIES)
     snap = tmp_path / "snap.json"
-    write_live_snapshot(info, snap)
-    topology = read_snapshot(snap, read_capacities(caps))
+    taken = rebalance("snapshot", "--bootstrap", info.bootstrap, "--capacities", str(caps),
+                      "--out", str(snap))
+    assert taken.returncode == 0, taken.stderr
+    topology = read_snapshot(snap)
     assert new.id in topology.broker_ids
 
+    # Offline from the snapshot, and online straight from the cluster: the same placement.
+    offline = tmp_path / "offline.json"
+    result = rebalance("plan", "--snapshot", str(snap), "--add-broker", str(new.id),
+                       "--tolerance", "0.3", "--time-limit", "10", "--out", str(offline))
+    assert result.returncode == 0, result.stdout + result.stderr
     plan_path = tmp_path / "plan.json"
-    result = rebalance("plan", "--snapshot", str(snap), "--capacities", str(caps),
+    result = rebalance("plan", "--bootstrap", info.bootstrap, "--capacities", str(caps),
                        "--add-broker", str(new.id), "--tolerance", "0.3",
                        "--time-limit", "10", "--out", str(plan_path))
     assert result.returncode == 0, result.stdout + result.stderr
     plan = read_plan(plan_path)
+    assert plan.fingerprint == read_plan(offline).fingerprint == topology.fingerprint()
     assert plan.moves, result.stdout
     assert any(new.id in m.target for m in plan.moves)
     assert validate_plan(topology, plan.moves, plan.goals).valid

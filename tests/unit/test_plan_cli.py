@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -192,8 +191,6 @@ def test_weights_make_a_balanced_snapshot_unbalanced(tmp_path: Path,
     assert "Full balance is not reachable" in result.output
 
 
-@pytest.mark.skipif(importlib.util.find_spec("planner.solve") is None,
-                    reason="the solver has not landed")
 def test_real_solver_fills_a_new_broker(tmp_path: Path) -> None:
     from topology.snapshot import write_snapshot as write_topology
     from topology.synthetic import generate_cluster
