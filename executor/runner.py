@@ -105,11 +105,28 @@ class Executor:
     def for_cancel(cls, records: Sequence[Record], sink: JournalSink, ports: Ports,
                    config: ExecutorConfig, reporter: Reporter = ignore_events) -> Executor:
         """An executor over a journal, without preflight, ready to `cancel()`."""
-        return cls(ports, config, Journal(replay(records), sink), reporter)
+        run = replay(records)
+        if not run.unfinished:
+            left = [m.name for m in run.plan.moves if run.moves[m.name].throttles_left]
+            hint = (f"; throttles of {', '.join(left)} may be left: `rebalance clear-throttles`"
+                    if left else "")
+            raise ExecutionError(f"nothing to cancel: the run ended ({run.outcome or 'done'})"
+                                 + hint)
+        return cls(ports, config, Journal(run, sink), reporter)
 
     def reconcile_throttles(self) -> None:
-        """Re-set the throttles of moves whose data is in flight (they may have been cleared)."""
+        """Re-set the throttles of moves whose data is in flight (they may have been cleared),
+        and restore those that failed moves left behind (their brokers may be back)."""
         now = self.ports.clock.now
+        for move in self.run_state.in_state(frozenset({S.FAILED})):
+            record = self.run_state.moves[move.name]
+            if record.throttles_left and record.throttle is not None:
+                problems = self.driver.restore_throttle(record.throttle)
+                if problems:
+                    self._note(f"throttles of failed move {move.name} still left: "
+                               + "; ".join(problems))
+                else:
+                    self.journal.throttles(move.name, False, now())
         for move in self.run_state.in_state(frozenset({S.SUBMITTED, S.COPYING})):
             plan = self.run_state.moves[move.name].throttle
             if plan is None or plan.empty:

@@ -31,7 +31,7 @@ from executor.throttle import (
     uniform_rates,
 )
 from planner.result import Move
-from topology.errors import ClusterError, MetricsError
+from topology.errors import ClusterError, ExecutionError, MetricsError
 from topology.ports import PartitionInfo
 
 S = MoveState
@@ -184,7 +184,8 @@ class MoveDriver:
     def _throttle_plan(self, move: Move) -> ThrottlePlan:
         plan = self._record(move).throttle
         if plan is None:  # only a hand-edited journal gets here
-            raise ClusterError(f"journal has no throttle record for {move.name}")
+            raise ExecutionError(f"the journal has no throttle record for {move.name} in state "
+                                 f"{self._record(move).state.value}; it was edited or is corrupt")
         return plan
 
     def _throttle(self, move: Move) -> bool:

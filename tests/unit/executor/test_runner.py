@@ -347,3 +347,28 @@ def test_preview_reads_only_and_shows_the_throttles() -> None:
     assert throttles[0].broker_rates[1] == {LEADER_RATE: 4_000_000}  # operator's lower rate
     assert throttles[0].notes and throttles[0].leader_entries == ("0:1", "0:2")
     assert not [n for n, _ in world.admin.calls if n.startswith("alter")]
+
+
+def test_resume_after_a_broker_death_restores_the_failed_moves_throttles() -> None:
+    world = make_world()
+    before = world.admin.configs()
+
+    def kill(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
+            w.admin.dead.add(4)
+            w.hooks.remove(kill)
+    world.hooks.append(kill)
+    assert start(world).run().outcome is RunOutcome.STOPPED
+    world.admin.dead.clear()
+    # the failed move stays failed; the plan's events-0 still runs; nothing is left behind
+    report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config).run()
+    assert report.states == {"orders-0": S.DONE, "orders-1": S.FAILED, "events-0": S.DONE}
+    assert report.outcome is RunOutcome.STOPPED and report.throttles_left == ()
+    assert world.admin.configs() == before
+
+
+def test_cancel_of_an_ended_run_says_what_to_do() -> None:
+    world = make_world()
+    start(world).run()
+    with pytest.raises(ExecutionError, match=r"nothing to cancel: the run ended \(completed\)"):
+        Executor.for_cancel(world.sink.records, world.sink, world.ports(), world.config)
