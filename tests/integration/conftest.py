@@ -46,3 +46,18 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
         yield result.info
     finally:
         cluster.down(sandbox_dir)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[None]:
+    """With REBALANCE_REQUIRE_INTEGRATION=1 (scripts/test.sh, CI) a skipped integration test
+    fails: CI must exercise the real services, not skip them."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    required = os.environ.get("REBALANCE_REQUIRE_INTEGRATION") == "1"
+    if (required and report.skipped and not hasattr(report, "wasxfail")
+            and item.get_closest_marker("integration") is not None):
+        report.outcome = "failed"
+        report.longrepr = f"integration test skipped while required: {report.longrepr}"
