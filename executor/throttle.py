@@ -98,6 +98,8 @@ def remove_entries(value: str | None, entries: tuple[str, ...], prior: str | Non
     if is_wildcard(value) or not entries:
         return value
     kept = tuple(e for e in parse_replica_list(value) if e not in entries)
+    if kept and kept == parse_replica_list(prior):
+        return prior  # byte for byte what the operator wrote
     if kept:
         return ",".join(kept)
     return prior if prior is not None and not parse_replica_list(prior) else None
