@@ -10,7 +10,8 @@ become ClusterErrors whose messages name the bootstrap address and what to check
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -219,14 +220,34 @@ class KafkaClusterAdmin:
                     self._result(future)
 
     def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
-        """Incrementally SET values, or DELETE overrides given as None, per broker."""
+        """Incrementally SET values, or DELETE overrides given as None, per broker.
+
+        Returns once each broker describes the new values (read-your-writes for callers).
+        """
         self._alter([ConfigResource(ResourceType.BROKER, str(b), incremental_configs=_ops(c))
                      for b, c in sorted(changes.items()) if c])
+        self._await_visible(lambda: _mismatches(self.broker_configs, changes), "broker")
 
     def alter_topic_configs(self, changes: Mapping[str, ConfigChanges]) -> None:
-        """Incrementally SET values, or DELETE overrides given as None, per topic."""
+        """Incrementally SET values, or DELETE overrides given as None, per topic.
+
+        Returns once the cluster describes the new values (read-your-writes for callers).
+        """
         self._alter([ConfigResource(ResourceType.TOPIC, t, incremental_configs=_ops(c))
                      for t, c in sorted(changes.items()) if c])
+        self._await_visible(lambda: _mismatches(self.topic_configs, changes), "topic")
+
+    def _await_visible(self, mismatches: Callable[[], list[str]], kind: str) -> None:
+        """Poll until a written config is described back: brokers apply metadata a bit later."""
+        deadline = time.monotonic() + self._timeout_s
+        pending = mismatches()
+        while pending and time.monotonic() < deadline:
+            time.sleep(0.2)
+            pending = mismatches()
+        if pending:
+            raise ClusterError(f"{kind} config written but not visible after "
+                               f"{self._timeout_s:g} s: {', '.join(pending[:3])}; check the "
+                               "brokers' metadata lag and retry")
 
     # -- reassignments and leadership ----------------------------------------------------
 
@@ -292,6 +313,26 @@ class KafkaClusterAdmin:
         if self._kp is not None:
             self._kp.close()
             self._kp = None
+
+
+_K = TypeVar("_K", int, str)
+
+
+def _mismatches(describe: Callable[[Iterable[_K], Sequence[str]], dict[_K, dict[str, str | None]]],
+                changes: Mapping[_K, ConfigChanges]) -> list[str]:
+    """'resource name' of every written config the cluster does not yet describe as written."""
+    wanted = {key: dict(c) for key, c in changes.items() if c}
+    if not wanted:
+        return []
+    names = sorted({name for c in wanted.values() for name in c})
+    found = describe(list(wanted), names)
+    return [f"{key} {name}" for key, c in sorted(wanted.items())
+            for name, value in sorted(c.items())
+            if _normal(found.get(key, {}).get(name)) != _normal(value)]
+
+
+def _normal(value: str | None) -> str | None:
+    return None if value is None else "".join(value.split())
 
 
 def _ops(changes: ConfigChanges) -> list[ConfigEntry]:

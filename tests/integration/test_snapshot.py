@@ -119,18 +119,19 @@ def test_snapshot_matches_what_the_brokers_report(sandbox: SandboxInfo, tmp_path
     assert shown.returncode == 0, shown.stderr
 
 
-def _prometheus_rate(sandbox: SandboxInfo, metric: str, topic: str) -> float:
-    query = f'sum(rate({metric}{{topic="{topic}"}}[1m]))'
+def _prometheus_rate(sandbox: SandboxInfo, metric: str, topic: str, fn: str = "rate") -> float:
+    query = f'sum({fn}({metric}{{topic="{topic}"}}[1m]))'
     answer = requests.get(f"{sandbox.prometheus_url}/api/v1/query", params={"query": query},
                           timeout=10).json()
     result = answer["data"]["result"]
     return float(result[0]["value"][1]) if result else 0.0
 
 
-def _wait_for_rate(sandbox: SandboxInfo, metric: str, topic: str, timeout_s: float = 40) -> None:
+def _wait_for_rate(sandbox: SandboxInfo, metric: str, topic: str, timeout_s: float = 60,
+                   fn: str = "rate") -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if _prometheus_rate(sandbox, metric, topic) > 0:
+        if _prometheus_rate(sandbox, metric, topic, fn) > 0:
             return
         time.sleep(1)
     raise AssertionError(f"Prometheus shows no {metric} rate for {topic} after {timeout_s} s")
@@ -156,7 +157,8 @@ def test_snapshot_with_prometheus_has_split_rates(sandbox: SandboxInfo, tmp_path
         # Two bursts: the per-topic series appear with the first, rise with the second.
         produce(sandbox.bootstrap, topic, {0: 300, 1: 100})
         _consume(consumer, 400)
-        time.sleep(3)
+        for metric in ("kafka_topic_bytes_in_total", "kafka_topic_bytes_out_total"):
+            _wait_for_rate(sandbox, metric, topic, fn="max_over_time")  # series scraped
         produce(sandbox.bootstrap, topic, {0: 900, 1: 300})
         _consume(consumer, 1200)
     finally:
