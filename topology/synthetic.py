@@ -24,11 +24,12 @@ IntArray = npt.NDArray[np.int64]
 
 
 def _rack_of_old(brokers: int, racks: int) -> IntArray:
-    """Rack index per old broker: near-equal counts, then one broker shifted to the first rack
-    when every rack keeps at least two (so racks are unequal, as in real clusters)."""
+    """Rack index per old broker: near-equal counts, then (with 4+ brokers per rack) one broker
+    shifted from the last rack to the first, so racks are unequal as in real clusters while
+    broker classes can still even out rack capacity."""
     counts = np.full(racks, brokers // racks)
     counts[: brokers % racks] += 1
-    if racks > 1 and counts[-1] > 2:
+    if racks > 1 and brokers >= 4 * racks:
         counts[-1] -= 1
         counts[0] += 1
     return np.repeat(np.arange(racks), counts).astype(np.int64)
