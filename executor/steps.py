@@ -215,6 +215,7 @@ class MoveDriver:
     def _copy(self, move: Move) -> bool:
         admin = self.ports.admin
         if move.key not in admin.list_partition_reassignments():
+            self.tracking[move.name] = Tracking()
             self.enter(move, S.VERIFYING)
             return True
         dead = sorted(move_brokers(move) - {b.id for b in admin.brokers()})
@@ -245,15 +246,17 @@ class MoveDriver:
         return sum(sizes.get((move.key, b), 0) for b in move.added_brokers), isr
 
     def _verify(self, move: Move) -> bool:
+        """Replicas equal the target and all are in sync; metadata may lag the reassignment
+        list by a poll or two, so anything else is only concluded after `stall_intervals`."""
         live = self._partition(move)
+        if live is not None and live.replicas == move.target and set(move.target) <= set(live.isr):
+            self.enter(move, S.UNTHROTTLING)
+            return True
+        track = self._track(move)
+        track.idle_polls += 1
+        if track.idle_polls < self.config.stall_intervals:
+            return False
         if live is not None and live.replicas == move.target:
-            if set(move.target) <= set(live.isr):
-                self.enter(move, S.UNTHROTTLING)
-                return True
-            track = self._track(move)
-            track.idle_polls += 1
-            if track.idle_polls < self.config.stall_intervals:
-                return False
             reason = f"replicas {list(move.target)} in place but ISR is {list(live.isr)}"
         else:
             found = list(live.replicas) if live else "nothing"

@@ -372,3 +372,19 @@ def test_cancel_of_an_ended_run_says_what_to_do() -> None:
     start(world).run()
     with pytest.raises(ExecutionError, match=r"nothing to cancel: the run ended \(completed\)"):
         Executor.for_cancel(world.sink.records, world.sink, world.ports(), world.config)
+
+
+def test_a_reassignment_cancelled_outside_the_run_is_noticed() -> None:
+    world = make_world()
+    before = world.admin.configs()
+
+    def outsider(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-0":
+            w.admin.moving.clear()  # somebody ran kafka-reassign-partitions --cancel
+            w.hooks.remove(outsider)
+    world.hooks.append(outsider)
+    report = start(world).run()
+    assert report.states["orders-0"] is S.CANCELLED
+    assert "ended outside this run: cluster has [1, 2]" in report.reasons["orders-0"]
+    assert report.states["orders-1"] is S.PENDING
+    assert world.admin.configs() == before
