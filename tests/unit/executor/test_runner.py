@@ -388,3 +388,15 @@ def test_a_reassignment_cancelled_outside_the_run_is_noticed() -> None:
     assert "ended outside this run: cluster has [1, 2]" in report.reasons["orders-0"]
     assert report.states["orders-1"] is S.PENDING
     assert world.admin.configs() == before
+
+
+def test_leadership_only_move_sets_no_throttle_and_elects_the_new_leader() -> None:
+    from planner.result import Move
+    move = Move("orders", 0, (1, 2), (2, 1), 30 * MB)
+    world = make_world([move])
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    assert world.admin.replicas()["orders-0"] == (2, 1)
+    assert world.admin.parts[TopicPartition("orders", 0)].leader == 2
+    assert not [n for n, _ in world.admin.calls if n in ("alter_broker_configs",
+                                                         "alter_topic_configs")]
