@@ -45,6 +45,7 @@ class ClusterArrays:
     leader_out: FloatArray  # bytes/s sent by the leader: out + in * (RF - 1)
     rack_limit: IntArray
     rack_count: int
+    rack_names: tuple[str, ...] = ()
 
     @property
     def brokers(self) -> int:
@@ -60,20 +61,20 @@ class ClusterArrays:
         return ext[replicas]
 
 
-def _rack_indexes(topology: Topology, goals: Goals) -> tuple[IntArray, int]:
+def _rack_indexes(topology: Topology, goals: Goals) -> tuple[IntArray, int, tuple[str, ...]]:
     """Rack index per broker and the number of racks among eligible brokers (0: no rule).
 
     Rack awareness is off when the goals say so or no broker has a rack; a broker without a
     rack among racked brokers counts as a rack named 'None' (as the validator does).
     """
     if not goals.rack_aware or all(b.rack is None for b in topology.brokers):
-        return np.arange(len(topology.brokers), dtype=np.int64), 0
+        return np.arange(len(topology.brokers), dtype=np.int64), 0, ()
     names = sorted({str(b.rack) for b in topology.brokers})
     index = {name: i for i, name in enumerate(names)}
     rack = np.array([index[str(b.rack)] for b in topology.brokers], dtype=np.int64)
     eligible = {str(b.rack) for b in topology.brokers
                 if b.alive and b.id not in goals.remove_brokers}
-    return rack, max(1, len(eligible))
+    return rack, max(1, len(eligible)), tuple(names)
 
 
 def to_arrays(topology: Topology, goals: Goals) -> ClusterArrays:
@@ -98,14 +99,15 @@ def to_arrays(topology: Topology, goals: Goals) -> ClusterArrays:
                          count=len(parts))
     net_out = np.fromiter((p.bytes_out_per_sec for p in parts), dtype=np.float64,
                           count=len(parts))
-    rack, rack_count = _rack_indexes(topology, goals)
+    rack, rack_count, rack_names = _rack_indexes(topology, goals)
     limit = rf.copy() if rack_count == 0 else -(-rf // rack_count)
     capacity = np.array([[b.capacity.disk_bytes, b.capacity.net_in_bytes_per_sec,
                           b.capacity.net_out_bytes_per_sec] for b in topology.brokers])
     eligible = np.array([b.alive and b.id not in goals.remove_brokers
                          for b in topology.brokers])
     return ClusterArrays(ids, rack, capacity, eligible, replicas, rf, size, net_in,
-                         net_out + net_in * (rf - 1), limit.astype(np.int64), rack_count)
+                         net_out + net_in * (rf - 1), limit.astype(np.int64), rack_count,
+                         rack_names)
 
 
 def broker_loads(arrays: ClusterArrays, replicas: IntArray) -> FloatArray:

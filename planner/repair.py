@@ -29,11 +29,12 @@ def check_racks_feasible(arrays: ClusterArrays) -> None:
     for rf in sorted(set(arrays.rf.tolist())):
         if arrays.rack_count < min(rf, all_racks):
             gone = sorted(set(arrays.rack.tolist()) - set(remaining))
+            names = ", ".join(arrays.rack_names[r] for r in gone)
             raise InputError(
-                f"removing these brokers leaves {arrays.rack_count} rack(s) of {all_racks}: "
-                f"partitions with RF {rf} could no longer span {min(rf, all_racks)} racks "
-                f"(rack index {gone[0] if gone else '?'} loses its last broker); keep a broker "
-                "in that rack or add one there first")
+                f"removing these brokers empties rack {names}: {arrays.rack_count} of "
+                f"{all_racks} racks remain, so partitions with RF {rf} could no longer span "
+                f"{min(rf, all_racks)} racks; keep a broker in rack {names} or add one there "
+                "first")
         limit = math.ceil(rf / arrays.rack_count)
         seats = sum(min(limit, n) for n in remaining.values())
         if seats < rf:
@@ -84,7 +85,7 @@ def repair(state: SolverState) -> int:
             source = int(state.replicas[p, col])
             dest = _best_destination(state, p, source)
             if dest < 0:
-                raise PlanError(f"no broker can take a replica of partition index {p} "
+                raise PlanError(f"no broker can take replica {col + 1} of partition index {p} "
                                 "without breaking the rack rule; add brokers or racks")
             if not state.affordable(p, state.move_bytes_delta(p, source, dest)):
                 raise PlanError("the budget (--max-bytes / --max-moves) is too small to drain "
