@@ -30,7 +30,9 @@ Design (pure core, ports at the edge):
 - `runner.Executor`: the tick loop over the ports (KafkaAdmin, MetricsSource, Clock): start,
   resume (reconcile journal and cluster, re-set throttles of copies in flight), cancel (revert in
   flight, restore throttles), and `clear_throttles` (restore what the journal says may be left).
-  `concurrency` moves at most, never two on one broker.
+  `concurrency` moves at most, never two on one broker. `preview` (for --dry-run) reads only.
+- `status`: a run's summary from its journal alone; `exporter`: optional prometheus-client
+  metrics of the executor itself, fed as a reporter of the run's events.
 
 Nothing here imports a Kafka or Prometheus client: adapters implement `topology.ports`.
 """

@@ -227,6 +227,9 @@ class JournalFile:
         except FileExistsError as exc:
             raise ExecutionError(f"journal {path} already exists: resume or cancel that run, "
                                  "or choose another --journal path") from exc
+        except OSError as exc:
+            raise ExecutionError(f"cannot create the journal {path}: {exc.strerror}; "
+                                 "choose a writable --journal path") from exc
         journal = cls(path, _locked(os.fdopen(fd, "ab"), path))
         journal.append(header)
         _fsync_dir(path)

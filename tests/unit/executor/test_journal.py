@@ -174,3 +174,8 @@ def test_cancel_request_file(tmp_path: Path) -> None:
 def test_missing_journal_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ExecutionError, match="no journal at"):
         JournalFile.open(tmp_path / "absent")
+
+
+def test_unwritable_journal_path_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ExecutionError, match="cannot create the journal"):
+        new_journal(tmp_path / "missing-dir" / "run.journal")
