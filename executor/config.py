@@ -32,6 +32,8 @@ class ExecutorConfig:
     elect_leaders: bool = True
     adaptive: bool = False
     adaptive_floor_bytes_per_sec: int = 1_000_000
+    adaptive_every_polls: int = 10  # re-derive adaptive rates this often during a copy
+    adaptive_change: float = 0.10  # ... and re-set them when one moves by more than this
     capacities: Mapping[int, Capacity] = field(default_factory=dict)
     gate: GatePolicy = field(default_factory=GatePolicy)
     queries: GateQueries = field(default_factory=GateQueries)
@@ -51,6 +53,8 @@ class ExecutorConfig:
             raise InputError("the gate timeout must be positive (or unset to wait forever)")
         if self.adaptive and not 0 < self.adaptive_floor_bytes_per_sec <= self.max_bytes_per_sec:
             raise InputError("the adaptive floor must be positive and at most --max-mbps")
+        if self.adaptive_every_polls < 1 or self.adaptive_change < 0:
+            raise InputError("adaptive re-evaluation needs at least 1 poll and a change >= 0")
 
     def summary(self) -> dict[str, Any]:
         """The settings worth keeping in the journal header."""

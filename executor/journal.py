@@ -131,6 +131,12 @@ def apply_record(run: RunState, record: Record) -> None:
     if kind == "note":
         run.notes.append(str(record.get("message", "")))
         return
+    if kind == "rates":
+        name = str(record["move"])
+        if name not in run.moves:
+            raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
+        run.moves[name] = replace(run.moves[name], throttle=plan_from_json(record["throttle"]))
+        return
     if kind == "throttles":
         name = str(record["move"])
         if name not in run.moves:
@@ -329,6 +335,13 @@ class Journal:
     def throttles(self, move: str, present: bool, at: float) -> None:
         """Record that `move`'s throttles are (about to be) present or are confirmed gone."""
         record: Record = {"kind": "throttles", "move": move, "present": present, "at": at}
+        self._sink.append(record)
+        apply_record(self.run, record)
+
+    def update_throttle(self, move: str, throttle: ThrottlePlan, at: float) -> None:
+        """Record new rates for `move` (same priors and entries) before they are set."""
+        record: Record = {"kind": "rates", "move": move, "throttle": plan_to_json(throttle),
+                          "at": at}
         self._sink.append(record)
         apply_record(self.run, record)
 

@@ -27,6 +27,7 @@ from executor.throttle import (
     check_applied,
     check_restored,
     plan_throttle,
+    rates_differ,
     restore_changes,
     uniform_rates,
 )
@@ -44,6 +45,7 @@ class Tracking:
     last_progress: tuple[int, tuple[int, ...]] | None = None
     idle_polls: int = 0
     gate_streak: int = 0
+    copy_polls: int = 0
 
 
 class MoveDriver:
@@ -234,6 +236,29 @@ class MoveDriver:
                        f"no progress for {track.idle_polls} polls (destination bytes and ISR "
                        "unchanged); a target broker may be unhealthy")
             return True
+        track.copy_polls += 1
+        if self.config.adaptive and track.copy_polls % self.config.adaptive_every_polls == 0:
+            return self._adapt(move)
+        return False
+
+    def _adapt(self, move: Move) -> bool:
+        """Re-derive adaptive rates from current headroom; journal, set and read back changes."""
+        current = self._throttle_plan(move)
+        try:
+            rates = self.rates(move)
+        except MetricsError:
+            return False  # keep the rates in force; the gate will hold if this lasts
+        updated = plan_throttle(move, current.priors, rates)
+        if not rates_differ(current, updated, self.config.adaptive_change):
+            return False
+        self.journal.update_throttle(move.name, updated, self._now())
+        problems = self.apply_throttle(updated)
+        if problems:
+            self.enter(move, S.CANCELLING, "throttle read back differs: " + "; ".join(problems))
+            return True
+        self._event(EventKind.NOTE, move, f"{move.name}: adaptive rates now "
+                    + ", ".join(f"broker {b} {n}={v}" for b, r in updated.broker_rates.items()
+                                for n, v in r.items()))
         return False
 
     def _progress(self, move: Move) -> tuple[int, tuple[int, ...]]:

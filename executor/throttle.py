@@ -154,6 +154,16 @@ def adaptive_rates(move: Move, cap: int, floor: int, capacities: Mapping[int, Ca
     )
 
 
+def rates_differ(old: ThrottlePlan, new: ThrottlePlan, relative: float) -> bool:
+    """True when some broker rate changes by more than `relative` (e.g. 0.1 = 10 %)."""
+    for b, rates in new.broker_rates.items():
+        for name, rate in rates.items():
+            before = old.broker_rates.get(b, {}).get(name)
+            if before is None or abs(rate - before) > relative * before:
+                return True
+    return False
+
+
 def _choose_rate(broker: int, name: str, wanted: int, prior: str | None,
                  notes: list[str]) -> int:
     existing = parse_rate(prior)

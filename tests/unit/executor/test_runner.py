@@ -400,3 +400,30 @@ def test_leadership_only_move_sets_no_throttle_and_elects_the_new_leader() -> No
     assert world.admin.parts[TopicPartition("orders", 0)].leader == 2
     assert not [n for n, _ in world.admin.calls if n in ("alter_broker_configs",
                                                          "alter_topic_configs")]
+
+
+def test_adaptive_rates_follow_headroom_during_a_move() -> None:
+    from topology.model import Capacity
+    caps = {b: Capacity(1e12, 12 * MB, 12 * MB) for b in (1, 2, 3, 4)}
+    world = make_world(adaptive=True, adaptive_floor_bytes_per_sec=1 * MB, capacities=caps,
+                       adaptive_every_polls=2, stall_intervals=50)
+    world.metrics.base[3] = 11 * MB  # broker 3 busy: 1 MB/s (the floor) at first
+    seen: list[str | None] = []
+
+    def watch(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-0":
+            seen.append(w.admin.broker_cfg.get(3, {}).get(FOLLOWER_RATE))
+            if len(seen) == 3:
+                w.metrics.base[3] = 4 * MB  # traffic drops: 8 MB/s headroom
+    world.hooks.append(watch)
+    before = world.admin.configs()
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    assert seen[0] == str(1 * MB) and str(8 * MB) in seen
+    notes = [m for m in world.messages(EventKind.NOTE) if "adaptive rates now" in m]
+    assert notes and "broker 3 follower.replication.throttled.rate=8000000" in notes[0]
+    assert world.admin.configs() == before
+    rates = [r for r in world.sink.records if r["kind"] == "rates"]
+    assert len(rates) == 1
+    replayed = replay(world.sink.records).moves["orders-0"].throttle
+    assert replayed is not None and replayed.broker_rates[3] == {FOLLOWER_RATE: 8 * MB}
