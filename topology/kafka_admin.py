@@ -63,7 +63,9 @@ class KafkaClusterAdmin:
         self._security = security or SecuritySettings()
         self._timeout_s = timeout_s
         conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "kafka-rebalance",
-                                "logger": _LOG, **self._security.confluent_config()}
+                                "logger": _LOG, "error_cb": self._remember_error,
+                                **self._security.confluent_config()}
+        self._last_error: KafkaError | None = None
         try:
             self._admin = AdminClient(conf)
         except (KafkaException, ValueError, TypeError) as exc:
@@ -86,7 +88,19 @@ class KafkaClusterAdmin:
         except kp_errors.KafkaError as exc:
             raise self._from_kafka_python(action, exc) from None
 
+    def _remember_error(self, error: KafkaError) -> None:
+        """librdkafka's background errors (e.g. failed SASL) explain a later timeout."""
+        self._last_error = error
+
     def _unreachable(self, action: str, detail: str) -> ClusterError:
+        self._admin.poll(0)  # serve queued error callbacks
+        last = self._last_error
+        if last is not None and last.code() in _AUTH:
+            return ClusterError(f"Kafka at {self._bootstrap} refused the client: {last.str()} "
+                                f"(while trying to {action}); check the SASL/TLS settings "
+                                "(--command-config, REBALANCE_*)")
+        if last is not None:
+            detail = f"{detail}; client reports: {last.str()}"
         return ClusterError(f"cannot reach Kafka at {self._bootstrap}: {detail} (while trying "
                             f"to {action}); check --bootstrap, that the brokers are up, and the "
                             "security settings")
