@@ -1,6 +1,6 @@
 """Ports (typing.Protocol) the core talks to: the Kafka admin, a metrics source, a clock.
 
-Real adapters: topology/kafka_admin.py (Kafka), executor/metrics.py (Prometheus). Unit tests use
+Real adapters: topology/kafka_admin.py (Kafka), topology/prom_source.py (Prometheus). Unit tests use
 small in-memory fakes under tests/; nothing here does I/O.
 """
 
