@@ -302,11 +302,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         params = WeightsParams(quantile=args.quantile)
+        started_here = SparkSession.getActiveSession() is None
         spark = build_session(args.master or DEFAULT_MASTER)
         try:
             count = run(spark, args.history, args.out, params)
         finally:
-            spark.stop()
+            if started_here:
+                spark.stop()
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
