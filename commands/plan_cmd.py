@@ -30,7 +30,7 @@ from planner.result import PlanResult, SolverStatus
 from planner.validate import validate_plan
 from topology.capacities import Capacities, read_capacities
 from topology.errors import InputError
-from topology.model import Topology, replace_replicas
+from topology.model import Topology
 from topology.snapshot import read_snapshot, topology_from_dict
 from topology.units import parse_bytes
 
@@ -60,16 +60,15 @@ def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrde
     """Solve, validate and order; a cluster already balanced gets an empty plan."""
     current = validate_plan(topology, (), goals)
     if not current.errors and current.balanced:
-        return make_plan_file(topology, topology, (), goals, budget,
+        return make_plan_file(topology, (), goals, budget,
                               SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at)
     result = (solver or load_solver)()(topology, goals, budget)
     report = validate_plan(topology, result.moves, goals)
     report.raise_if_invalid()
     ordered = order_moves(result.moves, order)
-    after = replace_replicas(topology, {m.key: m.target for m in ordered})
     info = SolverInfo(result.status, result.lower_bound_bytes, result.gap,
                       result.solve_seconds, result.binding)
-    return make_plan_file(topology, after, ordered, goals, budget, info, created_at,
+    return make_plan_file(topology, ordered, goals, budget, info, created_at,
                           report.warnings)
 
 
@@ -223,8 +222,7 @@ def recheck(plan_file: PlanFile, topology: Topology) -> PlanFile:
                           highlight=False)
     report = validate_plan(topology, plan_file.moves, plan_file.goals)
     report.raise_if_invalid()
-    after = replace_replicas(topology, plan_file.assignment())
-    return make_plan_file(topology, after, plan_file.moves, plan_file.goals, plan_file.budget,
+    return make_plan_file(topology, plan_file.moves, plan_file.goals, plan_file.budget,
                           plan_file.solver, plan_file.created_at, report.warnings)
 
 

@@ -84,8 +84,9 @@ def improve(state: SolverState, deadline: float, seed: int, lower_bound: int = 0
     rng = np.random.default_rng(seed)
     improved = False
     stall = 0
+    stop = deadline - 1.0 - 1e-5 * state.arrays.partitions  # leave time to build the result
     for round_no in range(max_rounds):
-        if stall >= STALL_ROUNDS or time.monotonic() > deadline - 1.0:
+        if stall >= STALL_ROUNDS or time.monotonic() > stop:
             break
         if lower_bound and state.bytes_moved <= lower_bound * (1 + TARGET_GAP):
             break

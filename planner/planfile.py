@@ -16,8 +16,8 @@ from typing import Any
 
 from planner.goals import Budget, Goals
 from planner.result import Move, SolverStatus
+from planner.tally import Tally, balance_of, retally, tally
 from topology.errors import InputError, PlanError
-from topology.load import balance, broker_loads
 from topology.model import RESOURCES, Broker, Capacity, Load, Resource, TopicPartition, Topology
 from topology.snapshot import write_json_atomic
 
@@ -100,35 +100,36 @@ class PlanFile:
         return {m.key: m.target for m in self.moves}
 
 
-def cluster_stats(topology: Topology, tolerance: float,
-                  members: Sequence[Broker] | None = None) -> ClusterStats:
-    """Statistics of `topology`; spread over `members` (default: every alive broker)."""
-    loads = broker_loads(topology)
-    replicas = {b.id: 0 for b in topology.brokers}
-    leaders = dict(replicas)
-    for p in topology.partitions:
-        leaders[p.replicas[0]] += 1
-        for r in p.replicas:
-            replicas[r] += 1
-    brokers = tuple(BrokerStats(b.id, b.rack, b.alive, replicas[b.id], leaders[b.id],
-                                loads[b.id], b.capacity) for b in topology.brokers)
-    bal = balance(topology, tuple(members) if members is not None else None)
+def cluster_stats(brokers: Sequence[Broker], counts: Tally, tolerance: float,
+                  members: Sequence[Broker]) -> ClusterStats:
+    """Statistics of one view of the cluster; the spread is over `members`."""
+    stats = tuple(BrokerStats(b.id, b.rack, b.alive, counts.replicas(b.id),
+                              counts.leaders(b.id), counts.load(b.id), b.capacity)
+                  for b in brokers)
+    bal = balance_of(counts, members)
     resources = tuple(ResourceStats(res, bal[res].average, bal[res].max_over_avg,
                                     bal[res].min_over_avg, bal[res].within(tolerance))
                       for res in RESOURCES)
-    return ClusterStats(brokers, resources)
+    return ClusterStats(stats, resources)
 
 
-def make_plan_file(before: Topology, after: Topology, moves: Sequence[Move], goals: Goals,
-                   budget: Budget, solver: SolverInfo, created_at: str,
+def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget: Budget,
+                   solver: SolverInfo, created_at: str,
                    warnings: Sequence[str] = ()) -> PlanFile:
-    """A plan file value: before over every alive broker, after over those that remain."""
+    """A plan file value: before over every alive broker, after over those that remain.
+
+    The moves must apply to `before` (validate_plan checks that first).
+    """
     alive = [b for b in before.brokers if b.alive]
     remaining = [b for b in alive if b.id not in goals.remove_brokers] or alive
+    partitions = {(p.topic, p.partition): p for p in before.partitions}
+    counts_before = tally(before)
+    counts_after = retally(counts_before, ((partitions[(m.topic, m.partition)], m.target)
+                                           for m in moves))
     return PlanFile(tuple(moves), before.fingerprint(), goals, budget,
-                    cluster_stats(before, goals.tolerance, alive),
-                    cluster_stats(after, goals.tolerance, remaining), solver, created_at,
-                    tuple(warnings))
+                    cluster_stats(before.brokers, counts_before, goals.tolerance, alive),
+                    cluster_stats(before.brokers, counts_after, goals.tolerance, remaining),
+                    solver, created_at, tuple(warnings))
 
 
 # --- writing ---------------------------------------------------------------------------------

@@ -87,10 +87,12 @@ def _solve_state(state: SolverState, budget: Budget, deadline: float, lower_boun
     repair(state)
     state.resource_weight = np.array([1.0, 1.0, 0.2])
     rebalance_replicas(state)
-    rebalance_leaders(state)
     state.resource_weight = np.array([1.0, 1.0, 1.0])
+    if state.goals.balance_leaders:
+        rebalance_leaders(state)
     rebalance_replicas(state)
-    rebalance_leaders(state)
+    if state.goals.balance_leaders:
+        rebalance_leaders(state)
     return improve(state, deadline, budget.seed, lower_bound, rounds_for(budget.time_limit_s))
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from planner.goals import Goals
 from planner.result import Move
+from planner.tally import Tally, balance_of, retally, tally
 from topology.errors import PlanError
-from topology.load import ResourceBalance, balance, broker_loads
+from topology.load import ResourceBalance
 from topology.model import (
     RESOURCES,
     Broker,
@@ -106,54 +107,56 @@ def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignmen
     `after` is the planned topology, the plan's moves, or a raw target assignment.
     """
     errors: list[str] = []
-    target = _target_assignment(before, after, errors)
+    changes = _changes(before, after, errors)
     _check_brokers(before, after, goals, errors)
-    moved, count = _check_partitions(before, target, goals, errors)
-    after_topology = _after_topology(before, target, errors)
+    changed = _check_partitions(before, changes, goals, errors)
+    moved = sum(p.size_bytes * len(set(r) - set(p.replicas)) for p, r in changed)
     resources: tuple[ResourceReport, ...] = ()
     warnings: list[str] = []
-    if after_topology is not None:
-        _check_capacity(after_topology, goals, errors)
-        resources = _balance_report(before, after_topology, goals)
+    known = set(before.broker_ids)
+    if all(len(set(r)) == len(r) and set(r) <= known for _, r in changed):
+        counts_before = tally(before)
+        counts_after = retally(counts_before, changed)
+        _check_capacity(before.brokers, counts_after, goals, errors)
+        resources = _balance_report(before.brokers, counts_before, counts_after, goals)
         _judge_balance(resources, goals, errors, warnings)
-    return ValidationReport(tuple(errors), tuple(warnings), resources, count, moved)
+    return ValidationReport(tuple(errors), tuple(warnings), resources, len(changed), moved)
 
 
-def _target_assignment(before: Topology, after: Topology | Sequence[Move] | Assignment,
-                       errors: list[str]) -> dict[TopicPartition, tuple[int, ...]]:
-    """Every partition's target replicas; moves must start from the current replicas."""
-    current = {p.key: p.replicas for p in before.partitions}
+Key = tuple[str, int]
+
+
+def _changes(before: Topology, after: Topology | Sequence[Move] | Assignment,
+             errors: list[str]) -> dict[Key, tuple[int, ...]]:
+    """Target replicas of the partitions the plan changes; moves must start from the current
+    replicas."""
+    current = {(p.topic, p.partition): p.replicas for p in before.partitions}
+    changes: dict[Key, tuple[int, ...]] = {}
     if isinstance(after, Topology):
-        target = {p.key: p.replicas for p in after.partitions}
-        for key in sorted(set(current) - set(target), key=_order):
-            errors.append(f"partition {key} is missing from the planned topology")
-        for key in sorted(set(target) - set(current), key=_order):
-            errors.append(f"partition {key} is not in the cluster the plan was made for")
-            del target[key]
-        return {**current, **target}
-    target = dict(current)
-    if isinstance(after, Mapping):
-        changes = {k: tuple(v) for k, v in after.items()}
+        target = {(p.topic, p.partition): p.replicas for p in after.partitions}
+        for key in sorted(set(current) - set(target)):
+            errors.append(f"partition {_name(key)} is missing from the planned topology")
+        changes = {k: v for k, v in target.items() if current.get(k, v) != v or k not in current}
+    elif isinstance(after, Mapping):
+        changes = {(k.topic, k.partition): tuple(v) for k, v in after.items()}
     else:
-        changes = {}
         for move in after:
-            if move.key in changes:
-                errors.append(f"partition {move.key} is moved more than once")
-            elif move.key in current and tuple(move.current) != current[move.key]:
-                errors.append(f"partition {move.key}: the plan expects replicas "
+            key = (move.topic, move.partition)
+            if key in changes:
+                errors.append(f"partition {_name(key)} is moved more than once")
+            elif key in current and tuple(move.current) != current[key]:
+                errors.append(f"partition {_name(key)}: the plan expects replicas "
                               f"{list(move.current)} but the cluster has "
-                              f"{list(current[move.key])} (the plan is stale)")
-            changes[move.key] = tuple(move.target)
-    for key, replicas in sorted(changes.items(), key=lambda kv: _order(kv[0])):
-        if key not in current:
-            errors.append(f"partition {key} is not in the cluster the plan was made for")
-        else:
-            target[key] = replicas
-    return target
+                              f"{list(current[key])} (the plan is stale)")
+            changes[key] = tuple(move.target)
+    for key in sorted(set(changes) - set(current)):
+        errors.append(f"partition {_name(key)} is not in the cluster the plan was made for")
+        del changes[key]
+    return {k: v for k, v in changes.items() if v != current[k]}
 
 
-def _order(key: TopicPartition) -> tuple[str, int]:
-    return (key.topic, key.partition)
+def _name(key: Key) -> str:
+    return f"{key[0]}-{key[1]}"
 
 
 def _check_brokers(before: Topology, after: Topology | Sequence[Move] | Assignment,
@@ -169,7 +172,7 @@ def _check_brokers(before: Topology, after: Topology | Sequence[Move] | Assignme
 
 
 def _rack_limit(brokers: Mapping[int, Broker], goals: Goals) -> tuple[dict[int, str], int]:
-    """Rack of each eligible broker, and the number of racks (0 when racks are not set)."""
+    """Rack of each broker, and the number of racks of eligible brokers (0: racks not set)."""
     if not goals.rack_aware or all(b.rack is None for b in brokers.values()):
         return {}, 0
     eligible = [b for b in brokers.values() if b.alive and b.id not in goals.remove_brokers]
@@ -177,29 +180,45 @@ def _rack_limit(brokers: Mapping[int, Broker], goals: Goals) -> tuple[dict[int, 
     return racks, len({racks[b.id] for b in eligible}) or 1
 
 
-def _check_partitions(before: Topology, target: Mapping[TopicPartition, tuple[int, ...]],
-                      goals: Goals, errors: list[str]) -> tuple[int, int]:
-    """Per-partition hard goals; returns (bytes moved, partitions changed)."""
+def _check_partitions(before: Topology, changes: Mapping[Key, tuple[int, ...]], goals: Goals,
+                      errors: list[str]) -> list[tuple[Partition, tuple[int, ...]]]:
+    """Hard goals of every partition after the plan; returns the changed partitions.
+
+    Unchanged partitions can only break goals through a bad broker (offline, removed) or a
+    rack rule they already broke, so they take a fast path.
+    """
     brokers = {b.id: b for b in before.brokers}
     racks, rack_count = _rack_limit(brokers, goals)
-    moved = changed = 0
+    bad = {b.id for b in before.brokers if not b.alive} | set(goals.remove_brokers)
+    changed: list[tuple[Partition, tuple[int, ...]]] = []
     for p in before.partitions:
-        replicas = target[p.key]
-        if replicas != p.replicas:
-            changed += 1
-            moved += p.size_bytes * len(set(replicas) - set(p.replicas))
-        errors.extend(_partition_errors(p, replicas, brokers, goals))
-        if rack_count and all(r in brokers for r in replicas):
-            limit = math.ceil(len(replicas) / rack_count)
-            per_rack: dict[str, int] = {}
-            for r in replicas:
-                per_rack[racks[r]] = per_rack.get(racks[r], 0) + 1
-            crowded = sorted(rack for rack, n in per_rack.items() if n > limit)
-            if crowded:
-                errors.append(f"partition {p.name}: rack {crowded[0]} holds "
-                              f"{per_rack[crowded[0]]} of its replicas {list(replicas)} "
-                              f"(at most {limit} with {rack_count} racks)")
-    return moved, changed
+        replicas = changes.get((p.topic, p.partition), p.replicas)
+        if replicas is not p.replicas:
+            changed.append((p, replicas))
+            errors.extend(_partition_errors(p, replicas, brokers, goals))
+        elif not bad.isdisjoint(replicas):
+            errors.extend(_partition_errors(p, replicas, brokers, goals))
+        if rack_count and (len(replicas) > rack_count
+                           or len({racks.get(r) for r in replicas}) < len(replicas)):
+            error = _rack_error(p, replicas, racks, rack_count)
+            if error:
+                errors.append(error)
+    return changed
+
+
+def _rack_error(p: Partition, replicas: tuple[int, ...], racks: Mapping[int, str],
+                rack_count: int) -> str | None:
+    if not all(r in racks for r in replicas):
+        return None  # unknown broker: reported already
+    limit = math.ceil(len(replicas) / rack_count)
+    per_rack: dict[str, int] = {}
+    for r in replicas:
+        per_rack[racks[r]] = per_rack.get(racks[r], 0) + 1
+    crowded = sorted(rack for rack, n in per_rack.items() if n > limit)
+    if not crowded:
+        return None
+    return (f"partition {p.name}: rack {crowded[0]} holds {per_rack[crowded[0]]} of its "
+            f"replicas {list(replicas)} (at most {limit} with {rack_count} racks)")
 
 
 def _partition_errors(p: Partition, replicas: tuple[int, ...], brokers: Mapping[int, Broker],
@@ -221,44 +240,24 @@ def _partition_errors(p: Partition, replicas: tuple[int, ...], brokers: Mapping[
     return found
 
 
-def _after_topology(before: Topology, target: Mapping[TopicPartition, tuple[int, ...]],
-                    errors: list[str]) -> Topology | None:
-    """The planned topology, or None when the target cannot form one (already reported)."""
-    if errors:
-        # Unknown brokers or repeated replicas cannot form a Topology; any other error still
-        # lets the balance be reported.
-        known = set(before.broker_ids)
-        for replicas in target.values():
-            if len(set(replicas)) != len(replicas) or not set(replicas) <= known:
-                return None
-    parts = [p if target[p.key] == p.replicas else
-             Partition(p.topic, p.partition, target[p.key], p.size_bytes,
-                       p.bytes_in_per_sec, p.bytes_out_per_sec)
-             for p in before.partitions]
-    return before.with_partitions(parts)
-
-
-def _check_capacity(after: Topology, goals: Goals, errors: list[str]) -> None:
-    loads = broker_loads(after)
-    for b in after.brokers:
+def _check_capacity(brokers: Sequence[Broker], counts: Tally, goals: Goals,
+                    errors: list[str]) -> None:
+    for b in brokers:
+        load = counts.load(b.id)
         for res in RESOURCES:
-            util = loads[b.id].of(res) / b.capacity.of(res)
+            util = load.of(res) / b.capacity.of(res)
             if util > goals.max_utilization + _EPS:
                 errors.append(f"broker {b.id}: {res.value} utilization {util:.1%} is above "
                               f"the maximum {goals.max_utilization:.0%}")
 
 
-def _members(topology: Topology, goals: Goals) -> tuple[Broker, ...]:
-    return tuple(b for b in topology.brokers if b.alive and b.id not in goals.remove_brokers)
-
-
-def _balance_report(before: Topology, after: Topology,
+def _balance_report(brokers: Sequence[Broker], before: Tally, after: Tally,
                     goals: Goals) -> tuple[ResourceReport, ...]:
     """Before: every alive broker; after: the alive brokers that remain."""
-    alive = tuple(b for b in before.brokers if b.alive)
-    remaining = _members(after, goals)
-    bal_before = balance(before, alive)
-    bal_after = balance(after, remaining or alive)
+    alive = [b for b in brokers if b.alive]
+    remaining = [b for b in alive if b.id not in goals.remove_brokers]
+    bal_before = balance_of(before, alive)
+    bal_after = balance_of(after, remaining or alive)
     return tuple(_resource_report(res, goals.tolerance, bal_before[res], bal_after[res])
                  for res in RESOURCES)
 

@@ -19,7 +19,7 @@ from planner.planfile import (
 )
 from planner.result import Move, SolverStatus
 from topology.errors import InputError
-from topology.model import Broker, Capacity, Partition, Resource, Topology, replace_replicas
+from topology.model import Broker, Capacity, Partition, Resource, Topology
 
 CAP = Capacity(1000, 1000, 1000)
 
@@ -33,9 +33,7 @@ def before() -> Topology:
 
 def sample_plan() -> Any:
     moves = (Move("t", 0, (1, 3), (2, 3), 100), Move("u", 0, (1, 4), (4, 1), 30))
-    topo = before()
-    after = replace_replicas(topo, {m.key: m.target for m in moves})
-    return make_plan_file(topo, after, moves, Goals(add_brokers=frozenset({2})),
+    return make_plan_file(before(), moves, Goals(add_brokers=frozenset({2})),
                           Budget(max_bytes=10**6), SolverInfo(SolverStatus.FEASIBLE, 90, 0.05,
                                                                1.5, ("max_bytes",)),
                           "2026-01-01T00:00:00+00:00", ("a warning",))
@@ -131,7 +129,7 @@ def test_read_plan_names_the_file(tmp_path: Path) -> None:
 
 def test_empty_plan_round_trips(tmp_path: Path) -> None:
     topo = before()
-    plan = make_plan_file(topo, topo, (), Goals(), Budget(),
+    plan = make_plan_file(topo, (), Goals(), Budget(),
                           SolverInfo(SolverStatus.ALREADY_BALANCED, 0), "now")
     write_plan(tmp_path / "p.json", plan)
     assert read_plan(tmp_path / "p.json") == plan
