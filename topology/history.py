@@ -1,0 +1,292 @@
+"""Traffic history export: Prometheus range queries -> the weights job's Parquet history dataset.
+
+The adapter (`PrometheusRange`) runs range queries with prometheus-api-client; everything else
+is pure: chunking a long window so no series exceeds Prometheus' points-per-series limit, and
+turning per-topic rates plus per-partition sizes into one row per partition per step.
+
+The sandbox's exporter (and many real ones) reports bytes in/out per topic, not per partition.
+The export then splits each topic's rate over its partitions in proportion to their log size at
+that step (equal shares when no size is known), and records so in `_notes.json` beside the data
+(the leading underscore keeps Spark and Arrow from reading it as data) and in each file's
+Parquet key-value metadata.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+
+from topology import promql
+from topology.errors import InputError, MetricsError
+
+MAX_POINTS_PER_SERIES = 11_000
+"""Prometheus refuses range queries that would return more points than this per series."""
+
+HISTORY_ARROW_SCHEMA = pa.schema(
+    [
+        pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("bytes_in_per_sec", pa.float64()),
+        pa.field("bytes_out_per_sec", pa.float64()),
+        pa.field("size_bytes", pa.int64()),
+    ]
+)
+"""The history dataset schema (the weights job's input), as Arrow types."""
+
+SPLIT_NOTE = (
+    "bytes_in_per_sec and bytes_out_per_sec are per-topic rates split over the topic's "
+    "partitions in proportion to each partition's log size at that step (equal shares when no "
+    "size is known): the exporter reports traffic per topic, not per partition"
+)
+
+NOTES_FILE = "_notes.json"
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800,
+                 "y": 31_536_000}
+
+Series = list[tuple[dict[str, str], list[tuple[float, float]]]]
+"""A range-query answer: per series, its labels and its (unix seconds, value) samples."""
+
+
+class RangeSource(Protocol):
+    """Range PromQL queries (the one thing the export needs from Prometheus)."""
+
+    def query_range(self, query: str, start: float, end: float, step: float) -> Series:
+        """Evaluate `query` at start, start + step, ... <= end (unix seconds)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryQueries:
+    """The three PromQL queries of an export; defaults come from topology/promql.py."""
+
+    topic_bytes_in: str
+    topic_bytes_out: str
+    partition_size: str
+
+    @classmethod
+    def defaults(cls, rate_window: str) -> HistoryQueries:
+        return cls(
+            topic_bytes_in=promql.render(promql.TOPIC_BYTES_IN_RATE, window=rate_window),
+            topic_bytes_out=promql.render(promql.TOPIC_BYTES_OUT_RATE, window=rate_window),
+            partition_size=promql.render(promql.LOG_SIZE_BYTES),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSummary:
+    """What an export wrote."""
+
+    rows: int
+    partitions: int
+    chunks: int
+    files: tuple[str, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def parse_duration(text: str, what: str) -> float:
+    """A Prometheus-style duration ('7d', '60s', '1h30m') or plain seconds -> seconds (> 0)."""
+    value = text.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        parts = _DURATION.findall(value)
+        if not parts or "".join(n + u for n, u in parts) != value:
+            raise InputError(
+                f"{what}: cannot read {text!r} as a duration (e.g. 7d, 60s, 1h30m)"
+            ) from None
+        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    if not seconds > 0 or math.isinf(seconds):
+        raise InputError(f"{what}: the duration must be positive, got {text!r}")
+    return seconds
+
+
+def chunk_ranges(
+    start: float, end: float, step: float, max_points: int = MAX_POINTS_PER_SERIES
+) -> list[tuple[float, float]]:
+    """Split [start, end] into consecutive ranges of at most `max_points` steps each.
+
+    Chunks do not overlap: each starts one step after the previous one ends, so every
+    evaluation time start + k * step is queried exactly once.
+    """
+    if step <= 0 or end < start or max_points < 1:
+        raise InputError(f"bad export window: start {start}, end {end}, step {step}")
+    span = (max_points - 1) * step
+    ranges: list[tuple[float, float]] = []
+    chunk_start = start
+    while chunk_start <= end:
+        chunk_end = min(end, chunk_start + span)
+        ranges.append((chunk_start, chunk_end))
+        chunk_start = chunk_end + step
+    return ranges
+
+
+def _frame(series: Series, labels: Sequence[str], value: str) -> pd.DataFrame:
+    """Flatten range-query series into columns ts (unix s), the labels, and `value`."""
+    records: list[tuple[Any, ...]] = []
+    for metric, samples in series:
+        if any(name not in metric for name in labels):
+            continue
+        key = tuple(metric[name] for name in labels)
+        records.extend((ts, *key, v) for ts, v in samples if math.isfinite(v))
+    frame = pd.DataFrame.from_records(records, columns=["ts", *labels, value])
+    return frame.astype({"ts": "float64", value: "float64"})
+
+
+def split_topic_rates(rates_in: Series, rates_out: Series, sizes: Series) -> pd.DataFrame:
+    """One row per (step, partition): the topic rates split in proportion to partition size.
+
+    A partition is known from its size series. At a step where none of a topic's partitions has
+    a size, the topic's rate is shared equally. Rows keep a null rate where the topic had none.
+    """
+    size = _frame(sizes, ["topic", "partition"], "size_bytes")
+    size["partition"] = pd.to_numeric(size["partition"], errors="coerce")
+    size = size.dropna(subset=["partition"]).astype({"partition": "int32"})
+    rates = _frame(rates_in, ["topic"], "bytes_in_per_sec").merge(
+        _frame(rates_out, ["topic"], "bytes_out_per_sec"), on=["ts", "topic"], how="outer"
+    )
+    known = size[["topic", "partition"]].drop_duplicates()
+    spread = rates.merge(known, on="topic", how="inner")
+    rows = spread.merge(size, on=["ts", "topic", "partition"], how="outer")
+    weight = rows["size_bytes"].fillna(0.0).clip(lower=0.0)
+    group = [rows["ts"], rows["topic"]]
+    total = weight.groupby(group).transform("sum")
+    count = weight.groupby(group).transform("size")
+    share = (weight / total).where(total > 0, 1.0 / count)
+    rows["bytes_in_per_sec"] = rows["bytes_in_per_sec"] * share
+    rows["bytes_out_per_sec"] = rows["bytes_out_per_sec"] * share
+    rows["ts"] = pd.to_datetime(rows["ts"], unit="s", utc=True).astype("datetime64[us, UTC]")
+    rows["size_bytes"] = rows["size_bytes"].round().astype("Int64")
+    ordered = rows.sort_values(["ts", "topic", "partition"], kind="stable")
+    return ordered[[f.name for f in HISTORY_ARROW_SCHEMA]].reset_index(drop=True)
+
+
+def topics_without_partitions(rates_in: Series, sizes: Series) -> list[str]:
+    """Topics with a rate but no partition size series: their traffic cannot be placed."""
+    with_rate = {m.get("topic") for m, _ in rates_in} - {None}
+    with_size = {m.get("topic") for m, _ in sizes} - {None}
+    return sorted(str(t) for t in with_rate - with_size)
+
+
+def export_history(
+    source: RangeSource,
+    start: float,
+    end: float,
+    step: float,
+    out_dir: Path,
+    queries: HistoryQueries,
+    on_chunk: Callable[[int, int], None] | None = None,
+) -> ExportSummary:
+    """Query [start, end] chunk by chunk and write one Parquet file per chunk plus _notes.json."""
+    _prepare_out_dir(out_dir)
+    ranges = chunk_ranges(start, end, step)
+    files: list[str] = []
+    rows = 0
+    partitions: set[tuple[str, int]] = set()
+    unplaced: set[str] = set()
+    for index, (chunk_start, chunk_end) in enumerate(ranges):
+        rates_in = source.query_range(queries.topic_bytes_in, chunk_start, chunk_end, step)
+        rates_out = source.query_range(queries.topic_bytes_out, chunk_start, chunk_end, step)
+        sizes = source.query_range(queries.partition_size, chunk_start, chunk_end, step)
+        unplaced.update(topics_without_partitions(rates_in, sizes))
+        frame = split_topic_rates(rates_in, rates_out, sizes)
+        if len(frame):
+            name = f"part-{index:05d}.parquet"
+            table = pa.Table.from_pandas(frame, schema=HISTORY_ARROW_SCHEMA, preserve_index=False)
+            table = table.replace_schema_metadata({"rebalance.history.note": SPLIT_NOTE})
+            pq.write_table(table, out_dir / name)
+            files.append(name)
+            rows += len(frame)
+            partitions.update(zip(frame["topic"], frame["partition"].astype(int), strict=True))
+        if on_chunk:
+            on_chunk(index + 1, len(ranges))
+    if rows == 0:
+        raise MetricsError(
+            f"Prometheus returned no partition sizes or topic rates between "
+            f"{_iso(start)} and {_iso(end)}; check the queries: {queries.partition_size!r}"
+        )
+    notes = [SPLIT_NOTE]
+    if unplaced:
+        notes.append(f"topics with traffic but no partition sizes (left out): "
+                     f"{', '.join(sorted(unplaced))}")
+    _write_notes(out_dir, start, end, step, queries, notes, rows)
+    return ExportSummary(rows, len(partitions), len(ranges), tuple(files), tuple(notes))
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise InputError(f"--out {out_dir} exists and is not an empty directory; choose another")
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+
+def _write_notes(out_dir: Path, start: float, end: float, step: float,
+                 queries: HistoryQueries, notes: list[str], rows: int) -> None:
+    document = {
+        "version": 1, "start": _iso(start), "end": _iso(end), "step_seconds": step, "rows": rows,
+        "rates_split_by_size": True, "notes": notes,
+        "queries": {"topic_bytes_in": queries.topic_bytes_in,
+                    "topic_bytes_out": queries.topic_bytes_out,
+                    "partition_size": queries.partition_size},
+    }
+    (out_dir / NOTES_FILE).write_text(json.dumps(document, indent=2) + "\n")
+
+
+def _iso(unix_seconds: float) -> str:
+    return datetime.fromtimestamp(unix_seconds, tz=UTC).isoformat()
+
+
+class PrometheusRange:
+    """Range queries against one Prometheus server (prometheus-api-client); a RangeSource."""
+
+    def __init__(self, url: str, timeout_s: int = 60) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise MetricsError(f"Prometheus URL {url!r} must start with http:// or https://")
+        self._url = url.rstrip("/")
+        self._timeout_s = timeout_s
+        self._client = PrometheusConnect(url=self._url, disable_ssl=False, timeout=timeout_s)
+
+    def query_range(self, query: str, start: float, end: float, step: float) -> Series:
+        try:
+            raw: Any = self._client.custom_query_range(
+                query,
+                start_time=datetime.fromtimestamp(start, tz=UTC),
+                end_time=datetime.fromtimestamp(end, tz=UTC),
+                step=f"{step:g}s",
+            )
+        except requests.exceptions.RequestException as exc:
+            raise MetricsError(f"cannot reach Prometheus at {self._url}: "
+                               f"{type(exc).__name__}; check --prometheus") from None
+        except (PrometheusApiClientException, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise MetricsError(f"Prometheus at {self._url} rejected {query!r}: {first}") from None
+        return parse_matrix(raw, query)
+
+
+def parse_matrix(raw: Any, query: str) -> Series:
+    """Turn a range-query (matrix) answer into labels and float samples."""
+    if not isinstance(raw, list):
+        raise MetricsError(f"unexpected Prometheus answer to {query!r}: not a matrix")
+    out: Series = []
+    for item in raw:
+        try:
+            labels = {str(k): str(v) for k, v in item["metric"].items()}
+            samples = [(float(ts), float(v)) for ts, v in item["values"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MetricsError(f"unexpected Prometheus answer to {query!r}: {exc!r}") from None
+        out.append((labels, samples))
+    return out
