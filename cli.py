@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from commands import plan_cmd, snapshot_cmd
+from commands import execute_cmd, history_cmd, plan_cmd, snapshot_cmd
 from commands.render import console, err_console, spread_table, topology_table
 from commands.sandbox_cmd import app as sandbox_app
 from topology.capacities import read_capacities
@@ -57,6 +57,13 @@ def show(
 app.command(name="plan")(plan_cmd.plan)
 app.command(name="diff")(plan_cmd.diff)
 app.command(name="snapshot")(snapshot_cmd.snapshot)
+app.command(name="execute")(execute_cmd.execute)
+app.command(name="status")(execute_cmd.status)
+app.command(name="cancel")(execute_cmd.cancel)
+app.command(name="resume")(execute_cmd.resume)
+app.command(name="clear-throttles")(execute_cmd.clear_throttles)
+app.command(name="weights")(history_cmd.weights)
+app.add_typer(history_cmd.history_app, name="history")
 
 
 app.add_typer(sandbox_app, name="sandbox")

@@ -1,0 +1,92 @@
+"""`rebalance history export` and `rebalance weights`: traffic history in, placement weights out.
+
+Parsing and rendering only: the export lives in topology/history.py, the job in
+spark_jobs/weights.py. PySpark is imported only when `weights` runs, so other commands start fast.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from commands.render import console
+from topology.errors import InputError
+from topology.history import (
+    HistoryQueries,
+    PrometheusRange,
+    export_history,
+    parse_duration,
+)
+
+history_app = typer.Typer(
+    help="Traffic history: export per-partition rates and sizes from Prometheus.",
+    no_args_is_help=True,
+)
+
+
+@history_app.command("export")
+def export(
+    prometheus: Annotated[str, typer.Option(help="Prometheus base URL, e.g. http://127.0.0.1:9090")],
+    out: Annotated[Path, typer.Option(help="Output directory (new or empty): Parquet dataset.")],
+    since: Annotated[str, typer.Option(help="Window length back from now (7d, 12h, 90m).")] = "7d",
+    step: Annotated[str, typer.Option(help="Sample spacing (60s, 5m).")] = "60s",
+    rate_window: Annotated[
+        str | None, typer.Option(help="PromQL rate() window; default max(step, 1m).")
+    ] = None,
+) -> None:
+    """Export per-partition bytes in/out rates and sizes over a window as a Parquet dataset."""
+    window_s = parse_duration(since, "--since")
+    step_s = parse_duration(step, "--step")
+    if step_s < 1 or step_s != int(step_s):
+        raise InputError(f"--step must be a whole number of seconds, at least 1s; got {step!r}")
+    end = math.floor(time.time() / step_s) * step_s
+    start = end - math.floor(window_s / step_s) * step_s
+    rate_window_text = rate_window or f"{int(max(step_s, 60))}s"
+    parse_duration(rate_window_text, "--rate-window")
+    queries = HistoryQueries.defaults(rate_window_text)
+    source = PrometheusRange(prometheus)
+    with Progress(
+        TextColumn("querying Prometheus"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("chunks"), TimeElapsedColumn(), console=console, transient=True,
+    ) as progress:
+        task = progress.add_task("export", total=None)
+
+        def on_chunk(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        summary = export_history(source, start, end, step_s, out, queries, on_chunk)
+    console.print(
+        f"wrote {summary.rows} rows for {summary.partitions} partitions in "
+        f"{len(summary.files)} files ({summary.chunks} query chunks) to {out}"
+    )
+    for note in summary.notes:
+        console.print(f"[yellow]note:[/] {note}")
+
+
+def weights(
+    history: Annotated[Path, typer.Option(help="History dataset (from `history export`).")],
+    out: Annotated[Path, typer.Option(help="Weights file: Parquet, or JSON lines if *.json.")],
+    quantile: Annotated[float, typer.Option(help="Rate quantile the planner uses (0..1).")] = 0.95,
+    master: Annotated[str, typer.Option(help="Spark master: local[*], spark://host:7077, ...")] = (
+        "local[*]"
+    ),
+) -> None:
+    """Compute per-partition weights (rate quantiles, hourly profile, size growth) with Spark."""
+    from spark_jobs.session import build_session
+    from spark_jobs.weights import WeightsParams, run
+
+    params = WeightsParams(quantile=quantile)
+    started = time.perf_counter()
+    spark = build_session(master)
+    try:
+        with console.status(f"running the weights job on {master}"):
+            count = run(spark, str(history), str(out), params)
+    finally:
+        spark.stop()
+    elapsed = time.perf_counter() - started
+    console.print(f"wrote weights for {count} partitions to {out} ({elapsed:.1f}s)")
