@@ -12,7 +12,8 @@ Definitions (the planner and the tests rely on them):
 - peak_hour: the hour with the highest bytes-in quantile, earliest on ties; null hours are skipped.
 - size_bytes: the non-null size with the latest `ts` (null when the partition never had one).
 - size_growth_bytes_per_day: least-squares slope of size over time, per day, over the rows whose
-  size is not null; null with fewer than 2 distinct timestamps (readers treat null as 0).
+  size is not null; 0.0 with fewer than 2 distinct timestamps (no growth can be measured, and the
+  planner's weights reader wants a number); null only when the partition never had a size.
 
 Performance: the history is shuffled once, hash-partitioned by (topic, partition); the hourly
 aggregation and the per-partition aggregations reuse that distribution, so no other exchange of
@@ -220,7 +221,8 @@ def _slope_per_day(moments: Column) -> Column:
     """Least-squares slope from per-hour moments, merged exactly (Chan et al.'s pairwise update).
 
     Each element holds n, the means of x (days) and y (bytes) and the centred sums Sxx, Sxy of
-    one group; merged: S = sum(S_i) + sum(n_i * (mean_i - mean) ...). Null when Sxx is 0.
+    one group; merged: S = sum(S_i) + sum(n_i * (mean_i - mean) ...). 0 when Sxx is 0 (one
+    distinct timestamp), null without any point.
     """
     zero = F.lit(0.0)
     n = F.aggregate(moments, zero, lambda acc, m: acc + m["n"])
@@ -234,7 +236,7 @@ def _slope_per_day(moments: Column) -> Column:
         zero,
         lambda acc, m: acc + m["sxy"] + m["n"] * (m["mean_x"] - mean_x) * (m["mean_y"] - mean_y),
     )
-    return F.when((n >= 2) & (sxx > 0), sxy / sxx)
+    return F.when(n < 1, F.lit(None)).when(sxx > 0, sxy / sxx).otherwise(F.lit(0.0))
 
 
 def read_history(spark: SparkSession, path: str) -> DataFrame:

@@ -73,7 +73,7 @@ def test_latest_size_and_growth_slope(spark: SparkSession) -> None:
     # Sizes on a line of 1000 bytes per day plus a null at the end: slope 1000, latest 3000.
     rows = [_row(T0 + timedelta(days=d), 1.0, size=1000 * d) for d in range(4)]
     rows.append(_row(T0 + timedelta(days=5), 1.0, size=None))
-    # Another partition: one size point only -> slope null; values off the line: exact LSQ.
+    # Another partition: one size point only -> slope 0; values off the line: exact LSQ.
     rows.append(_row(T0, 1.0, size=500, partition=1))
     rows += [_row(T0 + timedelta(hours=12 * k), 1.0, size=s, partition=2)
              for k, s in enumerate([0, 100, 50, 250])]
@@ -82,7 +82,7 @@ def test_latest_size_and_growth_slope(spark: SparkSession) -> None:
     assert result[0].size_bytes == 3000
     assert result[0].size_growth_bytes_per_day == pytest.approx(1000.0, rel=1e-9)
     assert result[1].size_bytes == 500
-    assert result[1].size_growth_bytes_per_day is None
+    assert result[1].size_growth_bytes_per_day == 0.0
     # x in days = 0, .5, 1, 1.5; y = 0, 100, 50, 250: slope = Sxy / Sxx = 175 / 1.25 = 140/day.
     assert result[2].size_bytes == 250
     assert result[2].size_growth_bytes_per_day == pytest.approx(140.0, rel=1e-9)
