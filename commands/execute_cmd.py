@@ -1,0 +1,440 @@
+"""`rebalance execute`, `status`, `cancel`, `resume` and `clear-throttles`.
+
+The commands parse flags, build one ExecutorConfig and the real ports (Kafka admin, Prometheus,
+system clock), call the executor core and render. The journal is the run: by default it lives
+next to the plan (`PLAN.json.journal`); the other commands find it with --journal, from the plan
+path, or as the only `*.journal` file in the current directory.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from commands.execute_render import (
+    ProgressState,
+    ProgressView,
+    preview_table,
+    report_lines,
+    status_table,
+)
+from commands.render import console, err_console
+from executor.clock import SystemClock
+from executor.config import ExecutorConfig, Ports, Reporter
+from executor.gates import GatePolicy
+from executor.journal import (
+    JournalFile,
+    Record,
+    RunOutcome,
+    RunState,
+    header_record,
+    read_journal,
+    replay,
+    request_cancel,
+)
+from executor.plan import ExecutionPlan
+from executor.preflight import planner_validator
+from executor.runner import Executor, RunReport, clear_throttles_from, preview
+from executor.state import MoveState
+from executor.status import summarize
+from planner.planfile import read_plan
+from topology.capacities import CAPACITY_KEYS, Capacities, read_capacities
+from topology.errors import ExecutionError, InputError
+from topology.model import Topology
+
+MB = 1_000_000
+JOURNAL_SUFFIX = ".journal"
+
+# ---- shared options --------------------------------------------------------------------------
+Bootstrap = Annotated[str, typer.Option(help="Kafka bootstrap servers, HOST:PORT[,...].")]
+PrometheusUrl = Annotated[str, typer.Option(
+    "--prometheus", help="Prometheus URL whose series the gates read (e.g. http://host:9090).")]
+CommandConfig = Annotated[Path | None, typer.Option(
+    help="Kafka client security settings (.properties or YAML); env REBALANCE_* also works.")]
+JournalOpt = Annotated[Path | None, typer.Option(
+    "--journal", help="The run's journal. Default: PLAN.json.journal next to the plan, or the "
+    "only *.journal file in the current directory.")]
+PlanArg = Annotated[Path | None, typer.Argument(
+    metavar="[PLAN.json]", help="The plan whose journal (PLAN.json.journal) to use.")]
+
+
+def journal_for(plan: Path | None, journal: Path | None) -> Path:
+    """The journal path: --journal, else next to the plan, else the only one in the cwd."""
+    if journal is not None:
+        return journal
+    if plan is not None:
+        return plan.with_name(plan.name + JOURNAL_SUFFIX)
+    found = sorted(Path.cwd().glob("*" + JOURNAL_SUFFIX))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError("no journal given and no *.journal file here: pass --journal PATH "
+                         "or the plan file")
+    raise InputError("several journals here (" + ", ".join(p.name for p in found)
+                     + "): pass --journal PATH")
+
+
+def journal_in_use(path: Path) -> bool:
+    """True when another process (a running executor) holds the journal's lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return False
+
+
+class NoMetrics:
+    """A MetricsSource for commands that never read metrics (clear-throttles)."""
+
+    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
+        from topology.errors import MetricsError
+
+        raise MetricsError("no --prometheus given")
+
+
+@contextmanager
+def real_ports(bootstrap: str, prometheus: str | None,
+               command_config: Path | None) -> Iterator[Ports]:
+    """The real adapters (client libraries imported here, on use); the admin is closed after."""
+    from topology.kafka_admin import KafkaClusterAdmin
+    from topology.ports import MetricsSource
+    from topology.prom_source import PrometheusMetrics
+    from topology.security import load_security
+
+    metrics: MetricsSource = PrometheusMetrics(prometheus) if prometheus else NoMetrics()
+    admin = KafkaClusterAdmin(bootstrap, load_security(command_config, os.environ))
+    try:
+        yield Ports(admin, metrics, SystemClock())
+    finally:
+        admin.close()
+
+
+# Without --capacities every broker counts as equal and unbounded: the validator then compares
+# brokers with each other only (the plan's capacity goals were checked when it was made).
+EQUAL_CAPACITIES = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
+
+
+def live_topology(ports: Ports, bootstrap: str, capacities: Path | None) -> Topology:
+    """The cluster as it is now (sizes, racks, rates) for the planner's validator."""
+    from topology.live import read_live_topology
+    from topology.snapshot import topology_from_dict
+
+    caps = read_capacities(capacities) if capacities else EQUAL_CAPACITIES
+    doc = read_live_topology(ports.admin, ports.metrics, caps).document
+    return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
+
+
+def _serve_metrics(port: int | None, cap: int) -> Reporter | None:
+    """Start the executor's own /metrics endpoint on `port`; its reporter."""
+    if port is None:
+        return None
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from executor.exporter import ExecutorMetrics
+
+    registry = CollectorRegistry()
+    try:
+        start_http_server(port, addr="0.0.0.0", registry=registry)
+    except OSError as exc:
+        raise InputError(f"--metrics-port {port}: {exc.strerror}; choose a free port") from exc
+    return ExecutorMetrics(registry, cap)
+
+
+def _both(first: Reporter, second: Reporter | None) -> Reporter:
+    if second is None:
+        return first
+    def report(event: Any) -> None:
+        first(event)
+        second(event)
+    return report
+
+
+def progress_view(run: RunState, cap: int, metrics_port: int | None) -> tuple[
+    ProgressView, Reporter
+]:
+    """The progress display for `run` (moves already done count as moved) and the reporter
+    feeding it (and the executor's own metrics when --metrics-port is given)."""
+    done = sum(m.bytes_moved for m in run.plan.moves if run.state_of(m.name) is MoveState.DONE)
+    view = ProgressView(err_console, ProgressState(len(run.plan.moves), run.plan.total_bytes,
+                                                   cap, bytes_before=done))
+    return view, _both(view, _serve_metrics(metrics_port, cap))
+
+
+INTERRUPTED = ("interrupted: the journal {journal} keeps the run (a move in flight keeps "
+               "copying under its throttle). `rebalance resume --journal {journal} ...` "
+               "continues it; `rebalance cancel --journal {journal} ...` reverts the move in "
+               "flight and restores the throttles.")
+
+
+def _drive(executor: Executor, view: ProgressView, journal: Path) -> RunReport:
+    """Run to the end with the progress view; Ctrl-C leaves the journal for resume/cancel."""
+    try:
+        with view:
+            return executor.run()
+    except KeyboardInterrupt:
+        err_console.print(INTERRUPTED.format(journal=journal), highlight=False, soft_wrap=True)
+        raise typer.Exit(130) from None
+
+
+def _conclude(report: RunReport) -> None:
+    """Print the report; a run that did not complete is an ExecutionError (exit code 6)."""
+    lines = report_lines(report)
+    if report.outcome is RunOutcome.COMPLETED:
+        for line in lines:
+            console.print(line, highlight=False)
+        return
+    raise ExecutionError("\n".join(lines))
+
+
+def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: bool,
+                 elect_leaders: bool, allow_under_replicated: bool, gate_margin: float,
+                 gate_floor_mbps: float, gate_samples: int, gate_timeout: float | None,
+                 produce_p99_max_ms: float | None, poll_seconds: float,
+                 capacities: Mapping[int, Any] | None = None) -> ExecutorConfig:
+    """One validated config from the flags (rates in MB/s -> bytes/s)."""
+    if max_mbps <= 0:
+        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
+    gate = GatePolicy(gate_margin, gate_floor_mbps * MB, gate_samples, produce_p99_max_ms)
+    floor = min(MB, int(max_mbps * MB))
+    return ExecutorConfig(int(max_mbps * MB), concurrency, cooldown, poll_seconds,
+                          elect_leaders=elect_leaders, adaptive=adaptive,
+                          adaptive_floor_bytes_per_sec=floor, capacities=capacities or {},
+                          gate=gate, allow_under_replicated=allow_under_replicated,
+                          gate_timeout_seconds=gate_timeout)
+
+
+GateMargin = Annotated[float, typer.Option(
+    help="Gate: a broker is settled when its network in/out is within this fraction above "
+    "its pre-move baseline.")]
+GateFloor = Annotated[float, typer.Option(
+    help="Gate: ... or under this absolute rate, MB/s.")]
+GateSamples = Annotated[int, typer.Option(help="Gate: consecutive settled samples needed.")]
+GateTimeout = Annotated[float | None, typer.Option(
+    help="Gate: stop the run (resumable) when a gate stays closed this many seconds.")]
+P99 = Annotated[float | None, typer.Option(
+    help="Gate: also wait until the produce p99 latency is under this many ms.")]
+Poll = Annotated[float, typer.Option(help="Seconds between polls of the cluster.",
+                                     hidden=True)]
+MetricsPort = Annotated[int | None, typer.Option(
+    help="Serve the executor's own Prometheus metrics on this port.")]
+
+
+def execute(
+    plan_path: Annotated[Path, typer.Argument(metavar="PLAN.json", help="A plan file.")],
+    bootstrap: Bootstrap,
+    prometheus: PrometheusUrl,
+    max_mbps: Annotated[float, typer.Option(
+        help="Replication throttle per broker in MB/s (megabytes per second, 10^6 bytes/s): "
+        "the leader rate on source brokers and the follower rate on target brokers.")],
+    concurrency: Annotated[int, typer.Option(
+        help="Moves in flight at once (never two on one broker).")] = 1,
+    cooldown: Annotated[float, typer.Option(
+        help="Seconds to wait after each move before the gate is checked.")] = 0.0,
+    adaptive: Annotated[bool, typer.Option(
+        help="Set each broker's rate from its headroom (capacity minus client traffic), never "
+        "above --max-mbps.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        help="Run the preflight and show each move's throttle; change nothing.")] = False,
+    journal: JournalOpt = None,
+    elect_leaders: Annotated[bool, typer.Option(
+        help="Elect the preferred leader after each move.")] = True,
+    allow_under_replicated: Annotated[bool, typer.Option(
+        help="Start even if partitions are under-replicated.")] = False,
+    command_config: CommandConfig = None,
+    capacities: Annotated[Path | None, typer.Option(
+        help="Capacities YAML (needed by --adaptive; without it the validator treats brokers "
+        "as equal).")] = None,
+    metrics_port: MetricsPort = None,
+    gate_margin: GateMargin = 0.10,
+    gate_floor_mbps: GateFloor = 1.0,
+    gate_samples: GateSamples = 3,
+    gate_timeout: GateTimeout = None,
+    produce_p99_max_ms: P99 = None,
+    poll_seconds: Poll = 1.0,
+) -> None:
+    """Execute a plan one partition at a time under a replication throttle, waiting for the
+    source and target brokers' network to settle between moves.
+
+    Every step is journaled first (PLAN.json.journal by default). Ctrl-C or a crash leaves the
+    journal: `rebalance resume` continues the run, `rebalance cancel` reverts the move in
+    flight and restores the throttles, `rebalance status` shows where it stands.
+    """
+    plan_file = read_plan(plan_path)
+    plan = ExecutionPlan.from_plan_file(plan_file)
+    journal_path = journal_for(plan_path, journal)
+    with real_ports(bootstrap, prometheus, command_config) as ports:
+        if adaptive and capacities is None:
+            raise InputError("--adaptive needs --capacities FILE (headroom = capacity minus "
+                             "client traffic)")
+        topology = live_topology(ports, bootstrap, capacities)
+        config = build_config(max_mbps, concurrency, cooldown, adaptive, elect_leaders,
+                              allow_under_replicated, gate_margin, gate_floor_mbps,
+                              gate_samples, gate_timeout, produce_p99_max_ms, poll_seconds,
+                              {b.id: b.capacity for b in topology.brokers})
+        validator = planner_validator(topology, plan_file.goals)
+        if topology.fingerprint() != plan.fingerprint:
+            err_console.print("[yellow]note:[/] the cluster changed since the plan was made "
+                              "(fingerprint differs); preflight checks every move's partition",
+                              highlight=False)
+        if dry_run:
+            _dry_run(plan, ports, config, validator)
+            return
+        if not plan.moves:
+            console.print("The plan has no moves: nothing to do.")
+            return
+        view, reporter = progress_view(replay([header_record(plan, config.summary())]),
+                                       config.max_bytes_per_sec, metrics_port)
+        executor = Executor.start(plan, ports, config,
+                                  lambda header: JournalFile.create(journal_path, header),
+                                  validator=validator, reporter=reporter)
+        err_console.print(f"journal: {journal_path}", highlight=False)
+        _conclude(_drive(executor, view, journal_path))
+
+
+def _dry_run(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
+             validator: Any) -> None:
+    problems, throttles = preview(plan, ports, config, validator=validator)
+    console.print(preview_table(throttles, len(plan.moves)))
+    if problems:
+        raise ExecutionError("preflight would refuse the run:\n- " + "\n- ".join(problems))
+    console.print("preflight: ok (dry run, nothing changed)")
+
+
+def status(plan_path: PlanArg = None, journal: JournalOpt = None) -> None:
+    """Show a run's progress from its journal (works while the run is going)."""
+    path = journal_for(plan_path, journal)
+    run = read_journal(path)
+    console.print(status_table(summarize(run), str(path)))
+    if journal_in_use(path):
+        console.print("an executor is running on this journal", highlight=False)
+
+
+def _settings(records: list[Record]) -> dict[str, Any]:
+    settings = records[0].get("settings", {}) if records else {}
+    return dict(settings) if isinstance(settings, dict) else {}
+
+
+def journal_config(records: list[Record], max_mbps: float | None,
+                   poll_seconds: float) -> ExecutorConfig:
+    """The run's own settings from the journal header (--max-mbps may override the cap)."""
+    s = _settings(records)
+    cap = max_mbps * MB if max_mbps is not None else float(s.get("max_bytes_per_sec", 0))
+    if cap <= 0:
+        raise InputError("the journal records no throttle cap: pass --max-mbps")
+    gate = GatePolicy(float(s.get("gate_margin", 0.10)),
+                      float(s.get("gate_floor_bytes_per_sec", MB)),
+                      int(s.get("gate_consecutive", 3)))
+    return ExecutorConfig(int(cap), int(s.get("concurrency", 1)),
+                          float(s.get("cooldown_seconds", 0.0)), poll_seconds,
+                          elect_leaders=bool(s.get("elect_leaders", True)),
+                          adaptive=False, gate=gate)
+
+
+def resume(
+    bootstrap: Bootstrap,
+    prometheus: PrometheusUrl,
+    plan_path: PlanArg = None,
+    journal: JournalOpt = None,
+    max_mbps: Annotated[float | None, typer.Option(
+        help="New throttle cap, MB/s (10^6 bytes/s) per broker; default: the run's own.")] = None,
+    allow_under_replicated: Annotated[bool, typer.Option(
+        help="Resume even if partitions are under-replicated.")] = False,
+    command_config: CommandConfig = None,
+    metrics_port: MetricsPort = None,
+    poll_seconds: Poll = 1.0,
+) -> None:
+    """Continue an interrupted or stopped run: reconcile the journal with the cluster (moves in
+    flight, throttles present) and go on with the run's own settings."""
+    path = journal_for(plan_path, journal)
+    sink, records = JournalFile.open(path)
+    try:
+        config = journal_config(records, max_mbps, poll_seconds)
+        if allow_under_replicated:
+            config = _with(config, allow_under_replicated=True)
+        with real_ports(bootstrap, prometheus, command_config) as ports:
+            view, reporter = progress_view(replay(records), config.max_bytes_per_sec,
+                                           metrics_port)
+            executor = Executor.resume(records, sink, ports, config, reporter)
+            _conclude(_drive(executor, view, path))
+    finally:
+        sink.close()
+
+
+def _with(config: ExecutorConfig, **changes: Any) -> ExecutorConfig:
+    from dataclasses import replace
+
+    return replace(config, **changes)
+
+
+def cancel(
+    bootstrap: Bootstrap,
+    prometheus: PrometheusUrl,
+    plan_path: PlanArg = None,
+    journal: JournalOpt = None,
+    command_config: CommandConfig = None,
+    poll_seconds: Poll = 1.0,
+) -> None:
+    """Cancel a run: revert the reassignment in flight (KIP-455) and restore the throttles.
+
+    If an executor is running on the journal, it is asked to cancel and does the work itself.
+    """
+    path = journal_for(plan_path, journal)
+    if journal_in_use(path):
+        request_cancel(path)
+        console.print(f"asked the executor running on {path} to cancel; it reverts the move in "
+                      "flight and restores throttles (`rebalance status` shows the outcome)",
+                      highlight=False)
+        return
+    sink, records = JournalFile.open(path)
+    try:
+        config = journal_config(records, None, poll_seconds)
+        with real_ports(bootstrap, prometheus, command_config) as ports:
+            view, reporter = progress_view(replay(records), config.max_bytes_per_sec, None)
+            executor = Executor.for_cancel(records, sink, ports, config, reporter)
+            executor.cancel()
+            report = _drive(executor, view, path)
+    finally:
+        sink.close()
+    for line in report_lines(report):
+        console.print(line, highlight=False)
+    if report.throttles_left:
+        raise ExecutionError("cancelled, but throttles could not all be restored: run "
+                             "`rebalance clear-throttles` once the brokers answer")
+
+
+def clear_throttles(
+    bootstrap: Bootstrap,
+    prometheus: Annotated[str | None, typer.Option(
+        "--prometheus", help="Not needed (accepted like the other commands).")] = None,
+    plan_path: PlanArg = None,
+    journal: JournalOpt = None,
+    command_config: CommandConfig = None,
+) -> None:
+    """Restore every throttle config the journal says a run may have left on the cluster
+    (operator values that existed before the run are put back exactly)."""
+    path = journal_for(plan_path, journal)
+    sink, records = JournalFile.open(path)
+    try:
+        config = journal_config(records, None, 1.0)
+        with real_ports(bootstrap, prometheus, command_config) as ports:
+            problems = clear_throttles_from(records, sink, ports, config)
+    finally:
+        sink.close()
+    if problems:
+        raise ExecutionError("some throttles could not be restored:\n- "
+                             + "\n- ".join(problems))
+    left = [m.name for m in replay(records).plan.moves]
+    console.print(f"throttles restored ({len(left)} move(s) in the journal checked)",
+                  highlight=False)
