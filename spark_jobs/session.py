@@ -22,7 +22,7 @@ def local_cores(master: str) -> int:
 
 
 def build_session(
-    master: str = DEFAULT_MASTER,
+    master: str | None = DEFAULT_MASTER,
     app_name: str = "rebalance-weights",
     shuffle_partitions: int | None = None,
     driver_memory: str | None = None,
@@ -31,16 +31,23 @@ def build_session(
 
     Few shuffle partitions (one per core) because the jobs aggregate to one row per Kafka
     partition; adaptive execution on; the UI off; UTC so timestamps mean the same everywhere.
-    `driver_memory` only applies when this call starts the JVM (local mode).
+    `driver_memory` only applies when this call starts the JVM (local mode). With `master` None
+    under spark-submit, the master and parallelism spark-submit was given are kept.
     """
-    partitions = shuffle_partitions or local_cores(master)
+    submitted = master is None and "PYSPARK_GATEWAY_PORT" in os.environ
+    master = None if submitted else (master or DEFAULT_MASTER)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    if shuffle_partitions or (master or "").startswith("local"):
+        # On a cluster, the cluster's defaults (and adaptive execution) size the shuffle.
+        partitions = shuffle_partitions or local_cores(master or DEFAULT_MASTER)
+        builder = builder.config("spark.sql.shuffle.partitions", str(partitions)).config(
+            "spark.default.parallelism", str(partitions)
+        )
     builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.default.parallelism", str(partitions))
+        builder.config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

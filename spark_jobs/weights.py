@@ -293,19 +293,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--history", required=True, help="history Parquet dataset directory")
     parser.add_argument("--out", required=True, help="weights file (.json: JSON lines)")
     parser.add_argument("--quantile", type=float, default=0.95, help="rate quantile (0..1)")
-    parser.add_argument("--master", default=None, help="Spark master (default local[*])")
+    parser.add_argument("--master", default=None,
+                        help="Spark master (default local[*], or spark-submit's --master)")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point for spark-submit and `python -m`: exit code 0, or the error's exit code."""
-    from spark_jobs.session import DEFAULT_MASTER, build_session
+    from spark_jobs.session import build_session
 
     args = parse_args(argv)
     try:
         params = WeightsParams(quantile=args.quantile)
         started_here = SparkSession.getActiveSession() is None
-        spark = build_session(args.master or DEFAULT_MASTER)
+        spark = build_session(args.master)
         try:
             count = run(spark, args.history, args.out, params)
         finally:
