@@ -122,7 +122,9 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
     """
     alive = [b for b in before.brokers if b.alive]
     remaining = [b for b in alive if b.id not in goals.remove_brokers] or alive
-    partitions = {(p.topic, p.partition): p for p in before.partitions}
+    wanted = {(m.topic, m.partition) for m in moves}
+    partitions = ({(p.topic, p.partition): p for p in before.partitions
+                   if (p.topic, p.partition) in wanted} if wanted else {})
     counts_before = tally(before)
     counts_after = retally(counts_before, ((partitions[(m.topic, m.partition)], m.target)
                                            for m in moves))

@@ -10,9 +10,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.goals import Goals
 from planner.result import Move
-from planner.tally import Tally, balance_of, retally, tally
+from planner.tally import FlatReplicas, Tally, balance_of, flatten, retally, tally_flat
 from topology.errors import PlanError
 from topology.load import ResourceBalance
 from topology.model import (
@@ -109,13 +111,14 @@ def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignmen
     errors: list[str] = []
     changes = _changes(before, after, errors)
     _check_brokers(before, after, goals, errors)
-    changed = _check_partitions(before, changes, goals, errors)
+    arrays = flatten(before)
+    changed = _check_partitions(before, arrays, changes, goals, errors)
     moved = sum(p.size_bytes * len(set(r) - set(p.replicas)) for p, r in changed)
     resources: tuple[ResourceReport, ...] = ()
     warnings: list[str] = []
     known = set(before.broker_ids)
     if all(len(set(r)) == len(r) and set(r) <= known for _, r in changed):
-        counts_before = tally(before)
+        counts_before = tally_flat(arrays)
         counts_after = retally(counts_before, changed)
         _check_capacity(before.brokers, counts_after, goals, errors)
         resources = _balance_report(before.brokers, counts_before, counts_after, goals)
@@ -180,30 +183,50 @@ def _rack_limit(brokers: Mapping[int, Broker], goals: Goals) -> tuple[dict[int, 
     return racks, len({racks[b.id] for b in eligible}) or 1
 
 
-def _check_partitions(before: Topology, changes: Mapping[Key, tuple[int, ...]], goals: Goals,
+def _check_partitions(before: Topology, arrays: FlatReplicas,
+                      changes: Mapping[Key, tuple[int, ...]], goals: Goals,
                       errors: list[str]) -> list[tuple[Partition, tuple[int, ...]]]:
     """Hard goals of every partition after the plan; returns the changed partitions.
 
-    Unchanged partitions can only break goals through a bad broker (offline, removed) or a
-    rack rule they already broke, so they take a fast path.
+    Unchanged partitions can only break a goal through a bad broker (offline, removed) or a
+    rack rule they already broke: a vectorized pass flags those, the rest is not revisited.
     """
     brokers = {b.id: b for b in before.brokers}
     racks, rack_count = _rack_limit(brokers, goals)
-    bad = {b.id for b in before.brokers if not b.alive} | set(goals.remove_brokers)
     changed: list[tuple[Partition, tuple[int, ...]]] = []
     for p in before.partitions:
-        replicas = changes.get((p.topic, p.partition), p.replicas)
-        if replicas is not p.replicas:
+        replicas = changes.get((p.topic, p.partition))
+        if replicas is not None:
             changed.append((p, replicas))
             errors.extend(_partition_errors(p, replicas, brokers, goals))
-        elif not bad.isdisjoint(replicas):
-            errors.extend(_partition_errors(p, replicas, brokers, goals))
-        if rack_count and (len(replicas) > rack_count
-                           or len({racks.get(r) for r in replicas}) < len(replicas)):
-            error = _rack_error(p, replicas, racks, rack_count)
-            if error:
-                errors.append(error)
+            if rack_count:
+                error = _rack_error(p, replicas, racks, rack_count)
+                if error:
+                    errors.append(error)
+    for index in _flag_unchanged(before, arrays, racks, rack_count, goals):
+        p = before.partitions[index]
+        if (p.topic, p.partition) in changes:
+            continue
+        errors.extend(_partition_errors(p, p.replicas, brokers, goals))
+        error = _rack_error(p, p.replicas, racks, rack_count) if rack_count else None
+        if error:
+            errors.append(error)
     return changed
+
+
+def _flag_unchanged(before: Topology, arrays: FlatReplicas, racks: Mapping[int, str],
+                    rack_count: int, goals: Goals) -> list[int]:
+    """Indexes of partitions whose current replicas touch a bad broker or crowd a rack."""
+    n = len(before.partitions)
+    bad = np.array([not b.alive or b.id in goals.remove_brokers for b in before.brokers])
+    flagged = np.bincount(arrays.owner, weights=bad[arrays.flat], minlength=n) > 0
+    if rack_count:
+        names = sorted(set(racks.values()))
+        rack_of = np.array([names.index(racks[b.id]) for b in before.brokers], dtype=np.int64)
+        per_rack = np.bincount(arrays.owner * len(names) + rack_of[arrays.flat],
+                               minlength=n * len(names)).reshape(n, len(names))
+        flagged |= per_rack.max(axis=1, initial=0) > -(-arrays.rf // rack_count)
+    return [int(i) for i in np.flatnonzero(flagged)]
 
 
 def _rack_error(p: Partition, replicas: tuple[int, ...], racks: Mapping[int, str],

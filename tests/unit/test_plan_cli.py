@@ -196,7 +196,7 @@ def test_real_solver_fills_a_new_broker(tmp_path: Path) -> None:
     from topology.synthetic import generate_cluster
 
     snap = tmp_path / "snap.json"
-    topology = generate_cluster(brokers=6, new_brokers=1, racks=3, partitions=200, seed=3)
+    topology = generate_cluster(brokers=6, new_brokers=1, racks=3, partitions=600, seed=3)
     write_topology(snap, topology)
     new = max(topology.broker_ids)
     out = tmp_path / "plan.json"
@@ -206,4 +206,5 @@ def test_real_solver_fills_a_new_broker(tmp_path: Path) -> None:
     plan = read_plan(out)
     assert any(new in m.target for m in plan.moves)
     assert validate_plan(topology, plan.moves, plan.goals).valid
-    assert plan.bytes_moved >= plan.solver.lower_bound_bytes
+    if plan.solver.status is not SolverStatus.BEST_EFFORT:  # the bound is for full balance
+        assert plan.bytes_moved >= plan.solver.lower_bound_bytes

@@ -170,3 +170,18 @@ def test_unbalanced_but_improved_is_a_warning() -> None:
     assert report.errors == ()
     assert not report.balanced
     assert any("not within +/-10%" in w for w in report.warnings)
+
+
+def test_unchanged_partitions_on_bad_brokers_or_crowded_racks_are_errors() -> None:
+    before = cluster().with_partitions([
+        Partition("t", 0, (1, 3), 100), Partition("t", 1, (1, 2), 100),
+        Partition("t", 2, (4, 1), 100)])
+    offline = before.with_brokers([Broker(b.id, b.rack, CAP, alive=b.id != 4)
+                                   for b in before.brokers])
+    report = validate_plan(offline, [], Goals(tolerance=0.9))
+    assert any("t-1: rack a holds 2" in e for e in report.errors)
+    assert any("t-2: replica on offline broker 4" in e for e in report.errors)
+    assert not any("t-0" in e for e in report.errors)
+    moved = validate_plan(offline, [Move("t", 1, (1, 2), (1, 4), 100)], Goals(tolerance=0.9))
+    assert any("t-1: replica on offline broker 4" in e for e in moved.errors)
+    assert not any("rack" in e for e in moved.errors)
