@@ -161,13 +161,13 @@ def test_broker_config_set_read_back_and_delete(
         assert admin.broker_configs([broker, ids[2]], BROKER_THROTTLES) == {
             broker: {BROKER_THROTTLES[0]: "12345678", BROKER_THROTTLES[1]: None},
             ids[2]: dict.fromkeys(BROKER_THROTTLES)}
-        value, source = _raw_config(sandbox.bootstrap, resource, BROKER_THROTTLES[0])
-        assert (value, source) == ("12345678", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+        _wait_until(lambda: _raw_config(sandbox.bootstrap, resource, BROKER_THROTTLES[0]) == (
+            "12345678", ConfigSource.DYNAMIC_BROKER_CONFIG.value), "the raw read-back", 30)
     finally:
         admin.alter_broker_configs({broker: {BROKER_THROTTLES[0]: None}})
     assert admin.broker_configs([broker], BROKER_THROTTLES)[broker][BROKER_THROTTLES[0]] is None
-    _, source = _raw_config(sandbox.bootstrap, resource, BROKER_THROTTLES[0])
-    assert source != ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    _wait_until(lambda: _raw_config(sandbox.bootstrap, resource, BROKER_THROTTLES[0])[1]
+                != ConfigSource.DYNAMIC_BROKER_CONFIG.value, "the raw delete", 30)
 
 
 def test_topic_config_set_read_back_and_delete(
@@ -182,12 +182,12 @@ def test_topic_config_set_read_back_and_delete(
     assert admin.topic_configs([topic], names) == {topic: {
         "retention.ms": "3600000", names[1]: f"0:{ids[0]},0:{ids[1]}", "cleanup.policy": None}}
     resource = ConfigResource(ResourceType.TOPIC, topic)
-    assert _raw_config(sandbox.bootstrap, resource, "retention.ms") == (
-        "3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    _wait_until(lambda: _raw_config(sandbox.bootstrap, resource, "retention.ms") == (
+        "3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), "the raw read-back", 30)
     admin.alter_topic_configs({topic: {"retention.ms": None, names[1]: None}})
     assert admin.topic_configs([topic], names) == {topic: dict.fromkeys(names)}
-    value, _ = _raw_config(sandbox.bootstrap, resource, "retention.ms")
-    assert value == "604800000"  # back to the broker default
+    _wait_until(lambda: _raw_config(sandbox.bootstrap, resource, "retention.ms")[0]
+                == "604800000", "the broker default to return", 30)
 
 
 def test_reassignment_finishes_then_preferred_leader_election(
@@ -200,10 +200,12 @@ def test_reassignment_finishes_then_preferred_leader_election(
 
     admin.alter_partition_reassignments({tp: [ids[2], ids[3]]})
     _wait_until(lambda: tp not in admin.list_partition_reassignments()
-                and _partition(admin, topic).replicas == (ids[2], ids[3]), "the move to finish")
+                and _partition(admin, topic).replicas == (ids[2], ids[3]), "the move to finish",
+                120)
     sizes = admin.log_dir_sizes(ids)
     assert sizes[(tp, ids[2])] == sizes[(tp, ids[3])] == disk_size(sandbox, ids[2], topic, 0) > 0
-    assert (tp, ids[0]) not in sizes
+    # The old replicas are deleted asynchronously after the move.
+    _wait_until(lambda: (tp, ids[0]) not in admin.log_dir_sizes(ids), "the old replica's removal")
 
     # Reorder only: no data moves, leadership stays until a preferred election.
     admin.alter_partition_reassignments({tp: [ids[3], ids[2]]})
@@ -236,8 +238,10 @@ def test_throttled_reassignment_is_listed_in_flight_then_cancelled(
 
         admin.alter_partition_reassignments({tp: None})
         _wait_until(lambda: tp not in admin.list_partition_reassignments(), "the cancel")
-        # The original replica set is restored; Kafka may reorder it, so compare as sets.
-        assert set(_partition(admin, topic).replicas) == {ids[0], ids[1]}
+        # The original replica set is restored (brokers' metadata follows the controller a
+        # little later); Kafka may reorder it, so compare as sets.
+        _wait_until(lambda: set(_partition(admin, topic).replicas) == {ids[0], ids[1]},
+                    "the original replicas back in metadata")
         admin.alter_partition_reassignments({tp: None})  # nothing in flight: a no-op
     finally:
         admin.alter_broker_configs({b: dict.fromkeys(BROKER_THROTTLES) for b in ids})

@@ -279,7 +279,7 @@ def _secured_properties(directory: Path, sasl: int, ssl: int, controller: int) -
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 90) -> None:
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float = 180) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert process.poll() is None, "the secured Kafka node exited; see its log"
