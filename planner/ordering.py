@@ -2,11 +2,11 @@
 
 Moves are edges between the brokers that give up a replica and the brokers that receive one
 (a networkx multigraph). The order is a sequence of rounds; within a round no two moves share
-a broker (each round is a matching of that graph), so consecutive copies load different
-disks and links. Candidates are taken in size order (smallest or largest first) with a bounded
-look-ahead that only reaches moves of similar size (within SIZE_SLACK of the next move in size
-order), so spreading never pulls a huge copy ahead of many small ones; this keeps ordering
-linear in the number of moves. Leadership-only moves copy no bytes and go last.
+a broker (each round is a matching of that graph), so consecutive copies load different disks
+and links. Candidates are taken in order of bytes copied (smallest or largest first) with a
+bounded look-ahead that only reaches moves of similar size (within SIZE_SLACK of the next move
+in that order), so spreading never pulls a huge copy ahead of many small ones; this keeps
+ordering linear in the number of moves. Leadership-only moves copy no bytes and go last.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from planner.result import Move
 LOOKAHEAD = 256
 """How many pending moves a round scans for one that shares no broker with the round."""
 
-SIZE_SLACK = 2.0
-"""A move may jump the queue only when within this factor of the next move's size."""
+SIZE_SLACK = 1.5
+"""A move may jump the queue only when within this factor of the next move's bytes."""
 
 
 class MoveOrder(StrEnum):
@@ -51,7 +51,7 @@ def _size_key(order: MoveOrder) -> Callable[[Move], tuple[int, str, int]]:
     sign = 1 if order is MoveOrder.SMALLEST_FIRST else -1
 
     def key(move: Move) -> tuple[int, str, int]:
-        return (sign * move.size_bytes, move.topic, move.partition)
+        return (sign * move.bytes_moved, move.topic, move.partition)
 
     return key
 
@@ -93,10 +93,10 @@ def _rounds(moves: list[Move], lookahead: int, order: MoveOrder) -> list[Move]:
 
 def _first_free(pending: deque[tuple[Move, frozenset[int]]], busy: set[int],
                 lookahead: int, order: MoveOrder) -> int | None:
-    head = pending[0][0].size_bytes
+    head = pending[0][0].bytes_moved
     for index in range(min(lookahead, len(pending))):
         move, brokers = pending[index]
-        if not _similar(order, head, move.size_bytes):
+        if not _similar(order, head, move.bytes_moved):
             return None  # sorted by size: every later move is further away
         if busy.isdisjoint(brokers):
             return index

@@ -105,3 +105,9 @@ def test_spreading_never_pulls_a_much_larger_move_ahead() -> None:
     assert ordered[-1].partition == 9
     largest = order_moves(moves, MoveOrder.LARGEST_FIRST)
     assert largest[0].partition == 9
+
+
+def test_order_is_by_bytes_copied_not_partition_size() -> None:
+    two_copies = mv(0, (1, 2, 3), (4, 5, 3), 60)  # copies 120 bytes
+    one_copy = mv(1, (1, 2, 3), (1, 2, 6), 100)
+    assert [m.partition for m in order_moves([two_copies, one_copy])] == [1, 0]
