@@ -42,8 +42,9 @@ def _score_moves(state: SolverState, source: int, dest: int,
     src = np.full(parts.size, source)
     dst = np.full(parts.size, dest)
     before = state.penalty(source) + state.penalty(dest)
-    after = (state.penalty_rows(src, state.loads[source] - vec)
-             + state.penalty_rows(dst, state.loads[dest] + vec))
+    src_loads, dst_loads = state.loads[source] - vec, state.loads[dest] + vec
+    valid &= state.no_worse(src, src_loads) & state.no_worse(dst, dst_loads)
+    after = state.penalty_rows(src, src_loads) + state.penalty_rows(dst, dst_loads)
     cost = a.size[parts] / state.disk_unit + MOVE_COST
     eff = (before - after) / cost
     out: FloatArray = np.where(valid & (before - after > 1e-12), eff, -np.inf)
@@ -81,6 +82,10 @@ def _apply_session(state: SolverState, candidates: list[Candidate]) -> int:
             rejects += 1
             continue
         vec = state.replica_vector(p, col == 0)
+        pair = np.array([source, dest])
+        if not state.no_worse(pair, state.loads[pair] + np.stack([-vec, vec])).all():
+            rejects += 1
+            continue
         gain = (state.penalty(source) + state.penalty(dest)
                 - state.penalty(source, -vec) - state.penalty(dest, vec))
         cost = float(a.size[p]) / state.disk_unit + MOVE_COST

@@ -33,7 +33,7 @@ from planner.leaders import rebalance_leaders
 from planner.lns import improve, rounds_for
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
-from planner.state import SolverState
+from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
 from topology.errors import PlanError
 from topology.model import TopicPartition, Topology, replace_replicas
 
@@ -82,17 +82,26 @@ def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def _balance_all(state: SolverState) -> None:
+    """Leaders, then replicas with every resource, then leaders again."""
+    if state.goals.balance_leaders:
+        rebalance_leaders(state)
+    rebalance_replicas(state)
+    if state.goals.balance_leaders:
+        rebalance_leaders(state)
+
+
 def _solve_state(state: SolverState, budget: Budget, deadline: float, lower_bound: int) -> bool:
     """Run the pipeline on `state`; returns True when CP-SAT improved the greedy plan."""
     repair(state)
     state.resource_weight = np.array([1.0, 1.0, 0.2])
     rebalance_replicas(state)
     state.resource_weight = np.array([1.0, 1.0, 1.0])
-    if state.goals.balance_leaders:
-        rebalance_leaders(state)
-    rebalance_replicas(state)
-    if state.goals.balance_leaders:
-        rebalance_leaders(state)
+    _balance_all(state)
+    if not _in_band(state.arrays, state.replicas, state.goals) and not state.budget_hit:
+        state.set_margin(RETRY_MARGIN)
+        _balance_all(state)
+        state.set_margin(BAND_MARGIN)
     return improve(state, deadline, budget.seed, lower_bound, rounds_for(budget.time_limit_s))
 
 

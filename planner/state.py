@@ -8,6 +8,7 @@ Penalty of a broker = sum over resources of weight * distance outside its band /
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from planner.arrays import (
     DISK,
@@ -23,7 +24,8 @@ from planner.bounds import averages, band
 from planner.goals import Budget, Goals
 
 INELIGIBLE_WEIGHT = 20.0  # removed / offline brokers drain before anything else
-BAND_MARGIN = 0.002  # aim a little inside the tolerance so rounding never breaks it
+BAND_MARGIN = 1e-4  # aim a hair inside the tolerance so float rounding never breaks it
+RETRY_MARGIN = 0.004  # aim further inside when lumpy partitions left a broker just outside
 MOVE_COST = 1e-4  # one move costs as much as 0.01% of an average broker's disk
 
 
@@ -54,7 +56,13 @@ class SolverState:
             for p, b in zip(np.flatnonzero(column >= 0).tolist(),
                             column[column >= 0].tolist(), strict=True):
                 self.hosted[b].add(p)
+        everyone = np.flatnonzero(arrays.eligible)
+        self.allowance: FloatArray = self.outside(everyone, self.loads[everyone]).max(axis=0)
         self._orig_sets = [frozenset(row[row >= 0].tolist()) for row in arrays.replicas]
+
+    def set_margin(self, margin: float) -> None:
+        """Aim `margin` (fraction of the average) inside the tolerance band from now on."""
+        self.lower, self.upper = band(self.arrays, self.loads, self.goals, margin)
 
     # -- penalties -------------------------------------------------------------------------
     def penalty_rows(self, brokers: IntArray, loads: FloatArray) -> FloatArray:
@@ -72,6 +80,24 @@ class SolverState:
         under = np.maximum(self.lower[broker] - row, 0.0)
         dist = (over + under) * self.inv_norm[broker] * self.resource_weight
         return float(dist.sum()) * float(self.broker_weight[broker])
+
+    def outside(self, brokers: IntArray, loads: FloatArray) -> FloatArray:
+        """Distance outside the band per broker and resource [n, 3], relative to the average."""
+        over = np.maximum(loads - self.upper[brokers], 0.0)
+        under = np.maximum(self.lower[brokers] - loads, 0.0)
+        dist: FloatArray = (over + under) * self.inv_norm[brokers]
+        return dist
+
+    def no_worse(self, brokers: IntArray, loads: FloatArray) -> npt.NDArray[np.bool_]:
+        """Per row: no guarded resource of that broker ends further outside its band than now
+        or than the worst broker was at the start, so balance of a resource never gets worse
+        than it was (a move may not trade a balanced resource for another)."""
+        now = self.outside(brokers, self.loads[brokers])
+        after = self.outside(brokers, loads)
+        guarded = self.resource_weight >= 1.0
+        limit = np.maximum(now, self.allowance[None, :]) + 1e-12
+        ok = np.asarray(((after <= limit) | ~guarded).all(axis=1), dtype=np.bool_)
+        return ok
 
     def all_penalties(self) -> FloatArray:
         return self.penalty_rows(np.arange(self.arrays.brokers), self.loads)
