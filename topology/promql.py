@@ -28,6 +28,13 @@ BROKER_NETWORK_OUT_RATE = (
     " + on (broker_id) "
     "sum by (broker_id) (rate(kafka_broker_replication_bytes_out_total{{{selector}}}[{window}]))"
 )
+# Client traffic only (producers in, consumers out), e.g. for throttle headroom.
+BROKER_CLIENT_IN_RATE = (
+    "sum by (broker_id) (rate(kafka_broker_bytes_in_total{{{selector}}}[{window}]))"
+)
+BROKER_CLIENT_OUT_RATE = (
+    "sum by (broker_id) (rate(kafka_broker_bytes_out_total{{{selector}}}[{window}]))"
+)
 BROKER_REASSIGNMENT_IN_RATE = (
     "sum by (broker_id) (rate(kafka_broker_reassignment_bytes_in_total{{{selector}}}[{window}]))"
 )
@@ -44,6 +51,22 @@ PRODUCE_P99_MS = (
 
 # Replica log sizes as the brokers report them (an alternative to DescribeLogDirs).
 LOG_SIZE_BYTES = "max by (topic, partition) (kafka_log_size_bytes{{{selector}}})"
+
+
+TEMPLATES: dict[str, str] = {
+    "topic_bytes_in_rate": TOPIC_BYTES_IN_RATE,
+    "topic_bytes_out_rate": TOPIC_BYTES_OUT_RATE,
+    "broker_network_in_rate": BROKER_NETWORK_IN_RATE,
+    "broker_network_out_rate": BROKER_NETWORK_OUT_RATE,
+    "broker_client_in_rate": BROKER_CLIENT_IN_RATE,
+    "broker_client_out_rate": BROKER_CLIENT_OUT_RATE,
+    "broker_reassignment_in_rate": BROKER_REASSIGNMENT_IN_RATE,
+    "broker_reassignment_out_rate": BROKER_REASSIGNMENT_OUT_RATE,
+    "under_replicated_partitions": UNDER_REPLICATED_PARTITIONS,
+    "produce_p99_ms": PRODUCE_P99_MS,
+    "log_size_bytes": LOG_SIZE_BYTES,
+}
+"""Every default template by name (documentation, and the integration test's checklist)."""
 
 
 def render(template: str, window: str = DEFAULT_RATE_WINDOW, selector: str = "") -> str:

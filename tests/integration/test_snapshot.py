@@ -25,8 +25,10 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from sandbox.state import SandboxInfo
+from topology import promql
 from topology.errors import ClusterError
 from topology.kafka_admin import KafkaClusterAdmin
+from topology.prom_source import PrometheusMetrics
 from topology.security import ENV_KEYS, load_security
 
 pytestmark = pytest.mark.integration
@@ -382,3 +384,17 @@ def test_tls_needs_the_ca_and_works_with_it(secured_node: SecuredNode) -> None:
                                   timeout_s=5)
     with pytest.raises(ClusterError, match="certificate verify failed"):
         untrusted.brokers()
+
+
+@pytest.mark.parametrize("name", sorted(promql.TEMPLATES))
+def test_default_promql_templates_answer_per_broker_or_topic(sandbox: SandboxInfo,
+                                                             name: str) -> None:
+    """Each default query returns finite samples from the sandbox's real Prometheus."""
+    metrics = PrometheusMetrics(sandbox.prometheus_url)
+    first = sorted(b.id for b in sandbox.brokers)[0]
+    for selector in ("", f'broker_id="{first}"'):
+        samples = metrics.query(promql.render(promql.TEMPLATES[name], "1m", selector))
+        assert samples, f"{name} returned no series (selector {selector!r})"
+        if name.startswith(("broker_", "under_", "produce_")):
+            brokers = {labels["broker_id"] for labels, _ in samples}
+            assert brokers == {str(first)} if selector else str(first) in brokers
