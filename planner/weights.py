@@ -22,16 +22,18 @@ _NUMERIC = WEIGHT_COLUMNS[2:]
 
 @dataclass(frozen=True, slots=True)
 class PartitionWeight:
-    """Measured rates, size and growth of one partition."""
+    """Measured rates, size and growth of one partition; None where nothing was measured."""
 
-    bytes_in_per_sec: float
-    bytes_out_per_sec: float
-    size_bytes: float
-    size_growth_bytes_per_day: float
+    bytes_in_per_sec: float | None
+    bytes_out_per_sec: float | None
+    size_bytes: float | None
+    size_growth_bytes_per_day: float | None
 
-    def projected_size(self, horizon_days: float) -> int:
-        """Size after `horizon_days` of growth (never below zero)."""
-        return max(0, round(self.size_bytes + self.size_growth_bytes_per_day * horizon_days))
+    def projected_size(self, snapshot_size: int, horizon_days: float) -> int:
+        """Size after `horizon_days` of growth (the snapshot's size when none was measured)."""
+        base = snapshot_size if self.size_bytes is None else self.size_bytes
+        growth = self.size_growth_bytes_per_day or 0.0
+        return max(0, round(base + growth * horizon_days))
 
 
 def _read_frame(path: Path) -> pd.DataFrame:
@@ -54,20 +56,25 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
     if missing:
         raise InputError(f"weights {path}: missing column(s) {', '.join(missing)} "
                          f"(expected {', '.join(WEIGHT_COLUMNS)})")
-    frame = frame[list(WEIGHT_COLUMNS)]
+    frame = frame[list(WEIGHT_COLUMNS)].copy()
+    if frame["topic"].isna().any() or frame["partition"].isna().any():
+        raise InputError(f"weights {path}: a row has no topic or partition")
     for column in _NUMERIC:
         values = pd.to_numeric(frame[column], errors="coerce")
-        bad = values.isna() | (values < 0 if column != "size_growth_bytes_per_day" else False)
+        bad = values.isna() & frame[column].notna()
+        if column != "size_growth_bytes_per_day":
+            bad |= values < 0
         if bad.any():
             row = frame[bad].iloc[0]
             raise InputError(f"weights {path}: partition {row['topic']}-{row['partition']} has "
-                             f"a missing or negative {column} ({row[column]!r})")
+                             f"a non-numeric or negative {column} ({row[column]!r})")
         frame[column] = values.astype(float)
     out: dict[TopicPartition, PartitionWeight] = {}
-    for topic, number, b_in, b_out, size, growth in frame.itertuples(index=False, name=None):
+    for topic, number, *values in frame.itertuples(index=False, name=None):
         key = TopicPartition(str(topic), int(number))
         if key in out:
             raise InputError(f"weights {path}: partition {key} appears more than once")
+        b_in, b_out, size, growth = (None if pd.isna(v) else float(v) for v in values)
         out[key] = PartitionWeight(b_in, b_out, size, growth)
     return out
 
@@ -76,8 +83,8 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
                   horizon_days: float = 0.0) -> tuple[Topology, tuple[str, ...]]:
     """The topology with weighted rates and (projected) sizes, and notes on what did not match.
 
-    Partitions without a weight keep the snapshot's values; weights of partitions the topology
-    lacks (deleted topics) are ignored.
+    Partitions without a weight, and null (unmeasured) fields of a weight, keep the snapshot's
+    values; weights of partitions the topology lacks (deleted topics) are ignored.
     """
     if horizon_days < 0:
         raise InputError(f"--horizon must not be negative, got {horizon_days}")
@@ -89,8 +96,10 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
             unweighted += 1
             parts.append(p)
             continue
-        parts.append(Partition(p.topic, p.partition, p.replicas, w.projected_size(horizon_days),
-                               w.bytes_in_per_sec, w.bytes_out_per_sec))
+        parts.append(Partition(
+            p.topic, p.partition, p.replicas, w.projected_size(p.size_bytes, horizon_days),
+            p.bytes_in_per_sec if w.bytes_in_per_sec is None else w.bytes_in_per_sec,
+            p.bytes_out_per_sec if w.bytes_out_per_sec is None else w.bytes_out_per_sec))
     known = {p.key for p in topology.partitions}
     unknown = sum(1 for key in weights if key not in known)
     notes = []

@@ -63,7 +63,7 @@ def test_missing_column_is_named(tmp_path: Path) -> None:
 def test_negative_rate_and_duplicates_are_rejected(tmp_path: Path) -> None:
     path = tmp_path / "w.jsonl"
     path.write_text(json.dumps({**ROWS[0], "bytes_in_per_sec": -1}))
-    with pytest.raises(InputError, match="t-0 has a missing or negative bytes_in_per_sec"):
+    with pytest.raises(InputError, match="t-0 has a non-numeric or negative bytes_in_per_sec"):
         read_weights(path)
     path.write_text("\n".join(json.dumps(ROWS[0]) for _ in range(2)))
     with pytest.raises(InputError, match="appears more than once"):
@@ -79,3 +79,21 @@ def test_unreadable_files(tmp_path: Path) -> None:
         read_weights(bad)
     with pytest.raises(InputError, match="--horizon must not be negative"):
         apply_weights(topology(), {}, -1)
+
+
+def test_null_fields_keep_the_snapshot_values(tmp_path: Path) -> None:
+    path = tmp_path / "w.parquet"
+    pd.DataFrame([{**ROWS[0], "bytes_out_per_sec": None, "size_bytes": None,
+                   "size_growth_bytes_per_day": None},
+                  {**ROWS[1], "size_bytes": None}]).to_parquet(path)
+    weighted, _ = apply_weights(topology(), read_weights(path), horizon_days=1)
+    p0, p1, _ = weighted.partitions
+    assert (p0.size_bytes, p0.bytes_in_per_sec, p0.bytes_out_per_sec) == (10, 5.0, 0.0)
+    assert p1.size_bytes == 0  # snapshot 10 bytes, shrinking 200 a day
+
+
+def test_non_numeric_value_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text(json.dumps({**ROWS[0], "size_bytes": "big"}))
+    with pytest.raises(InputError, match="non-numeric or negative size_bytes"):
+        read_weights(path)
