@@ -81,7 +81,9 @@ def _apply(state: SolverState, switches: list[Switch]) -> int:
         loads = state.loads[ids, NET_OUT]
         gain = float(_out_penalty(state, ids, loads).sum()
                      - _out_penalty(state, ids, loads + np.array([-out, out])).sum())
-        if gain <= 1e-12 or not state.affordable(p, 0.0):
+        rows = state.loads[ids].copy()
+        rows[:, NET_OUT] += np.array([-out, out])
+        if gain <= 1e-12 or not state.no_worse(ids, rows).all() or not state.affordable(p, 0.0):
             rejects += 1
             continue
         state.set_leader(p, col)
