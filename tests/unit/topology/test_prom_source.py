@@ -1,0 +1,53 @@
+"""The Prometheus adapter's answer parsing and its errors (no server needed)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from topology.errors import MetricsError
+from topology.prom_source import PrometheusMetrics, parse_vector
+from topology.promql import TEMPLATES, TOPIC_BYTES_IN_RATE, render
+
+
+def test_vector_samples_become_sorted_label_value_pairs_without_nan() -> None:
+    raw = [{"metric": {"topic": "b"}, "value": [1.0, "2.5"]},
+           {"metric": {"topic": "a"}, "value": [1.0, "1e3"]},
+           {"metric": {"topic": "c"}, "value": [1.0, "NaN"]},
+           {"metric": {"topic": "d"}, "value": [1.0, "+Inf"]}]
+    assert parse_vector(raw, "q") == [({"topic": "a"}, 1000.0), ({"topic": "b"}, 2.5)]
+
+
+def test_scalar_results_get_empty_labels() -> None:
+    assert parse_vector([1.0, "7"], "scalar(q)") == [({}, 7.0)]
+
+
+@pytest.mark.parametrize("raw", [{"metric": {}}, [{"metric": {}}], [{"value": [1, "x"]}]])
+def test_malformed_answers_are_metrics_errors_naming_the_query(raw: object) -> None:
+    with pytest.raises(MetricsError, match="my_query"):
+        parse_vector(raw, "my_query")
+
+
+def test_url_needs_a_scheme() -> None:
+    with pytest.raises(MetricsError, match="http://"):
+        PrometheusMetrics("127.0.0.1:9090")
+
+
+def test_unreachable_prometheus_is_a_metrics_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    metrics = PrometheusMetrics(f"http://127.0.0.1:{port}", timeout_s=2)
+    with pytest.raises(MetricsError, match=f"cannot reach Prometheus at http://127.0.0.1:{port}"):
+        metrics.query("up")
+
+
+def test_templates_render_window_and_selector() -> None:
+    assert render(TOPIC_BYTES_IN_RATE, "5m") == (
+        "sum by (topic) (rate(kafka_topic_bytes_in_total{}[5m]))")
+    assert 'broker_id="3"' in render(TOPIC_BYTES_IN_RATE, "1m", 'broker_id="3"')
+    for name, template in TEMPLATES.items():
+        text = render(template, "1m", 'rack="a"')
+        assert text.count("{") == text.count("}") and text.count("(") == text.count(")"), name
+        assert 'rack="a"' in text and "{window}" not in text, name
