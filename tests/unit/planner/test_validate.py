@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.goals import Goals
 from planner.result import Move
 from planner.validate import validate_plan
 from topology.errors import PlanError
+from topology.load import balance
 from topology.model import (
+    RESOURCES,
     Broker,
     Capacity,
     Partition,
@@ -185,3 +189,47 @@ def test_unchanged_partitions_on_bad_brokers_or_crowded_racks_are_errors() -> No
     moved = validate_plan(offline, [Move("t", 1, (1, 2), (1, 4), 100)], Goals(tolerance=0.9))
     assert any("t-1: replica on offline broker 4" in e for e in moved.errors)
     assert not any("rack" in e for e in moved.errors)
+
+
+@st.composite
+def cluster_and_plan(draw: st.DrawFn) -> tuple[Topology, dict[TopicPartition, list[int]]]:
+    count = draw(st.integers(2, 6))
+    racks = draw(st.sampled_from([None, ("a", "b"), ("a", "b", "c")]))
+    brokers = tuple(Broker(i + 1, None if racks is None else racks[i % len(racks)],
+                           Capacity(draw(st.integers(500, 2000)), 1000, 1000))
+                    for i in range(count))
+    parts, plan = [], {}
+    for index in range(draw(st.integers(1, 12))):
+        rf = draw(st.integers(1, min(3, count)))
+        replicas = tuple(draw(st.permutations(range(1, count + 1)))[:rf])
+        parts.append(Partition("t", index, replicas, draw(st.integers(0, 100)),
+                               draw(st.floats(0, 10)), draw(st.floats(0, 10))))
+        if draw(st.booleans()):
+            plan[TopicPartition("t", index)] = list(draw(st.permutations(range(1, count + 1)))[:rf])
+    return Topology(brokers, tuple(parts)), plan
+
+
+@settings(max_examples=80, deadline=None)
+@given(cluster_and_plan())
+def test_report_agrees_with_a_recount_of_the_planned_cluster(
+        drawn: tuple[Topology, dict[TopicPartition, list[int]]]) -> None:
+    before, plan = drawn
+    goals = Goals(tolerance=0.5, max_utilization=1.0)
+    report = validate_plan(before, plan, goals)
+    after = replace_replicas(before, {k: tuple(v) for k, v in plan.items()})
+    changed = [p for p in before.partitions if after.partition_map()[p.key].replicas != p.replicas]
+    assert report.moves == len(changed)
+    assert report.bytes_moved == sum(
+        p.size_bytes * len(set(after.partition_map()[p.key].replicas) - set(p.replicas))
+        for p in changed)
+    expected = balance(after)
+    for res in RESOURCES:
+        got = report.resource(res)
+        assert got.max_over_avg_after == pytest.approx(expected[res].max_over_avg, abs=1e-9)
+        assert got.min_over_avg_after == pytest.approx(expected[res].min_over_avg, abs=1e-9)
+    rack_count = len(before.racks) if before.brokers[0].rack is not None else 0
+    crowded = {p.name for p in after.partitions if rack_count and max(
+        sum(1 for r in p.replicas if before.broker(r).rack == rack) for rack in before.racks
+    ) > -(-p.replication_factor // rack_count)}
+    flagged = {e.split(":")[0].removeprefix("partition ") for e in report.errors if " rack " in e}
+    assert flagged == crowded
