@@ -264,13 +264,18 @@ def execute(
     produce_p99_max_ms: P99 = None,
     poll_seconds: Poll = 1.0,
 ) -> None:
-    """Execute a plan one partition at a time under a replication throttle, waiting for the
-    source and target brokers' network to settle between moves.
+    """Execute a plan one partition at a time under a replication throttle.
 
-    Every step is journaled first (PLAN.json.journal by default). Ctrl-C or a crash leaves the
-    journal: `rebalance resume` continues the run, `rebalance cancel` reverts the move in
-    flight and restores the throttles, `rebalance status` shows where it stands.
+    Between moves it waits until the source and target brokers' network is back near baseline.
+
+    Every step is journaled first (PLAN.json.journal by default).
+
+    Ctrl-C or a crash leaves the journal: `rebalance resume` continues the run,
+    `rebalance cancel` reverts the move in flight and restores the throttles,
+    `rebalance status` shows where the run stands.
     """
+    if max_mbps <= 0:
+        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
     plan_file = read_plan(plan_path)
     plan = ExecutionPlan.from_plan_file(plan_file)
     journal_path = journal_for(plan_path, journal)

@@ -1,0 +1,159 @@
+"""The execute family of commands without a cluster: journal lookup, status from a journal,
+cancel of a run held by another executor, flag checks, and the progress arithmetic."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import cli
+from commands.execute_cmd import journal_config, journal_for, journal_in_use
+from commands.execute_render import ProgressState, render_progress
+from executor.config import Event, EventKind
+from executor.journal import JournalFile, header_record, state_record
+from executor.plan import ExecutionPlan
+from executor.state import MoveState
+from planner.result import Move
+from topology.errors import ExecutionError, InputError
+
+runner = CliRunner()
+MB = 1_000_000
+CONN = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1"]
+
+
+def _plan() -> ExecutionPlan:
+    return ExecutionPlan.of([Move("t", 0, (1, 2), (1, 3), 5 * MB),
+                             Move("t", 1, (1, 2), (1, 4), 3 * MB)])
+
+
+def _journal(path: Path, *states: tuple[str, MoveState]) -> JournalFile:
+    plan = _plan()
+    journal = JournalFile.create(path, header_record(plan, {"max_bytes_per_sec": 2 * MB,
+                                                            "concurrency": 1,
+                                                            "cooldown_seconds": 5.0,
+                                                            "gate_margin": 0.2}))
+    for at, (move, state) in enumerate(states):
+        journal.append(state_record(move, state, float(at)))
+    return journal
+
+
+def test_journal_path_defaults_next_to_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                ) -> None:
+    assert journal_for(tmp_path / "p.json", None) == tmp_path / "p.json.journal"
+    assert journal_for(tmp_path / "p.json", tmp_path / "x") == tmp_path / "x"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="no journal given"):
+        journal_for(None, None)
+    (tmp_path / "a.json.journal").write_text("")
+    assert journal_for(None, None).name == "a.json.journal"
+    (tmp_path / "b.json.journal").write_text("")
+    with pytest.raises(InputError, match="several journals"):
+        journal_for(None, None)
+
+
+def test_status_reads_the_journal(tmp_path: Path) -> None:
+    path = tmp_path / "run.journal"
+    journal = _journal(path, ("t-0", MoveState.THROTTLING), ("t-0", MoveState.SUBMITTED),
+                       ("t-0", MoveState.COPYING))
+    journal.close()
+    result = runner.invoke(cli.app, ["status", "--journal", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "copying" in result.output and "t-0" in result.output
+    assert "0B of 8.0MB moved" in result.output
+    assert "rebalance resume" in result.output  # killed run: the next step is named
+    assert "an executor is running" not in result.output
+
+
+def test_cancel_while_an_executor_holds_the_journal_asks_it(tmp_path: Path) -> None:
+    path = tmp_path / "run.journal"
+    journal = _journal(path, ("t-0", MoveState.THROTTLING))  # holds the lock, like a run
+    try:
+        assert journal_in_use(path)
+        result = runner.invoke(cli.app, ["cancel", "--journal", str(path), *CONN])
+        assert result.exit_code == 0, result.output
+        assert "asked the executor" in result.output
+        assert journal.cancel_requested()
+        status = runner.invoke(cli.app, ["status", "--journal", str(path)])
+        assert "an executor is running" in status.output
+    finally:
+        journal.close()
+    assert not journal_in_use(path)
+
+
+def test_resume_of_a_journal_in_use_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "run.journal"
+    journal = _journal(path)
+    try:
+        result = runner.invoke(cli.app, ["resume", "--journal", str(path), *CONN])
+        assert isinstance(result.exception, ExecutionError)
+        assert "in use by a running executor" in str(result.exception)
+    finally:
+        journal.close()
+
+
+def test_execute_checks_flags_before_touching_anything(tmp_path: Path) -> None:
+    result = runner.invoke(cli.app, ["execute", str(tmp_path / "missing.json"), *CONN,
+                                     "--max-mbps", "0"])
+    assert isinstance(result.exception, InputError)
+    assert "--max-mbps must be positive" in str(result.exception)
+    assert not list(tmp_path.iterdir())
+
+
+def test_help_says_max_mbps_is_megabytes_per_second() -> None:
+    result = runner.invoke(cli.app, ["execute", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "MB/s" in result.output and "10^6 bytes/s" in result.output
+    assert "resume" in result.output and "cancel" in result.output
+
+
+def test_journal_config_uses_the_runs_own_settings(tmp_path: Path) -> None:
+    plan = _plan()
+    records = [header_record(plan, {"max_bytes_per_sec": 2 * MB, "concurrency": 1,
+                                    "cooldown_seconds": 5.0, "gate_margin": 0.2,
+                                    "gate_consecutive": 4})]
+    config = journal_config(records, None, 0.5)
+    assert config.max_bytes_per_sec == 2 * MB
+    assert config.cooldown_seconds == 5.0 and config.poll_seconds == 0.5
+    assert config.gate.margin == 0.2 and config.gate.consecutive == 4
+    assert journal_config(records, 3.5, 1.0).max_bytes_per_sec == 3_500_000
+    with pytest.raises(InputError, match="--max-mbps"):
+        journal_config([header_record(plan, {})], None, 1.0)
+
+
+def _event(kind: EventKind, move: str, index: int, done: int = 0, state: str = "") -> Event:
+    return Event(kind, f"{move}: {state}", move, index, 2, done, 5 * MB if index == 1
+                 else 3 * MB, state)
+
+
+def test_progress_counts_bytes_rate_and_eta() -> None:
+    p = ProgressState(2, 8 * MB, 1 * MB)
+    p.fold(_event(EventKind.STATE, "t-0", 1, state="throttling"), 0.0)
+    assert p.eta_seconds() == pytest.approx(8.0)  # the cap until a rate is measured
+    p.fold(_event(EventKind.PROGRESS, "t-0", 1, 0), 1.0)
+    p.fold(_event(EventKind.PROGRESS, "t-0", 1, 2 * MB), 3.0)
+    assert p.rate() == pytest.approx(1 * MB)
+    assert p.bytes_moved == 2 * MB
+    assert p.eta_seconds() == pytest.approx(6.0)
+    p.fold(_event(EventKind.STATE, "t-0", 1, state="done"), 6.0)
+    assert (p.moves_done, p.bytes_moved) == (1, 5 * MB)
+    p.fold(_event(EventKind.STATE, "t-1", 2, state="throttling"), 7.0)
+    p.fold(_event(EventKind.GATE, "t-1", 2, state="hold"), 7.5)
+    assert (p.current, p.current_index, p.current_total) == ("t-1", 2, 3 * MB)
+    assert p.rate() is None and "hold" in p.gate
+    text = str(render_progress(p).columns[1]._cells)
+    assert "2 of 2" in text and "5.0MB of 8.0MB" in text
+
+
+def test_cli_main_maps_errors_to_exit_codes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "status",
+                             "--journal", str(tmp_path / "none.journal")],
+                            capture_output=True, text=True, timeout=60,
+                            cwd=Path(cli.__file__).parent, env={**os.environ})
+    assert result.returncode == ExecutionError.exit_code
+    assert "no journal at" in result.stderr
