@@ -173,6 +173,8 @@ def plan(
         raise InputError("--rate-mbps must be positive")
     adds, removes = add_broker or [], remove_broker or []
     topology = load_topology(snapshot, bootstrap, prometheus, command_config, capacities)
+    for note in topology.notes:
+        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
     topology = _apply_weights(topology, weights, horizon)
     check_broker_flags(topology, adds, removes)
     goals = Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes))

@@ -208,3 +208,18 @@ def test_real_solver_fills_a_new_broker(tmp_path: Path) -> None:
     assert validate_plan(topology, plan.moves, plan.goals).valid
     if plan.solver.status is not SolverStatus.BEST_EFFORT:  # the bound is for full balance
         assert plan.bytes_moved >= plan.solver.lower_bound_bytes
+
+
+def test_removing_a_racks_last_broker_is_refused(tmp_path: Path) -> None:
+    racks = [(1, "a"), (2, "a"), (3, "b"), (4, "b"), (5, "c")]
+    doc = {"version": 1,
+           "brokers": [{"id": i, "rack": r, "capacity": CAP} for i, r in racks],
+           "partitions": [{"topic": "t", "partition": n, "replicas": [1 + n % 2, 3 + n % 2, 5],
+                           "size_bytes": 10} for n in range(4)]}
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(doc))
+    out = tmp_path / "plan.json"
+    result = run_cli("plan", "--snapshot", str(snap), "--remove-broker", "5", "--out", str(out))
+    assert result.returncode in (InputError.exit_code, PlanError.exit_code)
+    assert "rack c" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
