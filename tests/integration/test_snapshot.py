@@ -126,6 +126,16 @@ def test_snapshot_matches_what_the_brokers_report(sandbox: SandboxInfo, tmp_path
     shown = run_cli("show", str(out), "--capacities", str(caps))
     assert shown.returncode == 0, shown.stderr
 
+    with_caps = tmp_path / "with-caps.json"
+    result = run_cli("snapshot", "--bootstrap", sandbox.bootstrap, "--capacities", str(caps),
+                     "--out", str(with_caps))
+    assert result.returncode == 0, result.stderr
+    capacities = [b["capacity"] for b in json.loads(with_caps.read_text())["brokers"]]
+    assert capacities and all(c == {"disk_bytes": 100 * 10**9,
+                                    "net_in_bytes_per_sec": 100 * 10**6,
+                                    "net_out_bytes_per_sec": 100 * 10**6} for c in capacities)
+    assert run_cli("show", str(with_caps)).returncode == 0
+
 
 def _prometheus_rate(sandbox: SandboxInfo, metric: str, topic: str, fn: str = "rate") -> float:
     query = f'sum({fn}({metric}{{topic="{topic}"}}[1m]))'
