@@ -17,6 +17,7 @@ import typer
 
 from commands.render import console, human_bytes
 from topology.capacities import read_capacities
+from topology.errors import InputError
 from topology.kafka_admin import DEFAULT_TIMEOUT_S, KafkaClusterAdmin
 from topology.live import LiveSnapshot, read_live_topology
 from topology.prom_source import PrometheusMetrics
@@ -52,7 +53,10 @@ def snapshot(
         admin.close()
     document = dict(live.document)
     document["source"] = _source(bootstrap, prometheus, rate_window)
-    write_json_atomic(out, document)
+    try:
+        write_json_atomic(out, document)
+    except OSError as exc:
+        raise InputError(f"cannot write snapshot {out}: {exc.strerror or exc}") from None
     console.print(summary_line(out, live), highlight=False, soft_wrap=True)
 
 
