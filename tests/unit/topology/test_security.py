@@ -177,3 +177,12 @@ def test_java_truststore_gets_a_pem_hint(tmp_path: Path) -> None:
 def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read command config"):
         load_security(tmp_path / "absent.properties", {})
+
+
+def test_snapshot_source_strips_credentials_from_the_prometheus_url() -> None:
+    from commands.snapshot_cmd import _source
+
+    source = _source("k:9092", f"https://ops:{PASSWORD}@prom.example:9443/api", "5m")
+    assert source["prometheus"] == "https://prom.example:9443/api"
+    assert PASSWORD not in repr(source)
+    assert _source("k:9092", None, "1m")["rate_window"] is None
