@@ -1,0 +1,305 @@
+"""Executor benchmark on a sandbox: `python -m benchmarks.executor_bench [--sandbox-dir DIR]`.
+
+Two identical topics (RF 2, leader on rack a, follower on rack b, random data) get the same
+follower moves to a spare broker on rack b: one through `rebalance execute --max-mbps CAP`, the
+other through Kafka's own ReassignPartitionsCommand `--throttle CAP` (all at once, as operators
+run it), one after the other in the same run. A producer (acks=all) writes to a third topic on
+the source brokers throughout, and its latency is split by phase.
+
+Reported against the targets: replication rate into the target broker that Prometheus sees while
+each move copies (mean / cap, peak 5-second window / cap), the idle time the gate adds between
+moves, and total time against bytes / cap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from sandbox import cluster
+from sandbox.state import SandboxInfo
+
+MB = 1_000_000
+RECORD_BYTES = 10_000
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+TARGET_MEAN, TARGET_PEAK, TARGET_TOTAL = 0.85, 1.10, 1.2
+ROOT = Path(__file__).resolve().parents[1]
+REPLICATION_IN = "kafka_broker_replication_bytes_in_total"
+
+
+@dataclass
+class Latencies:
+    """Producer send -> ack latency samples (wall-clock send time, seconds)."""
+
+    samples: list[tuple[float, float]] = field(default_factory=list)
+    errors: int = 0
+
+    def p99_ms(self, start: float, end: float) -> float:
+        window = sorted(lat for at, lat in self.samples if start <= at <= end)
+        return window[int(0.99 * (len(window) - 1))] * 1000 if window else float("nan")
+
+
+class LatencyProducer:
+    """Writes small messages (acks=all) at a steady pace in a thread and records latencies."""
+
+    def __init__(self, bootstrap: str, topic: str, per_second: int = 200) -> None:
+        self.bootstrap, self.topic, self.per_second = bootstrap, topic, per_second
+        self.latencies = Latencies()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LatencyProducer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def _run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 0})
+        while not self._stop.is_set():
+            sent = time.time()
+
+            def done(err: KafkaError | None, _msg: Message, sent: float = sent) -> None:
+                if err is None:
+                    self.latencies.samples.append((sent, time.time() - sent))
+                else:
+                    self.latencies.errors += 1
+            producer.produce(self.topic, value=b"x" * 200, on_delivery=done)
+            producer.poll(1.0 / self.per_second)
+        producer.flush(30)
+
+
+def create_topic(info: SandboxInfo, name: str, partitions: int, replicas: list[int],
+                 bytes_each: int) -> None:
+    admin = AdminClient({"bootstrap.servers": info.bootstrap})
+    admin.create_topics([NewTopic(name, partitions, replica_assignment=[replicas] *
+                                  partitions)])[name].result(timeout=30)
+    if not bytes_each:
+        return
+    producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 50,
+                         "compression.type": "none"})
+    payload = bytes(range(256)) * (RECORD_BYTES // 256) + b"\0" * (RECORD_BYTES % 256)
+    for partition in range(partitions):
+        for _ in range(bytes_each // RECORD_BYTES):
+            while True:
+                try:
+                    producer.produce(name, value=payload, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+            producer.poll(0)
+    producer.flush(300)
+
+
+def plan_file(info: SandboxInfo, path: Path, topic: str, partitions: int,
+              target: tuple[int, ...]) -> None:
+    """A plan file (planner's format) for `topic` from a live snapshot."""
+    from datetime import UTC, datetime
+
+    from planner.goals import Budget, Goals
+    from planner.planfile import SolverInfo, make_plan_file, write_plan
+    from planner.result import Move, SolverStatus
+    from topology.capacities import CAPACITY_KEYS, Capacities
+    from topology.kafka_admin import KafkaClusterAdmin
+    from topology.live import read_live_topology
+    from topology.snapshot import topology_from_dict
+
+    caps = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
+    admin = KafkaClusterAdmin(info.bootstrap)
+    try:
+        topology = topology_from_dict(read_live_topology(admin, None, caps).document, caps, "")
+    finally:
+        admin.close()
+    parts = {(p.topic, p.partition): p for p in topology.partitions}
+    moves = [Move(topic, n, parts[(topic, n)].replicas, target, parts[(topic, n)].size_bytes)
+             for n in range(partitions)]
+    write_plan(path, make_plan_file(topology, moves, Goals(tolerance=0.99), Budget(),
+                                    SolverInfo(SolverStatus.FEASIBLE, 0),
+                                    datetime.now(UTC).isoformat(timespec="seconds")))
+
+
+def counter_series(info: SandboxInfo, broker: int, start: float, end: float
+                   ) -> list[tuple[float, float]]:
+    """The target broker's replication-in counter, one sample per second."""
+    query = f'sum({REPLICATION_IN}{{broker_id="{broker}"}})'
+    answer = requests.get(f"{info.prometheus_url}/api/v1/query_range", timeout=30, params={
+        "query": query, "start": start, "end": end, "step": "1s"}).json()
+    result = answer["data"]["result"]
+    return [(float(t), float(v)) for t, v in result[0]["values"]] if result else []
+
+
+def rates(series: list[tuple[float, float]], start: float, end: float) -> tuple[float, float]:
+    """Mean rate over [start, end] and the peak rate over any 5-second window inside it."""
+    inside = [(t, v) for t, v in series if start - 1 <= t <= end + 1]
+    if len(inside) < 2:
+        return float("nan"), float("nan")
+    mean = (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0])
+    peak = 0.0
+    for i, (t0, v0) in enumerate(inside):
+        for t1, v1 in inside[i + 1:]:
+            if t1 - t0 >= 5:
+                peak = max(peak, (v1 - v0) / (t1 - t0))
+                break
+    return mean, peak
+
+
+def journal_times(path: Path) -> dict[str, dict[str, float]]:
+    """Per move, the first time it entered each state (wall clock)."""
+    times: dict[str, dict[str, float]] = {}
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "state":
+            times.setdefault(record["move"], {}).setdefault(record["state"], record["at"])
+    return times
+
+
+def run_ours(info: SandboxInfo, plan: Path, cap_mbps: float, work: Path) -> tuple[float, float,
+                                                                                   Path]:
+    journal = work / "bench.journal"
+    command = [sys.executable, "-c", "import cli; cli.main()", "execute", str(plan),
+               "--bootstrap", info.bootstrap, "--prometheus", info.prometheus_url,
+               "--max-mbps", str(cap_mbps), "--journal", str(journal), "--poll-seconds", "0.5"]
+    start = time.time()
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=3600)
+    end = time.time()
+    if result.returncode != 0:
+        raise SystemExit(f"rebalance execute failed:\n{result.stdout}\n{result.stderr}")
+    return start, end, journal
+
+
+def run_kafka_tool(info: SandboxInfo, topic: str, partitions: int, target: tuple[int, ...],
+                   cap_bytes: int, work: Path) -> tuple[float, float]:
+    spec = work / "kafka-plan.json"
+    spec.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": n, "replicas": list(target)} for n in range(partitions)]}))
+    base = ["java", "-cp", f"{info.jar_dir}/*", REASSIGN, "--bootstrap-server", info.bootstrap,
+            "--reassignment-json-file", str(spec)]
+    start = time.time()
+    subprocess.run([*base, "--execute", "--throttle", str(cap_bytes)], check=True,
+                   capture_output=True, timeout=120)
+    while True:
+        out = subprocess.run([*base, "--verify"], capture_output=True, text=True, timeout=120)
+        if "still in progress" not in out.stdout:
+            return start, time.time()
+        time.sleep(1)
+
+
+@dataclass
+class Args:
+    sandbox_dir: Path | None
+    cap_mbps: float
+    partitions: int
+    partition_mb: int
+
+
+def parse(argv: list[str]) -> Args:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--sandbox-dir", type=Path, default=None,
+                        help="A running sandbox (default: start one in a temp dir, then stop it)")
+    parser.add_argument("--cap-mbps", type=float, default=2.0)
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--partition-mb", type=int, default=20)
+    ns = parser.parse_args(argv)
+    return Args(ns.sandbox_dir, ns.cap_mbps, ns.partitions, ns.partition_mb)
+
+
+def bench(info: SandboxInfo, args: Args, work: Path) -> None:
+    a = sorted(b.id for b in info.brokers if b.rack == "a")
+    b = sorted(b.id for b in info.brokers if b.rack == "b")
+    leader, follower, spare = a[0], b[0], b[1]
+    cap = int(args.cap_mbps * MB)
+    tag = str(int(time.time()))
+    ours_topic, kafka_topic, probe = f"bench-ours-{tag}", f"bench-kafka-{tag}", f"probe-{tag}"
+    for topic in (ours_topic, kafka_topic):
+        create_topic(info, topic, args.partitions, [leader, follower], args.partition_mb * MB)
+    create_topic(info, probe, 1, [leader, follower], 0)
+    plan = work / "plan.json"
+    plan_file(info, plan, ours_topic, args.partitions, (leader, spare))
+    total_bytes = json.loads(plan.read_text())
+    moved = sum(m["size_bytes"] for m in total_bytes["moves"])
+    time.sleep(12)  # let the 10 s gate window forget the data loading
+    with LatencyProducer(info.bootstrap, probe) as producer:
+        quiet = time.time()
+        time.sleep(10)
+        ours_start, ours_end, journal = run_ours(info, plan, args.cap_mbps, work)
+        time.sleep(15)
+        kafka_start, kafka_end = run_kafka_tool(info, kafka_topic, args.partitions,
+                                                (leader, spare), cap, work)
+    report(info, spare, cap, moved, journal, producer.latencies,
+           (quiet, quiet + 10), (ours_start, ours_end), (kafka_start, kafka_end))
+
+
+def report(info: SandboxInfo, target: int, cap: int, moved: int, journal: Path,
+           latencies: Latencies, quiet: tuple[float, float], ours: tuple[float, float],
+           kafka: tuple[float, float]) -> None:
+    time.sleep(3)  # the last scrape
+    series = counter_series(info, target, quiet[0], kafka[1] + 2)
+    times = journal_times(journal)
+    print(f"cap {cap / MB:.1f} MB/s, {len(times)} moves, {moved / MB:.1f} MB moved per tool")
+    idle = 0.0
+    previous_done: float | None = None
+    means, peaks, copying = [], [], 0.0
+    for name, t in times.items():
+        mean, peak = rates(series, t["copying"], t["verifying"])
+        means.append(mean)
+        peaks.append(peak)
+        copying += t["verifying"] - t["copying"]
+        idle += t["done"] - t["cooling_down"]
+        if previous_done is not None:
+            idle += t["throttling"] - previous_done
+        previous_done = t["done"]
+        print(f"  {name}: copy {t['verifying'] - t['copying']:.1f}s, mean {mean / cap:.2f} x cap"
+              f", peak 5s {peak / cap:.2f} x cap")
+    overall_mean = moved / copying if copying else float("nan")
+    total = ours[1] - ours[0]
+    first = min(t["throttling"] for t in times.values())
+    last = max(t["done"] for t in times.values())
+    ideal = moved / cap
+    k_mean, k_peak = rates(series, kafka[0], kafka[1])
+    print(f"ours : mean {overall_mean / cap:.2f} x cap (target >= {TARGET_MEAN}), worst peak "
+          f"{max(peaks) / cap:.2f} x cap (target <= {TARGET_PEAK}); gate idle {idle:.1f}s; "
+          f"first throttle to last move done {last - first:.1f}s = "
+          f"{(last - first) / ideal:.2f} x bytes/cap ({ideal:.1f}s; target <= {TARGET_TOTAL}); "
+          f"command wall time {total:.1f}s (with start-up and preflight); "
+          f"producer p99 {latencies.p99_ms(*ours):.1f} ms")
+    k_total = kafka[1] - kafka[0]
+    print(f"kafka: --execute to --verify complete {k_total:.1f}s = {k_total / ideal:.2f} x "
+          f"bytes/cap; mean {k_mean / cap:.2f} x cap, peak 5s {k_peak / cap:.2f} x cap; "
+          f"producer p99 {latencies.p99_ms(*kafka):.1f} ms")
+    print(f"idle : producer p99 {latencies.p99_ms(*quiet):.1f} ms; producer errors "
+          f"{latencies.errors}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    with tempfile.TemporaryDirectory(prefix="executor-bench-") as tmp:
+        work = Path(tmp)
+        if args.sandbox_dir is not None:
+            bench(cluster.running(args.sandbox_dir), args, work)
+            return 0
+        sandbox_dir = work / "sandbox"
+        base = cluster.free_base_port(27090, 8)
+        try:
+            info = cluster.up(sandbox_dir, brokers=4, racks=2, base_port=base).info
+            bench(info, args, work)
+        finally:
+            cluster.down(sandbox_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
