@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import typer
@@ -18,12 +18,14 @@ import typer
 from commands.render import console, human_bytes
 from topology.capacities import read_capacities
 from topology.errors import InputError
-from topology.kafka_admin import DEFAULT_TIMEOUT_S, KafkaClusterAdmin
-from topology.live import LiveSnapshot, read_live_topology
-from topology.prom_source import PrometheusMetrics
 from topology.promql import DEFAULT_RATE_WINDOW
 from topology.security import load_security
 from topology.snapshot import write_json_atomic
+
+if TYPE_CHECKING:
+    from topology.live import LiveSnapshot
+
+DEFAULT_TIMEOUT_S = 10.0  # as topology.kafka_admin.DEFAULT_TIMEOUT_S (not imported: heavy)
 
 
 def snapshot(
@@ -43,6 +45,11 @@ def snapshot(
         help="Seconds to wait for each Kafka request.", min=1.0)] = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Snapshot a live cluster: brokers and racks, replicas, sizes and (optionally) rates."""
+    # The client libraries load here, on use, so other commands start quickly.
+    from topology.kafka_admin import KafkaClusterAdmin
+    from topology.live import read_live_topology
+    from topology.prom_source import PrometheusMetrics
+
     security = load_security(command_config, os.environ)
     caps = read_capacities(capacities) if capacities is not None else None
     metrics = PrometheusMetrics(prometheus) if prometheus else None
