@@ -110,7 +110,7 @@ def _add(rows: dict[int, list[float]], p: Partition, replicas: Sequence[int], si
 def retally(base: Tally, changes: Iterable[tuple[Partition, Sequence[int]]]) -> Tally:
     """`base` after moving each partition from its current replicas to the new ones.
 
-    Sums that cancel to within rounding become exact zeros (a drained broker shows 0).
+    Sums that cancel to slightly below zero by rounding are clamped to zero.
     """
     rows = {broker_id: list(row) for broker_id, row in base.rows.items()}
     for p, replicas in changes:
@@ -118,7 +118,7 @@ def retally(base: Tally, changes: Iterable[tuple[Partition, Sequence[int]]]) -> 
         _add(rows, p, replicas, 1)
     out: dict[int, Row] = {}
     for broker_id, row in rows.items():
-        disk, rate_in, rate_out = (0.0 if abs(v) < 1e-6 else v for v in row[:3])
+        disk, rate_in, rate_out = (max(0.0, v) for v in row[:3])
         out[broker_id] = (disk, rate_in, rate_out, int(row[3]), int(row[4]))
     return Tally(out)
 
