@@ -97,3 +97,13 @@ def test_non_numeric_value_is_rejected(tmp_path: Path) -> None:
     path.write_text(json.dumps({**ROWS[0], "size_bytes": "big"}))
     with pytest.raises(InputError, match="non-numeric or negative size_bytes"):
         read_weights(path)
+
+
+def test_reads_a_spark_style_parquet_directory(tmp_path: Path) -> None:
+    out = tmp_path / "weights.parquet"
+    out.mkdir()
+    pd.DataFrame(ROWS[:2]).to_parquet(out / "part-00000-abc.snappy.parquet")
+    pd.DataFrame(ROWS[2:]).to_parquet(out / "part-00001-abc.snappy.parquet")
+    (out / "_SUCCESS").write_text("")
+    weights = read_weights(out)
+    assert sorted(str(k) for k in weights) == ["gone-0", "t-0", "t-1"]
