@@ -36,9 +36,17 @@ class PartitionWeight:
         return max(0, round(base + growth * horizon_days))
 
 
+def _is_parquet_file(path: Path) -> bool:
+    """Parquet files start with the magic bytes PAR1 (whatever their name)."""
+    if path.suffix.lower() in (".parquet", ".pq"):
+        return True
+    with path.open("rb") as fh:
+        return fh.read(4) == b"PAR1"
+
+
 def _read_frame(path: Path) -> pd.DataFrame:
     try:
-        if path.is_dir() or path.suffix.lower() in (".parquet", ".pq"):
+        if path.is_dir() or _is_parquet_file(path):
             return pd.read_parquet(path)
         return pd.read_json(path, lines=True)
     except FileNotFoundError:

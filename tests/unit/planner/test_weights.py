@@ -107,3 +107,9 @@ def test_reads_a_spark_style_parquet_directory(tmp_path: Path) -> None:
     (out / "_SUCCESS").write_text("")
     weights = read_weights(out)
     assert sorted(str(k) for k in weights) == ["gone-0", "t-0", "t-1"]
+
+
+def test_parquet_is_recognized_by_content(tmp_path: Path) -> None:
+    path = tmp_path / "weights.out"
+    pd.DataFrame(ROWS).to_parquet(path)
+    assert len(read_weights(path)) == 3
