@@ -23,7 +23,8 @@ from sandbox.jars import JMX_EXPORTER_JAR, ensure_jars, require_tool
 from sandbox.state import BrokerInfo, SandboxInfo, read_state, state_path, write_state
 from topology.errors import SandboxError
 
-READY_TIMEOUT_S = 120.0
+# Generous: on a loaded 2-core machine a broker JVM can need minutes to register.
+READY_TIMEOUT_S = float(os.environ.get("REBALANCE_SANDBOX_READY_TIMEOUT", "300"))
 FORMAT_TIMEOUT_S = 120.0
 BROKER_STOP_GRACE_S = 30.0
 OTHER_STOP_GRACE_S = 10.0

@@ -71,19 +71,38 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.kill(pid, sig)
 
 
+def _group_alive(pgid: int) -> bool:
+    """True while any non-zombie process is left in process group pgid."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            return True
+    return False
+
+
 def stop(pids: Iterable[int], marker: str, grace_s: float) -> list[int]:
-    """TERM the process groups, wait up to grace_s, then KILL; return pids that had to be killed."""
+    """TERM the process groups, wait up to grace_s for every member to exit, then KILL what is
+    left; return the group leaders that had to be killed."""
     live = [pid for pid in pids if is_ours(pid, marker)]
     for pid in live:
         _signal_group(pid, signal.SIGTERM)
+
+    def remaining() -> list[int]:
+        return [pid for pid in live if is_ours(pid, marker) or _group_alive(pid)]
+
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(is_ours(pid, marker) for pid in live):
+    while time.monotonic() < deadline and remaining():
         time.sleep(0.1)
-    killed = [pid for pid in live if is_ours(pid, marker)]
+    killed = remaining()
     for pid in killed:
         _signal_group(pid, signal.SIGKILL)
     deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and any(is_ours(pid, marker) for pid in killed):
+    while time.monotonic() < deadline and remaining():
         time.sleep(0.05)
     return killed
 

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 
 from topology.errors import SandboxError
 
-POLL_S = 0.25
+POLL_S = 0.5
 
 
 def registered_brokers(bootstrap: str, timeout_s: float = 2.0) -> dict[int, str | None]:

@@ -56,12 +56,17 @@ def test_stop_terminates_the_process_group(tmp_path: Path) -> None:
     assert not process.is_ours(pid, "/somewhere/else/")
     assert process.stop([pid], marker, grace_s=5) == []
     assert not process.is_ours(pid, marker)
-    group = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _pgid(p) == pid]
-    assert group == []
+    assert not process._group_alive(pid)
+    live_members = [p for p in Path("/proc").iterdir()
+                    if p.name.isdigit() and _pgid_and_state(p) not in ((pid, "Z"), (-1, ""))
+                    and _pgid_and_state(p)[0] == pid]
+    assert live_members == []
 
 
-def _pgid(proc_dir: Path) -> int:
+def _pgid_and_state(proc_dir: Path) -> tuple[int, str]:
+    """(process group, state) of a /proc entry; zombies (Z) have exited already."""
     try:
-        return int((proc_dir / "stat").read_text().rsplit(")", 1)[1].split()[2])
+        fields = (proc_dir / "stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[2]), fields[0]
     except (OSError, IndexError, ValueError):
-        return -1
+        return -1, ""
