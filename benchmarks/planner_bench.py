@@ -8,6 +8,7 @@ largest-first disk mover), plus the planner's validity and peak RSS.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -75,9 +76,9 @@ def run_case(case: Case) -> bool:
     print(f"== {case.name}: {case.brokers}+{case.new_brokers} brokers, {case.partitions} "
           f"partitions, RF 3, 3 racks (generated in {gen_s:.1f}s); disk lower bound "
           f"{lower_bound / 1e12:.2f} TB")
-    start = time.monotonic()
+    start, cpu_start = time.monotonic(), time.process_time()
     result = plan(topology, goals, Budget(time_limit_s=case.time_limit_s))
-    seconds = time.monotonic() - start
+    seconds, cpu = time.monotonic() - start, time.process_time() - cpu_start
     rss = _peak_rss_mib()
     report = validate_plan(topology, result.moves, goals)
     print(_row("planner", topology, result.after, seconds, lower_bound, goals))
@@ -88,7 +89,8 @@ def run_case(case: Case) -> bool:
     ratio = result.bytes_moved / lower_bound if lower_bound else 1.0
     met = (seconds <= case.max_seconds and ratio <= case.max_ratio and report.valid
            and report.balanced and (case.name != "large" or rss <= 4096))
-    print(f"planner: status {result.status.value}, {result.data_moves} data moves, "
+    print(f"planner: wall {seconds:.1f}s, CPU {cpu:.1f}s, load average "
+          f"{os.getloadavg()[0]:.1f}; status {result.status.value}, {result.data_moves} data moves, "
           f"{len(result.moves) - result.data_moves} leadership-only, valid={report.valid}, "
           f"balanced={report.balanced}, peak RSS {rss:.0f} MiB (after planning)")
     print(f"targets: <= {case.max_seconds:.0f}s, <= {case.max_ratio:.2f} x LB, +/-10%"
