@@ -90,7 +90,8 @@ def run_case(case: Case) -> bool:
     met = (seconds <= case.max_seconds and ratio <= case.max_ratio and report.valid
            and report.balanced and (case.name != "large" or rss <= 4096))
     print(f"planner: wall {seconds:.1f}s, CPU {cpu:.1f}s, load average "
-          f"{os.getloadavg()[0]:.1f}; status {result.status.value}, {result.data_moves} data moves, "
+          f"{os.getloadavg()[0]:.1f}; status {result.status.value}, "
+          f"{result.data_moves} data moves, "
           f"{len(result.moves) - result.data_moves} leadership-only, valid={report.valid}, "
           f"balanced={report.balanced}, peak RSS {rss:.0f} MiB (after planning)")
     print(f"targets: <= {case.max_seconds:.0f}s, <= {case.max_ratio:.2f} x LB, +/-10%"
