@@ -179,3 +179,33 @@ def test_prometheus_stopped_mid_run_holds_then_continues(
     assert code == 0, log.read_text()
     assert replicas_of(admin, topic) == {0: (lay.leader, lay.spare), 1: (lay.leader, lay.spare)}
     assert throttle_configs(admin, lay.all_ids, topic) == before
+
+
+def test_ctrl_c_keeps_the_journal_then_cancel_reverts_and_clear_finds_nothing(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    topic = create_topic(sandbox, "exec-intr", 1, [lay.leader, lay.follower], BIG_PARTITION)
+    before = throttle_configs(admin, lay.all_ids, topic)
+    plan = tmp_path / "plan.json"
+    moves = make_plan(sandbox, plan, [(topic, 0, (lay.leader, lay.spare))])
+    journal = tmp_path / "run.journal"
+    log = tmp_path / "execute.log"
+    proc = start_rebalance(log, *slow_args(sandbox, plan, journal))
+    try:
+        wait_for("move copying", lambda: move_in(journal, moves[0].name, MoveState.COPYING))
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 130, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "rebalance resume" in log.read_text() and "rebalance cancel" in log.read_text()
+    # No executor holds the journal now: cancel does the work itself.
+    cancelled = rebalance("cancel", "--journal", str(journal), *conn(sandbox))
+    assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower)}
+    assert throttle_configs(admin, lay.all_ids, topic) == before
+    assert read_journal(journal).outcome is RunOutcome.CANCELLED
+    cleared = rebalance("clear-throttles", "--journal", str(journal), "--bootstrap",
+                        sandbox.bootstrap)
+    assert cleared.returncode == 0, cleared.stdout + cleared.stderr
+    assert throttle_configs(admin, lay.all_ids, topic) == before
