@@ -147,7 +147,11 @@ class KafkaClusterAdmin:
                       key=lambda b: b.id)
 
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
-        """Every partition of `topics` (all topics, internal ones included, when None)."""
+        """Every partition of `topics` (all topics, internal ones included, when None).
+
+        A topic that reports an error and no partitions (being created or deleted right now)
+        is left out of a full listing, and is an error when asked for by name.
+        """
         wanted = None if topics is None else set(topics)
         with self._calling("list topics"):
             metadata = self._admin.list_topics(timeout=self._timeout_s)
@@ -159,9 +163,13 @@ class KafkaClusterAdmin:
         for name, topic in metadata.topics.items():
             if wanted is not None and name not in wanted:
                 continue
-            if topic.error is not None and topic.error.code() != KafkaError.NO_ERROR:
+            error = topic.error
+            if error is not None and error.code() != KafkaError.NO_ERROR and not topic.partitions:
+                if wanted is None:
+                    _LOG.debug("skipping topic %s: %s", name, error.str())
+                    continue
                 raise ClusterError(f"Kafka reports topic {name!r} as unusable: "
-                                   f"{topic.error.str()}")
+                                   f"{error.str()}; retry once it is created")
             for pm in topic.partitions.values():
                 leader = pm.leader if pm.leader is not None and pm.leader >= 0 else None
                 out.append(PartitionInfo(name, pm.id, tuple(pm.replicas), tuple(pm.isrs), leader))
