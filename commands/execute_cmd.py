@@ -8,10 +8,6 @@ path, or as the only `*.journal` file in the current directory.
 
 from __future__ import annotations
 
-import fcntl
-import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,13 +20,20 @@ from commands.execute_render import (
     report_lines,
     status_table,
 )
+from commands.execute_setup import (
+    both,
+    build_config,
+    journal_config,
+    journal_for,
+    journal_in_use,
+    live_topology,
+    real_ports,
+    serve_metrics,
+)
 from commands.render import console, err_console
-from executor.clock import SystemClock
 from executor.config import ExecutorConfig, Ports, Reporter
-from executor.gates import GatePolicy
 from executor.journal import (
     JournalFile,
-    Record,
     RunOutcome,
     RunState,
     header_record,
@@ -39,17 +42,12 @@ from executor.journal import (
     request_cancel,
 )
 from executor.plan import ExecutionPlan
-from executor.preflight import planner_validator
+from executor.preflight import PlanValidator, planner_validator
 from executor.runner import Executor, RunReport, clear_throttles_from, preview
 from executor.state import MoveState
 from executor.status import summarize
 from planner.planfile import read_plan
-from topology.capacities import CAPACITY_KEYS, Capacities, read_capacities
 from topology.errors import ExecutionError, InputError
-from topology.model import Topology
-
-MB = 1_000_000
-JOURNAL_SUFFIX = ".journal"
 
 # ---- shared options --------------------------------------------------------------------------
 Bootstrap = Annotated[str, typer.Option(help="Kafka bootstrap servers, HOST:PORT[,...].")]
@@ -64,103 +62,6 @@ PlanArg = Annotated[Path | None, typer.Argument(
     metavar="[PLAN.json]", help="The plan whose journal (PLAN.json.journal) to use.")]
 
 
-def journal_for(plan: Path | None, journal: Path | None) -> Path:
-    """The journal path: --journal, else next to the plan, else the only one in the cwd."""
-    if journal is not None:
-        return journal
-    if plan is not None:
-        return plan.with_name(plan.name + JOURNAL_SUFFIX)
-    found = sorted(Path.cwd().glob("*" + JOURNAL_SUFFIX))
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise InputError("no journal given and no *.journal file here: pass --journal PATH "
-                         "or the plan file")
-    raise InputError("several journals here (" + ", ".join(p.name for p in found)
-                     + "): pass --journal PATH")
-
-
-def journal_in_use(path: Path) -> bool:
-    """True when another process (a running executor) holds the journal's lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing releases a lock taken here
-    return False
-
-
-class NoMetrics:
-    """A MetricsSource for commands that never read metrics (clear-throttles)."""
-
-    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
-        from topology.errors import MetricsError
-
-        raise MetricsError("no --prometheus given")
-
-
-@contextmanager
-def real_ports(bootstrap: str, prometheus: str | None,
-               command_config: Path | None) -> Iterator[Ports]:
-    """The real adapters (client libraries imported here, on use); the admin is closed after."""
-    from topology.kafka_admin import KafkaClusterAdmin
-    from topology.ports import MetricsSource
-    from topology.prom_source import PrometheusMetrics
-    from topology.security import load_security
-
-    metrics: MetricsSource = PrometheusMetrics(prometheus) if prometheus else NoMetrics()
-    admin = KafkaClusterAdmin(bootstrap, load_security(command_config, os.environ))
-    try:
-        yield Ports(admin, metrics, SystemClock())
-    finally:
-        admin.close()
-
-
-# Without --capacities every broker counts as equal and unbounded: the validator then compares
-# brokers with each other only (the plan's capacity goals were checked when it was made).
-EQUAL_CAPACITIES = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
-
-
-def live_topology(ports: Ports, bootstrap: str, capacities: Path | None) -> Topology:
-    """The cluster as it is now (sizes, racks, rates) for the planner's validator."""
-    from topology.live import read_live_topology
-    from topology.snapshot import topology_from_dict
-
-    caps = read_capacities(capacities) if capacities else EQUAL_CAPACITIES
-    doc = read_live_topology(ports.admin, ports.metrics, caps).document
-    return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
-
-
-def _serve_metrics(port: int | None, cap: int) -> Reporter | None:
-    """Start the executor's own /metrics endpoint on `port`; its reporter."""
-    if port is None:
-        return None
-    from prometheus_client import CollectorRegistry, start_http_server
-
-    from executor.exporter import ExecutorMetrics
-
-    registry = CollectorRegistry()
-    try:
-        start_http_server(port, addr="0.0.0.0", registry=registry)
-    except OSError as exc:
-        raise InputError(f"--metrics-port {port}: {exc.strerror}; choose a free port") from exc
-    return ExecutorMetrics(registry, cap)
-
-
-def _both(first: Reporter, second: Reporter | None) -> Reporter:
-    if second is None:
-        return first
-    def report(event: Any) -> None:
-        first(event)
-        second(event)
-    return report
-
-
 def progress_view(run: RunState, cap: int, metrics_port: int | None) -> tuple[
     ProgressView, Reporter
 ]:
@@ -169,7 +70,7 @@ def progress_view(run: RunState, cap: int, metrics_port: int | None) -> tuple[
     done = sum(m.bytes_moved for m in run.plan.moves if run.state_of(m.name) is MoveState.DONE)
     view = ProgressView(err_console, ProgressState(len(run.plan.moves), run.plan.total_bytes,
                                                    cap, bytes_before=done))
-    return view, _both(view, _serve_metrics(metrics_port, cap))
+    return view, both(view, serve_metrics(metrics_port, cap))
 
 
 INTERRUPTED = ("interrupted: the journal {journal} keeps the run (a move in flight keeps "
@@ -196,23 +97,6 @@ def _conclude(report: RunReport) -> None:
             console.print(line, highlight=False)
         return
     raise ExecutionError("\n".join(lines))
-
-
-def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: bool,
-                 elect_leaders: bool, allow_under_replicated: bool, gate_margin: float,
-                 gate_floor_mbps: float, gate_samples: int, gate_timeout: float | None,
-                 produce_p99_max_ms: float | None, poll_seconds: float,
-                 capacities: Mapping[int, Any] | None = None) -> ExecutorConfig:
-    """One validated config from the flags (rates in MB/s -> bytes/s)."""
-    if max_mbps <= 0:
-        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
-    gate = GatePolicy(gate_margin, gate_floor_mbps * MB, gate_samples, produce_p99_max_ms)
-    floor = min(MB, int(max_mbps * MB))
-    return ExecutorConfig(int(max_mbps * MB), concurrency, cooldown, poll_seconds,
-                          elect_leaders=elect_leaders, adaptive=adaptive,
-                          adaptive_floor_bytes_per_sec=floor, capacities=capacities or {},
-                          gate=gate, allow_under_replicated=allow_under_replicated,
-                          gate_timeout_seconds=gate_timeout)
 
 
 GateMargin = Annotated[float, typer.Option(
@@ -309,7 +193,7 @@ def execute(
 
 
 def _dry_run(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
-             validator: Any) -> None:
+             validator: PlanValidator) -> None:
     problems, throttles = preview(plan, ports, config, validator=validator)
     console.print(preview_table(throttles, len(plan.moves)))
     if problems:
@@ -324,27 +208,6 @@ def status(plan_path: PlanArg = None, journal: JournalOpt = None) -> None:
     console.print(status_table(summarize(run), str(path)))
     if journal_in_use(path):
         console.print("an executor is running on this journal", highlight=False)
-
-
-def _settings(records: list[Record]) -> dict[str, Any]:
-    settings = records[0].get("settings", {}) if records else {}
-    return dict(settings) if isinstance(settings, dict) else {}
-
-
-def journal_config(records: list[Record], max_mbps: float | None,
-                   poll_seconds: float) -> ExecutorConfig:
-    """The run's own settings from the journal header (--max-mbps may override the cap)."""
-    s = _settings(records)
-    cap = max_mbps * MB if max_mbps is not None else float(s.get("max_bytes_per_sec", 0))
-    if cap <= 0:
-        raise InputError("the journal records no throttle cap: pass --max-mbps")
-    gate = GatePolicy(float(s.get("gate_margin", 0.10)),
-                      float(s.get("gate_floor_bytes_per_sec", MB)),
-                      int(s.get("gate_consecutive", 3)))
-    return ExecutorConfig(int(cap), int(s.get("concurrency", 1)),
-                          float(s.get("cooldown_seconds", 0.0)), poll_seconds,
-                          elect_leaders=bool(s.get("elect_leaders", True)),
-                          adaptive=False, gate=gate)
 
 
 def resume(

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from commands.execute_cmd import journal_config, journal_for, journal_in_use
 from commands.execute_render import ProgressState, render_progress
+from commands.execute_setup import journal_config, journal_for, journal_in_use
 from executor.config import Event, EventKind
 from executor.journal import JournalFile, header_record, state_record
 from executor.plan import ExecutionPlan

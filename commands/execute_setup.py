@@ -1,0 +1,157 @@
+"""Wiring for the execute family of commands: the journal's path, the real ports, the live
+cluster for the validator, and one ExecutorConfig from flags or from a journal's header."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from executor.clock import SystemClock
+from executor.config import Event, ExecutorConfig, Ports, Reporter
+from executor.gates import GatePolicy
+from executor.journal import Record
+from topology.capacities import CAPACITY_KEYS, Capacities, read_capacities
+from topology.errors import InputError
+from topology.model import Topology
+
+MB = 1_000_000
+JOURNAL_SUFFIX = ".journal"
+
+def journal_for(plan: Path | None, journal: Path | None) -> Path:
+    """The journal path: --journal, else next to the plan, else the only one in the cwd."""
+    if journal is not None:
+        return journal
+    if plan is not None:
+        return plan.with_name(plan.name + JOURNAL_SUFFIX)
+    found = sorted(Path.cwd().glob("*" + JOURNAL_SUFFIX))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError("no journal given and no *.journal file here: pass --journal PATH "
+                         "or the plan file")
+    raise InputError("several journals here (" + ", ".join(p.name for p in found)
+                     + "): pass --journal PATH")
+
+
+def journal_in_use(path: Path) -> bool:
+    """True when another process (a running executor) holds the journal's lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return False
+
+
+class NoMetrics:
+    """A MetricsSource for commands that never read metrics (clear-throttles)."""
+
+    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
+        from topology.errors import MetricsError
+
+        raise MetricsError("no --prometheus given")
+
+
+@contextmanager
+def real_ports(bootstrap: str, prometheus: str | None,
+               command_config: Path | None) -> Iterator[Ports]:
+    """The real adapters (client libraries imported here, on use); the admin is closed after."""
+    from topology.kafka_admin import KafkaClusterAdmin
+    from topology.ports import MetricsSource
+    from topology.prom_source import PrometheusMetrics
+    from topology.security import load_security
+
+    metrics: MetricsSource = PrometheusMetrics(prometheus) if prometheus else NoMetrics()
+    admin = KafkaClusterAdmin(bootstrap, load_security(command_config, os.environ))
+    try:
+        yield Ports(admin, metrics, SystemClock())
+    finally:
+        admin.close()
+
+
+# Without --capacities every broker counts as equal and unbounded: the validator then compares
+# brokers with each other only (the plan's capacity goals were checked when it was made).
+EQUAL_CAPACITIES = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
+
+
+def live_topology(ports: Ports, bootstrap: str, capacities: Path | None) -> Topology:
+    """The cluster as it is now (sizes, racks, rates) for the planner's validator."""
+    from topology.live import read_live_topology
+    from topology.snapshot import topology_from_dict
+
+    caps = read_capacities(capacities) if capacities else EQUAL_CAPACITIES
+    doc = read_live_topology(ports.admin, ports.metrics, caps).document
+    return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
+
+
+def serve_metrics(port: int | None, cap: int) -> Reporter | None:
+    """Start the executor's own /metrics endpoint on `port`; its reporter."""
+    if port is None:
+        return None
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from executor.exporter import ExecutorMetrics
+
+    registry = CollectorRegistry()
+    try:
+        start_http_server(port, addr="0.0.0.0", registry=registry)
+    except OSError as exc:
+        raise InputError(f"--metrics-port {port}: {exc.strerror}; choose a free port") from exc
+    return ExecutorMetrics(registry, cap)
+
+
+def both(first: Reporter, second: Reporter | None) -> Reporter:
+    if second is None:
+        return first
+
+    def report(event: Event) -> None:
+        first(event)
+        second(event)
+    return report
+
+
+def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: bool,
+                 elect_leaders: bool, allow_under_replicated: bool, gate_margin: float,
+                 gate_floor_mbps: float, gate_samples: int, gate_timeout: float | None,
+                 produce_p99_max_ms: float | None, poll_seconds: float,
+                 capacities: Mapping[int, Any] | None = None) -> ExecutorConfig:
+    """One validated config from the flags (rates in MB/s -> bytes/s)."""
+    if max_mbps <= 0:
+        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
+    gate = GatePolicy(gate_margin, gate_floor_mbps * MB, gate_samples, produce_p99_max_ms)
+    floor = min(MB, int(max_mbps * MB))
+    return ExecutorConfig(int(max_mbps * MB), concurrency, cooldown, poll_seconds,
+                          elect_leaders=elect_leaders, adaptive=adaptive,
+                          adaptive_floor_bytes_per_sec=floor, capacities=capacities or {},
+                          gate=gate, allow_under_replicated=allow_under_replicated,
+                          gate_timeout_seconds=gate_timeout)
+
+
+def _settings(records: list[Record]) -> dict[str, Any]:
+    settings = records[0].get("settings", {}) if records else {}
+    return dict(settings) if isinstance(settings, dict) else {}
+
+
+def journal_config(records: list[Record], max_mbps: float | None,
+                   poll_seconds: float) -> ExecutorConfig:
+    """The run's own settings from the journal header (--max-mbps may override the cap)."""
+    s = _settings(records)
+    cap = max_mbps * MB if max_mbps is not None else float(s.get("max_bytes_per_sec", 0))
+    if cap <= 0:
+        raise InputError("the journal records no throttle cap: pass --max-mbps")
+    gate = GatePolicy(float(s.get("gate_margin", 0.10)),
+                      float(s.get("gate_floor_bytes_per_sec", MB)),
+                      int(s.get("gate_consecutive", 3)))
+    return ExecutorConfig(int(cap), int(s.get("concurrency", 1)),
+                          float(s.get("cooldown_seconds", 0.0)), poll_seconds,
+                          elect_leaders=bool(s.get("elect_leaders", True)),
+                          adaptive=False, gate=gate)
