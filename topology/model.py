@@ -204,11 +204,12 @@ class Topology:
         Sizes and rates drift constantly and are left out: the fingerprint says whether the
         replica placement a plan was made against is still the one on the cluster.
         """
-        h = hashlib.sha256()
-        h.update(",".join(str(i) for i in self.broker_ids).encode())
-        for p in self.partitions:
-            h.update(f"\n{p.topic}\x00{p.partition}\x00{','.join(map(str, p.replicas))}".encode())
-        return "sha256:" + h.hexdigest()[:32]
+        lines = [",".join(map(str, self.broker_ids))]
+        lines.extend(
+            f"{p.topic}\x00{p.partition}\x00{','.join(map(str, p.replicas))}"
+            for p in self.partitions
+        )
+        return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
 
 
 def replace_replicas(
