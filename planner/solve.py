@@ -7,6 +7,11 @@ assignment so far is always at hand; on timeout it is returned with its gap.
 
 Racks: no rack may hold more than ceil(RF / racks) replicas of a partition, racks counted over
 the brokers that remain. When no broker has a rack the rule is off (distinct brokers only).
+
+Determinism: the greedy stages are exact; CP-SAT runs single-threaded with a fixed seed and a
+deterministic work limit per round, for a number of rounds set by the time limit alone. The
+same input and time limit give the same plan unless the machine is too slow to finish those
+rounds before the wall-clock limit (then fewer rounds run; the plan is still valid).
 """
 
 from __future__ import annotations
