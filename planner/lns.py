@@ -19,25 +19,41 @@ from planner.state import SolverState
 
 FREE_MOVED = 60  # moved partitions freed per round at most
 FREE_UNMOVED = 120  # unmoved partitions freed per round at most
-EXTRA_BROKERS = 3  # brokers added to the pivot's own
+EXTRA_BROKERS = 2  # random brokers added to the pivot's own
 WORK_PER_ROUND = 0.1  # CP-SAT deterministic time per sub-model
 STALL_ROUNDS = 12  # rounds without improvement that end the search
 TARGET_GAP = 0.001  # stop once bytes moved are within 0.1% of the lower bound
 
 
-def _pivot_brokers(state: SolverState, rng: np.random.Generator, moved: IntArray) -> list[int]:
+def _receivers(state: SolverState) -> IntArray:
+    """Eligible brokers ordered by how much they received (net bytes in), most first."""
+    a = state.arrays
+    start = np.bincount(a.replicas[a.replicas >= 0], weights=np.repeat(
+        a.size, a.replicas.shape[1])[a.replicas.ravel() >= 0], minlength=a.brokers)
+    gained = np.where(a.eligible, state.loads[:, 0] - start, -np.inf)
+    order: IntArray = np.argsort(-gained, kind="stable")
+    return order[np.isfinite(gained[order])]
+
+
+def _pivot_brokers(state: SolverState, rng: np.random.Generator, moved: IntArray,
+                   receivers: IntArray) -> list[int]:
+    """One moved partition's brokers, the top receiver in each of their racks (so a move
+    between old brokers can be traded for one onto a new broker), and random others."""
     a = state.arrays
     p = int(moved[rng.integers(moved.size)])
     brokers = set(state.original_row(p)) | set(state.replicas[p, : int(a.rf[p])].tolist())
+    for rack in sorted({int(a.rack[b]) for b in brokers}):
+        in_rack = receivers[a.rack[receivers] == rack]
+        brokers.update(int(b) for b in in_rack[:1].tolist())
     others = np.flatnonzero(a.eligible)
     extra = rng.choice(others, size=min(EXTRA_BROKERS, others.size), replace=False)
     return sorted(brokers | {int(b) for b in extra.tolist()})
 
 
 def _neighbourhood(state: SolverState, rng: np.random.Generator,
-                   moved: IntArray) -> Neighbourhood:
+                   moved: IntArray, receivers: IntArray) -> Neighbourhood:
     a = state.arrays
-    brokers = _pivot_brokers(state, rng, moved)
+    brokers = _pivot_brokers(state, rng, moved, receivers)
     near = sorted(set().union(*(state.hosted[b] for b in brokers)))
     near_arr = np.array(near, dtype=np.int64)
     is_moved = np.isin(near_arr, moved)
@@ -95,7 +111,7 @@ def improve(state: SolverState, deadline: float, seed: int, lower_bound: int = 0
         moved = np.array(sorted(state.changed), dtype=np.int64)
         if moved.size == 0:
             break
-        nb = _neighbourhood(state, rng, moved)
+        nb = _neighbourhood(state, rng, moved, _receivers(state))
         rows = solve_neighbourhood(state, nb, seed + round_no, WORK_PER_ROUND)
         if rows is not None and _try(state, nb, rows):
             improved = True
