@@ -21,6 +21,7 @@ from commands.execute_render import (
     status_table,
 )
 from commands.execute_setup import (
+    adaptive_config,
     both,
     build_config,
     journal_config,
@@ -29,6 +30,7 @@ from commands.execute_setup import (
     live_topology,
     real_ports,
     serve_metrics,
+    was_adaptive,
 )
 from commands.render import console, err_console
 from executor.config import ExecutorConfig, Ports, Reporter
@@ -219,6 +221,12 @@ def resume(
         help="New throttle cap, MB/s (10^6 bytes/s) per broker; default: the run's own.")] = None,
     allow_under_replicated: Annotated[bool, typer.Option(
         help="Resume even if partitions are under-replicated.")] = False,
+    adaptive: Annotated[bool | None, typer.Option(
+        "--adaptive/--no-adaptive", help="Adaptive rates (needs --capacities); default: as the "
+        "run was started.")] = None,
+    capacities: Annotated[Path | None, typer.Option(
+        help="Capacities YAML for --adaptive (capacities are not kept in the journal).")
+    ] = None,
     command_config: CommandConfig = None,
     metrics_port: MetricsPort = None,
     poll_seconds: Poll = 1.0,
@@ -231,7 +239,13 @@ def resume(
         config = journal_config(records, max_mbps, poll_seconds)
         if allow_under_replicated:
             config = _with(config, allow_under_replicated=True)
+        adaptive = was_adaptive(records) if adaptive is None else adaptive
+        if adaptive and capacities is None:
+            raise InputError("the run used --adaptive: pass --capacities FILE to keep it, or "
+                             "--no-adaptive to resume at --max-mbps on every broker")
         with real_ports(bootstrap, prometheus, command_config) as ports:
+            if adaptive and capacities is not None:
+                config = adaptive_config(config, ports, capacities)
             view, reporter = progress_view(replay(records), config.max_bytes_per_sec,
                                            metrics_port)
             executor = Executor.resume(records, sink, ports, config, reporter)

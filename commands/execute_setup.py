@@ -155,3 +155,19 @@ def journal_config(records: list[Record], max_mbps: float | None,
                           float(s.get("cooldown_seconds", 0.0)), poll_seconds,
                           elect_leaders=bool(s.get("elect_leaders", True)),
                           adaptive=False, gate=gate)
+
+
+def was_adaptive(records: list[Record]) -> bool:
+    """True when the journaled run used --adaptive."""
+    return bool(_settings(records).get("adaptive", False))
+
+
+def adaptive_config(config: ExecutorConfig, ports: Ports, capacities: Path) -> ExecutorConfig:
+    """`config` with --adaptive rates from the capacities file, resolved per live broker."""
+    from dataclasses import replace
+
+    caps = read_capacities(capacities)
+    per_broker = {b.id: caps.for_broker(b.id, b.rack) for b in ports.admin.brokers()}
+    floor = min(MB, config.max_bytes_per_sec)
+    return replace(config, adaptive=True, capacities=per_broker,
+                   adaptive_floor_bytes_per_sec=floor)

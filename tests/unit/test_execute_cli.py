@@ -157,3 +157,13 @@ def test_cli_main_maps_errors_to_exit_codes(tmp_path: Path) -> None:
                             cwd=Path(cli.__file__).parent, env={**os.environ})
     assert result.returncode == ExecutionError.exit_code
     assert "no journal at" in result.stderr
+
+
+def test_resume_of_an_adaptive_run_needs_capacities(tmp_path: Path) -> None:
+    path = tmp_path / "run.journal"
+    JournalFile.create(path, header_record(_plan(), {"max_bytes_per_sec": MB,
+                                                     "adaptive": True})).close()
+    result = runner.invoke(cli.app, ["resume", "--journal", str(path), *CONN])
+    assert isinstance(result.exception, InputError)
+    assert "--capacities" in str(result.exception)
+    assert not journal_in_use(path)  # the lock is released on the way out
