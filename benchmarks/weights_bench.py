@@ -78,7 +78,8 @@ def weights_pandas(df: pd.DataFrame, q: float) -> pd.DataFrame:
     """The same computation, vectorized pandas (integer group keys, cython quantiles)."""
     topic_codes = df["topic"].cat.codes.to_numpy(np.int64)
     key = topic_codes * 1_000_000 + df["partition"].to_numpy(np.int64)
-    micros = df["ts"].to_numpy().astype("datetime64[us]").astype(np.int64)
+    utc_wall = df["ts"].dt.tz_convert("UTC").dt.tz_localize(None)
+    micros = utc_wall.to_numpy().astype("datetime64[us]").astype(np.int64)
     hour = (micros % DAY_US) // HOUR_US
     rates = df[["bytes_in_per_sec", "bytes_out_per_sec"]]
     overall = rates.groupby(key).quantile(q)

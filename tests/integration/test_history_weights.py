@@ -113,8 +113,11 @@ def _plan_sees_the_weights(sandbox: SandboxInfo, weights: pd.DataFrame, topic: s
     mine["bytes_in_per_sec"] = mine["bytes_in_per_sec"] / mine["bytes_in_per_sec"].max() * hot_rate
     mine_file = tmp_path / "mine.json"
     mine_file.write_text(mine.to_json(orient="records", lines=True))
+    caps = tmp_path / "capacities.yaml"
+    caps.write_text("default: {disk_bytes: 100GB, net_in_bytes_per_sec: 100MB/s, "
+                    "net_out_bytes_per_sec: 100MB/s}\n")
     common = ["--bootstrap", sandbox.bootstrap, "--prometheus", sandbox.prometheus_url,
-              "--time-limit", "10", "--json"]
+              "--capacities", str(caps), "--time-limit", "10", "--json"]
     plain = _cli("plan", "--out", str(tmp_path / "plain.json"), *common)
     weighted = _cli("plan", "--out", str(tmp_path / "weighted.json"), "--weights",
                     str(mine_file), *common)
