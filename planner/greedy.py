@@ -39,12 +39,10 @@ def _score_moves(state: SolverState, source: int, dest: int,
         valid &= same < a.rack_limit[parts]
     vec = np.stack([a.size[parts], a.net_in[parts],
                     np.where(cols == 0, a.leader_out[parts], 0.0)], axis=1)
-    src = np.full(parts.size, source)
-    dst = np.full(parts.size, dest)
     before = state.penalty(source) + state.penalty(dest)
     src_loads, dst_loads = state.loads[source] - vec, state.loads[dest] + vec
-    valid &= state.no_worse(src, src_loads) & state.no_worse(dst, dst_loads)
-    after = state.penalty_rows(src, src_loads) + state.penalty_rows(dst, dst_loads)
+    valid &= state.no_worse_at(source, src_loads) & state.no_worse_at(dest, dst_loads)
+    after = state.penalty_at(source, src_loads) + state.penalty_at(dest, dst_loads)
     cost = a.size[parts] / state.disk_unit + MOVE_COST
     eff = (before - after) / cost
     out: FloatArray = np.where(valid & (before - after > 1e-12), eff, -np.inf)
@@ -52,7 +50,7 @@ def _score_moves(state: SolverState, source: int, dest: int,
 
 
 def _candidates(state: SolverState, source: int, dests: list[int]) -> list[Candidate]:
-    parts = np.array(sorted(state.hosted[source]), dtype=np.int64)
+    parts = state.hosted_array(source)
     if parts.size == 0:
         return []
     cols = _columns_of(state, parts, source)

@@ -47,7 +47,7 @@ def _switch_gains(state: SolverState, parts: IntArray, col: int) -> FloatArray:
 
 def _switches(state: SolverState, broker: int, shed: bool) -> list[Switch]:
     """Candidate switches off `broker` (when it sends too much) or onto it (too little)."""
-    hosted = np.array(sorted(state.hosted[broker]), dtype=np.int64)
+    hosted = state.hosted_array(broker)
     if hosted.size == 0:
         return []
     leads = state.replicas[hosted, 0] == broker

@@ -64,6 +64,12 @@ class SolverState:
         """Aim `margin` (fraction of the average) inside the tolerance band from now on."""
         self.lower, self.upper = band(self.arrays, self.loads, self.goals, margin)
 
+    def hosted_array(self, broker: int) -> IntArray:
+        """Partitions with a replica on `broker`, sorted."""
+        found = self.hosted[broker]
+        out: IntArray = np.sort(np.fromiter(found, dtype=np.int64, count=len(found)))
+        return out
+
     # -- penalties -------------------------------------------------------------------------
     def penalty_rows(self, brokers: IntArray, loads: FloatArray) -> FloatArray:
         """Penalty of each broker in `brokers` at the given load rows [n, 3]."""
@@ -97,6 +103,26 @@ class SolverState:
         guarded = self.resource_weight >= 1.0
         limit = np.maximum(now, self.allowance[None, :]) + 1e-12
         ok = np.asarray(((after <= limit) | ~guarded).all(axis=1), dtype=np.bool_)
+        return ok
+
+    def penalty_at(self, broker: int, rows: FloatArray) -> FloatArray:
+        """Penalty of one broker at each candidate load row [n, 3] (broadcast, no gathers)."""
+        over = np.maximum(rows - self.upper[broker], 0.0)
+        under = np.maximum(self.lower[broker] - rows, 0.0)
+        scale = self.inv_norm[broker] * self.resource_weight * self.broker_weight[broker]
+        out: FloatArray = (over + under) @ scale
+        return out
+
+    def no_worse_at(self, broker: int, rows: FloatArray) -> npt.NDArray[np.bool_]:
+        """`no_worse` for one broker at each candidate load row [n, 3]."""
+        row = self.loads[broker]
+        now = (np.maximum(row - self.upper[broker], 0.0)
+               + np.maximum(self.lower[broker] - row, 0.0)) * self.inv_norm[broker]
+        limit = np.maximum(now, self.allowance) + 1e-12
+        limit = np.where(self.resource_weight >= 1.0, limit, np.inf)
+        after = (np.maximum(rows - self.upper[broker], 0.0)
+                 + np.maximum(self.lower[broker] - rows, 0.0)) * self.inv_norm[broker]
+        ok = np.asarray((after <= limit).all(axis=1), dtype=np.bool_)
         return ok
 
     def all_penalties(self) -> FloatArray:
