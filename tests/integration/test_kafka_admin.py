@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
@@ -70,12 +70,40 @@ def _wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
 
+_CREATED: list[tuple[str, str]] = []  # (bootstrap, topic) to delete when the module ends
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _delete_created_topics() -> Iterator[None]:
+    """Leave the shared sandbox as found: later tests validate every partition on it."""
+    yield
+    by_bootstrap: dict[str, list[str]] = {}
+    for bootstrap, topic in _CREATED:
+        by_bootstrap.setdefault(bootstrap, []).append(topic)
+    for bootstrap, topics in by_bootstrap.items():
+        client = AdminClient({"bootstrap.servers": bootstrap})  # alive until answered
+        for future in client.delete_topics(topics, operation_timeout=30).values():
+            future.result(timeout=60)
+    _CREATED.clear()
+
+
 def create_topic(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
     """Create `topic` with an explicit replica assignment and wait for a full ISR."""
     raw = AdminClient({"bootstrap.servers": bootstrap})
     raw.create_topics([NewTopic(topic, len(assignment), replica_assignment=assignment)])[
         topic].result(timeout=30)
+    _CREATED.append((bootstrap, topic))
     wait_in_sync(bootstrap, topic, len(assignment))
+    _wait_until(lambda: _describable(bootstrap, topic), f"every broker to know {topic}", 30)
+
+
+def _describable(bootstrap: str, topic: str) -> bool:
+    """Whether the topic's configs can be described (brokers learn new topics a bit later)."""
+    try:
+        _raw_config(bootstrap, ConfigResource(ResourceType.TOPIC, topic), "retention.ms")
+    except KafkaException:
+        return False
+    return True
 
 
 def wait_in_sync(bootstrap: str, topic: str, partitions: int) -> None:
