@@ -10,10 +10,12 @@ are built with the planner's own plan-file code from a live snapshot; moves chan
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -81,6 +83,21 @@ def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 90,
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(every_s)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def scrape(port: int) -> str:
+    """The executor's /metrics page ('' while it is not up)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+            return str(page.read().decode())
+    except OSError:
+        return ""
 
 
 @pytest.fixture
@@ -259,13 +276,17 @@ def test_three_moves_in_order_with_throttles_read_back(
     journal = tmp_path / "run.journal"
     seen_during: list[tuple[BrokerConfigs, dict[str, str | None]]] = []
     with CheckedProducer(sandbox, topic) as producer:
+        metrics_port = free_port()
         proc = start_rebalance(tmp_path / "execute.log",
-                               *execute_args(sandbox, plan_path, journal))
+                               *execute_args(sandbox, plan_path, journal, "--metrics-port",
+                                             str(metrics_port)))
+        exported = ""
         try:
             for move in moves:
                 wait_for(f"{move.name} copying", lambda m=move: move_in(  # type: ignore[misc]
                     journal, m.name, MoveState.COPYING) or proc.poll() is not None)
                 seen_during.append(throttle_configs(admin, brokers, topic))
+                exported = exported or scrape(metrics_port)
             assert proc.wait(240) == 0, (tmp_path / "execute.log").read_text()
         finally:
             if proc.poll() is None:
@@ -296,6 +317,10 @@ def test_three_moves_in_order_with_throttles_read_back(
     assert before[0][lay.leader][LEADER_RATE] == "50000000"
     assert before[1][LEADER_REPLICAS] == f"0:{lay.spare_a}"
     admin.alter_broker_configs({lay.leader: {LEADER_RATE: None}})
+    # The executor's own metrics were served while it ran.
+    assert "rebalance_plan_moves 3.0" in exported, exported
+    assert 'rebalance_moves{state="' in exported, exported
+    assert "rebalance_throttle_cap_bytes_per_second 1e+06" in exported, exported
     status = rebalance("status", "--journal", str(journal))
     assert status.returncode == 0 and "every move is done" in status.stdout, status.stdout
 
