@@ -167,3 +167,26 @@ def test_resume_of_an_adaptive_run_needs_capacities(tmp_path: Path) -> None:
     assert isinstance(result.exception, InputError)
     assert "--capacities" in str(result.exception)
     assert not journal_in_use(path)  # the lock is released on the way out
+
+
+def test_progress_view_on_a_terminal_and_in_a_pipe() -> None:
+    import io
+
+    from rich.console import Console
+
+    from commands.execute_render import ProgressView
+
+    for terminal in (True, False):
+        out = io.StringIO()
+        console = Console(file=out, force_terminal=terminal, width=120)
+        view = ProgressView(console, ProgressState(2, 8 * MB, MB), clock=iter(range(100)).__next__)
+        with view:
+            view(_event(EventKind.STATE, "t-0", 1, state="throttling"))
+            view(_event(EventKind.PROGRESS, "t-0", 1, MB))
+            view(_event(EventKind.GATE, "t-0", 1, state="wait"))
+        text = out.getvalue()
+        assert "t-0: throttling" in text
+        if terminal:
+            assert "all moves" in text and "1.0MB of 8.0MB" in text  # the live panel
+        else:
+            assert "1.0MB of 5.0MB copied" in text  # one line per event in a pipe
