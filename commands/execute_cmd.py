@@ -262,7 +262,8 @@ def _with(config: ExecutorConfig, **changes: Any) -> ExecutorConfig:
 
 def cancel(
     bootstrap: Bootstrap,
-    prometheus: PrometheusUrl,
+    prometheus: Annotated[str | None, typer.Option(
+        "--prometheus", help="Not needed: a cancelled run skips the gates.")] = None,
     plan_path: PlanArg = None,
     journal: JournalOpt = None,
     command_config: CommandConfig = None,
