@@ -197,7 +197,9 @@ def _alive_checker(info: SandboxInfo) -> Callable[[], None]:
         for name, pid in info.pids().items():
             if not process.is_ours(pid, marker):
                 log = info.dir / "logs" / f"{name}.log"
-                raise SandboxError(f"{name} exited during start-up ({log}): {process.tail(log)}")
+                raise SandboxError(f"{name} exited during start-up "
+                                   f"({process.exit_description(pid)}; {log}): "
+                                   f"{process.tail(log)}")
 
     return check
 

@@ -41,13 +41,33 @@ def spawn(command: Sequence[str], log_file: Path, cwd: Path) -> int:
             list(command), cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
         )
+    _children[proc.pid] = proc
     return proc.pid
+
+
+# Children started by this process, kept so their exit status can be read (and reaped).
+_children: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def _reap(pid: int) -> None:
     """Collect the exit status if pid is our own exited child (else it stays a zombie)."""
+    child = _children.get(pid)
+    if child is not None:
+        child.poll()
+        return
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def exit_description(pid: int) -> str:
+    """How a child of this process ended ("exit code 1", "killed by SIGKILL"), if known."""
+    child = _children.get(pid)
+    code = child.poll() if child is not None else None
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
 
 
 def is_ours(pid: int, marker: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,14 @@ def _pgid_and_state(proc_dir: Path) -> tuple[int, str]:
         return int(fields[2]), fields[0]
     except (OSError, IndexError, ValueError):
         return -1, ""
+
+
+def test_exit_description_names_the_signal_or_code(tmp_path: Path) -> None:
+    killed = process.spawn(["sh", "-c", "kill -9 $$"], tmp_path / "a", tmp_path)
+    failed = process.spawn(["sh", "-c", "exit 3"], tmp_path / "b", tmp_path)
+    for _ in range(100):
+        if not (process.is_ours(killed, "sh") or process.is_ours(failed, "sh")):
+            break
+        time.sleep(0.1)
+    assert process.exit_description(killed) == "killed by SIGKILL"
+    assert process.exit_description(failed) == "exit code 3"
