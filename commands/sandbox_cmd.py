@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from commands.render import console
+from commands.render import console, err_console
 from sandbox import cluster
 from sandbox.config import DEFAULT_BASE_PORT
 from sandbox.state import SandboxInfo, read_state
@@ -29,6 +29,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 def _dir(value: Path | None) -> Path:
     return value if value is not None else cluster.default_dir()
+
+
+def _progress(message: str) -> None:
+    err_console.print(f"[dim]{message}...[/]", highlight=False)
 
 
 def _print_json(data: dict[str, Any]) -> None:
@@ -59,7 +63,8 @@ def up(
     as_json: JsonOption = False,
 ) -> None:
     """Start the sandbox (or report the one already running in the dir)."""
-    result = cluster.up(_dir(sandbox_dir), brokers=brokers, racks=racks, base_port=base_port)
+    result = cluster.up(_dir(sandbox_dir), brokers=brokers, racks=racks, base_port=base_port,
+                        progress=_progress)
     info = result.info
     if as_json:
         _print_json({**info.summary(), "already_running": result.already_running})
@@ -113,7 +118,7 @@ def add_broker(
     as_json: JsonOption = False,
 ) -> None:
     """Start one more broker (next id) on RACK; it joins with no replicas."""
-    broker = cluster.add_broker(_dir(sandbox_dir), rack)
+    broker = cluster.add_broker(_dir(sandbox_dir), rack, progress=_progress)
     if as_json:
         _print_json({"id": broker.id, "rack": broker.rack, "port": broker.port,
                      "metrics_port": broker.metrics_port, "pid": broker.pid,

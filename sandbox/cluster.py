@@ -244,25 +244,33 @@ def _wait_ready(info: SandboxInfo) -> None:
                            READY_TIMEOUT_S, check)
 
 
+def _quiet(message: str) -> None:
+    """Default progress sink: say nothing."""
+
+
 def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
-       base_port: int = config.DEFAULT_BASE_PORT) -> UpResult:
+       base_port: int = config.DEFAULT_BASE_PORT,
+       progress: Callable[[str], None] = _quiet) -> UpResult:
     """Start a sandbox in sandbox_dir, or report the one already running there."""
     sandbox_dir = sandbox_dir.resolve()
     existing = read_state(sandbox_dir)
     if existing is not None:
         if all(process_alive(existing).values()):
             return UpResult(existing, already_running=True)
+        progress(f"a previous sandbox in {sandbox_dir} is partly down: stopping it first")
         down(sandbox_dir)
     require_tool("java")
     require_tool("prometheus")
     planned = _planned(sandbox_dir, brokers, racks, base_port)
     _check_ports(_port_roles(planned))
-    planned = replace(planned, jar_dir=ensure_jars())
+    planned = replace(planned, jar_dir=ensure_jars(progress=progress))
     sandbox_dir.mkdir(parents=True, exist_ok=True)
     _reset_dir(sandbox_dir)
     info = planned
     try:
+        progress(f"formatting storage and starting a controller, {brokers} brokers, Prometheus")
         info = _start(planned)
+        progress("waiting for every broker to register and every Prometheus target to be up")
         _wait_ready(info)
     except BaseException:
         write_state(info)
@@ -318,7 +326,8 @@ def running(sandbox_dir: Path) -> SandboxInfo:
     return info
 
 
-def add_broker(sandbox_dir: Path, rack: str) -> BrokerInfo:
+def add_broker(sandbox_dir: Path, rack: str,
+               progress: Callable[[str], None] = _quiet) -> BrokerInfo:
     """Start one more broker (next id) on rack; it registers with no replicas."""
     info = running(sandbox_dir)
     broker_id = max(b.id for b in info.brokers) + 1
@@ -328,6 +337,7 @@ def add_broker(sandbox_dir: Path, rack: str) -> BrokerInfo:
     _check_ports([(f"broker {broker_id}", broker.port),
                   (f"broker {broker_id} exporter", broker.metrics_port)])
     cfg = _write_broker_config(info, broker_id, rack)
+    progress(f"formatting and starting broker {broker_id} on rack {rack}")
     _format_storage(info.jar_dir, info.cluster_id, [cfg], info.dir / "logs")
     pid = process.spawn(_broker_command(info, broker_id, broker.metrics_port),
                         info.dir / "logs" / f"broker-{broker_id}.log", info.dir)

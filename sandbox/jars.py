@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from topology.errors import SandboxError
@@ -43,13 +44,17 @@ def jars_present(directory: Path) -> bool:
     return all((directory / name).is_file() for name in expected)
 
 
-def ensure_jars(directory: Path | None = None) -> Path:
+def ensure_jars(
+    directory: Path | None = None, progress: Callable[[str], None] | None = None
+) -> Path:
     """Return the jar directory, fetching it with Maven first when it is empty."""
     target = directory or jar_dir()
     if jars_present(target):
         return target
     mvn = require_tool("mvn")
     require_tool("java")
+    if progress is not None:
+        progress(f"fetching Kafka {KAFKA_VERSION} jars from Maven Central into {target}")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".fetch-") as work:
         work_dir = Path(work)

@@ -70,18 +70,38 @@ def exit_description(pid: int) -> str:
     return f"exit code {code}"
 
 
-def is_ours(pid: int, marker: str) -> bool:
-    """True when pid is alive (not a zombie) and its command line mentions marker."""
-    if pid <= 0:
-        return False
-    _reap(pid)
+def _read_proc(pid: int) -> tuple[str, str] | None:
+    """(state, command line) of a process, or None when it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[0], cmdline
+
+
+def is_ours(pid: int, marker: str) -> bool:
+    """True when pid is alive (not a zombie) and its command line mentions marker.
+
+    Right after exec the kernel can show an empty command line for a moment: a running child
+    of this process then counts as ours, any other process is looked at again shortly.
+    """
+    if pid <= 0:
         return False
-    state = stat.rsplit(")", 1)[-1].split()[0]
-    return state not in ("Z", "X") and marker in cmdline
+    _reap(pid)
+    child = _children.get(pid)
+    if child is not None and child.returncode is not None:
+        return False
+    for _ in range(20):
+        seen = _read_proc(pid)
+        if seen is None or seen[0] in ("Z", "X"):
+            return False
+        if seen[1]:
+            return marker in seen[1]
+        if child is not None:
+            return True  # our own child, mid-exec: its command line is not set yet
+        time.sleep(0.05)
+    return False
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
