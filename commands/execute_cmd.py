@@ -148,6 +148,11 @@ def execute(
     gate_samples: GateSamples = 3,
     gate_timeout: GateTimeout = None,
     produce_p99_max_ms: P99 = None,
+    quota_window: Annotated[float, typer.Option(
+        help="Seconds the next move waits after a move (overlapping --cooldown) so that Kafka's "
+        "replication quota window (replication.quota.window.num x .size.seconds) has forgotten "
+        "it; otherwise the next move's first seconds run far above --max-mbps. 0 disables.")
+    ] = 11.0,
     poll_seconds: Poll = 1.0,
 ) -> None:
     """Execute a plan one partition at a time under a replication throttle.
@@ -173,7 +178,7 @@ def execute(
         config = build_config(max_mbps, concurrency, cooldown, adaptive, elect_leaders,
                               allow_under_replicated, gate_margin, gate_floor_mbps,
                               gate_samples, gate_timeout, produce_p99_max_ms, poll_seconds,
-                              {b.id: b.capacity for b in topology.brokers})
+                              {b.id: b.capacity for b in topology.brokers}, quota_window)
         validator = planner_validator(topology, plan_file.goals)
         if topology.fingerprint() != plan.fingerprint:
             err_console.print("[yellow]note:[/] the cluster changed since the plan was made "

@@ -123,7 +123,8 @@ def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: b
                  elect_leaders: bool, allow_under_replicated: bool, gate_margin: float,
                  gate_floor_mbps: float, gate_samples: int, gate_timeout: float | None,
                  produce_p99_max_ms: float | None, poll_seconds: float,
-                 capacities: Mapping[int, Any] | None = None) -> ExecutorConfig:
+                 capacities: Mapping[int, Any] | None = None,
+                 quota_window: float = 0.0) -> ExecutorConfig:
     """One validated config from the flags (rates in MB/s -> bytes/s)."""
     if max_mbps <= 0:
         raise InputError(f"--max-mbps must be positive, got {max_mbps}")
@@ -133,7 +134,7 @@ def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: b
                           elect_leaders=elect_leaders, adaptive=adaptive,
                           adaptive_floor_bytes_per_sec=floor, capacities=capacities or {},
                           gate=gate, allow_under_replicated=allow_under_replicated,
-                          gate_timeout_seconds=gate_timeout)
+                          gate_timeout_seconds=gate_timeout, quota_window_seconds=quota_window)
 
 
 def _settings(records: list[Record]) -> dict[str, Any]:
@@ -154,7 +155,8 @@ def journal_config(records: list[Record], max_mbps: float | None,
     return ExecutorConfig(int(cap), int(s.get("concurrency", 1)),
                           float(s.get("cooldown_seconds", 0.0)), poll_seconds,
                           elect_leaders=bool(s.get("elect_leaders", True)),
-                          adaptive=False, gate=gate)
+                          adaptive=False, gate=gate,
+                          quota_window_seconds=float(s.get("quota_window_seconds", 0.0)))
 
 
 def was_adaptive(records: list[Record]) -> bool:

@@ -39,6 +39,12 @@ class ExecutorConfig:
     queries: GateQueries = field(default_factory=GateQueries)
     allow_under_replicated: bool = False
     gate_timeout_seconds: float | None = None  # None: wait for the gate as long as it takes
+    # Kafka's replication quota window (replication.quota.window.num x .size.seconds, 11 x 1 s
+    # by default). Its rate is bytes in the window over the time since its oldest sample: a
+    # move starting while the previous move's last samples linger is measured over the whole
+    # window and copies many seconds' worth at full speed. Waiting this long after a move
+    # (overlapping the cooldown) lets the window empty, so the next throttle holds at once.
+    quota_window_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.max_bytes_per_sec <= 0:
@@ -53,8 +59,16 @@ class ExecutorConfig:
             raise InputError("the gate timeout must be positive (or unset to wait forever)")
         if self.adaptive and not 0 < self.adaptive_floor_bytes_per_sec <= self.max_bytes_per_sec:
             raise InputError("the adaptive floor must be positive and at most --max-mbps")
+        if self.quota_window_seconds < 0:
+            raise InputError("the quota window must be >= 0 seconds")
         if self.adaptive_every_polls < 1 or self.adaptive_change < 0:
             raise InputError("adaptive re-evaluation needs at least 1 poll and a change >= 0")
+
+    @property
+    def settle_seconds(self) -> float:
+        """How long after a move before its gate is checked: the cooldown or the quota
+        window, whichever is longer (they overlap)."""
+        return max(self.cooldown_seconds, self.quota_window_seconds)
 
     def summary(self) -> dict[str, Any]:
         """The settings worth keeping in the journal header."""
@@ -62,7 +76,8 @@ class ExecutorConfig:
                 "cooldown_seconds": self.cooldown_seconds, "adaptive": self.adaptive,
                 "elect_leaders": self.elect_leaders, "gate_margin": self.gate.margin,
                 "gate_floor_bytes_per_sec": self.gate.floor_bytes_per_sec,
-                "gate_consecutive": self.gate.consecutive}
+                "gate_consecutive": self.gate.consecutive,
+                "quota_window_seconds": self.quota_window_seconds}
 
 
 @dataclass(frozen=True)

@@ -313,7 +313,7 @@ class MoveDriver:
         if self.skip_gate:
             self.enter(move, S.DONE, "gate skipped: run cancelled")
             return False
-        if self._now() - (record.cooldown_since or 0.0) < self.config.cooldown_seconds:
+        if self._now() - (record.cooldown_since or 0.0) < self.config.settle_seconds:
             return False
         brokers = sorted(move_brokers(move))
         policy = self.config.gate
@@ -330,7 +330,7 @@ class MoveDriver:
             self.enter(move, S.DONE)
             return False
         timeout = self.config.gate_timeout_seconds
-        waited = self._now() - (record.cooldown_since or 0.0) - self.config.cooldown_seconds
+        waited = self._now() - (record.cooldown_since or 0.0) - self.config.settle_seconds
         if timeout is not None and waited >= timeout:
             self.stop_reason = (f"the gate after {move.name} stayed closed for {waited:.0f} s "
                                 f"({decision.reason}); stopping before the next move")
