@@ -75,6 +75,9 @@ def weights(
     master: Annotated[str, typer.Option(help="Spark master: local[*], spark://host:7077, ...")] = (
         "local[*]"
     ),
+    driver_memory: Annotated[
+        str | None, typer.Option(help="Spark driver memory, e.g. 6g (local mode does the work).")
+    ] = None,
 ) -> None:
     """Compute per-partition weights (rate quantiles, hourly profile, size growth) with Spark."""
     from spark_jobs.session import build_session
@@ -82,7 +85,7 @@ def weights(
 
     params = WeightsParams(quantile=quantile)
     started = time.perf_counter()
-    spark = build_session(master)
+    spark = build_session(master, driver_memory=driver_memory)
     try:
         with console.status(f"running the weights job on {master}"):
             count = run(spark, str(history), str(out), params)
