@@ -313,7 +313,7 @@ class MoveDriver:
         if self.skip_gate:
             self.enter(move, S.DONE, "gate skipped: run cancelled")
             return False
-        if self._now() - (record.cooldown_since or 0.0) < self.config.settle_seconds:
+        if self._now() - (record.cooldown_since or 0.0) < self._settle():
             return False
         brokers = sorted(move_brokers(move))
         policy = self.config.gate
@@ -330,12 +330,18 @@ class MoveDriver:
             self.enter(move, S.DONE)
             return False
         timeout = self.config.gate_timeout_seconds
-        waited = self._now() - (record.cooldown_since or 0.0) - self.config.settle_seconds
+        waited = self._now() - (record.cooldown_since or 0.0) - self._settle()
         if timeout is not None and waited >= timeout:
             self.stop_reason = (f"the gate after {move.name} stayed closed for {waited:.0f} s "
                                 f"({decision.reason}); stopping before the next move")
             self.enter(move, S.DONE, self.stop_reason)
         return False
+
+    def _settle(self) -> float:
+        """The wait before the gate: the quota window only matters when another move follows."""
+        if self.journal.run.in_state(frozenset({S.PENDING})):
+            return self.config.settle_seconds
+        return self.config.cooldown_seconds
 
     def _cancel(self, move: Move) -> bool:
         admin = self.ports.admin

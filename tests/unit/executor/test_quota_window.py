@@ -44,3 +44,9 @@ def test_window_and_cooldown_overlap(cooldown: float, window: float, settle: flo
 def test_negative_window_is_refused() -> None:
     with pytest.raises(InputError, match="quota window"):
         ExecutorConfig(1_000_000, quota_window_seconds=-1)
+
+
+def test_the_last_move_does_not_wait_for_the_window() -> None:
+    times = _run(quota_window_seconds=11.0)
+    last = max({m for m, _ in times}, key=lambda m: times[(m, "throttling")])
+    assert times[(last, "done")] - times[(last, "cooling_down")] < 11.0
