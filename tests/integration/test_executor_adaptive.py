@@ -5,6 +5,7 @@ brokers report during the move."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # the sibling module's helpers (importlib mode)
 from test_executor_run import (
     create_topic,
+    drop_test_topics,
     layout,
     make_plan,
     move_in,
@@ -26,6 +28,12 @@ from sandbox.state import SandboxInfo
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _drop_topics(sandbox: SandboxInfo) -> Iterator[None]:
+    yield
+    drop_test_topics(sandbox)
 
 CAP = 5_000_000
 # The leader's broker has 2 MB/s of network out: its headroom is below the cap.

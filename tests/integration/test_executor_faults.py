@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # the sibling module's helpers (importlib mode)
 from test_executor_run import (
     create_topic,
+    drop_test_topics,
     layout,
     make_plan,
     move_in,
@@ -36,6 +38,12 @@ from sandbox.state import SandboxInfo, read_state, write_state
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _drop_topics(sandbox: SandboxInfo) -> Iterator[None]:
+    yield
+    drop_test_topics(sandbox)
 
 BIG_PARTITION = 8_000_000
 SLOW_MBPS = "0.5"

@@ -100,6 +100,20 @@ def scrape(port: int) -> str:
         return ""
 
 
+def drop_test_topics(info: SandboxInfo) -> None:
+    """Delete the topics these tests created (prefix exec-), so later tests see a clean cluster."""
+    admin = AdminClient({"bootstrap.servers": info.bootstrap})
+    names = [t for t in admin.list_topics(timeout=30).topics if t.startswith("exec-")]
+    for future in (admin.delete_topics(names).values() if names else ()):
+        future.result(60)
+
+
+@pytest.fixture(autouse=True)
+def _drop_topics(sandbox: SandboxInfo) -> Iterator[None]:
+    yield
+    drop_test_topics(sandbox)
+
+
 @pytest.fixture
 def admin(sandbox: SandboxInfo) -> Iterator[KafkaClusterAdmin]:
     client = KafkaClusterAdmin(sandbox.bootstrap)
