@@ -83,8 +83,9 @@ def _read_proc(pid: int) -> tuple[str, str] | None:
 def is_ours(pid: int, marker: str) -> bool:
     """True when pid is alive (not a zombie) and its command line mentions marker.
 
-    Right after exec the kernel can show an empty command line for a moment: a running child
-    of this process then counts as ours, any other process is looked at again shortly.
+    Right after exec the kernel can show an empty command line for a moment: it is looked at
+    again for up to a second; a running child of this process whose command line is still not
+    set then counts as ours (on a loaded machine exec can take that long).
     """
     if pid <= 0:
         return False
@@ -98,10 +99,8 @@ def is_ours(pid: int, marker: str) -> bool:
             return False
         if seen[1]:
             return marker in seen[1]
-        if child is not None:
-            return True  # our own child, mid-exec: its command line is not set yet
         time.sleep(0.05)
-    return False
+    return child is not None
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
