@@ -8,7 +8,6 @@ against, the goals, before/after statistics and the solver's account of itself.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from planner.result import Move, SolverStatus
 from planner.tally import Tally, balance_of, retally, tally
 from topology.errors import InputError, PlanError
 from topology.model import RESOURCES, Broker, Capacity, Load, Resource, TopicPartition, Topology
-from topology.snapshot import write_json_atomic
+from topology.snapshot import read_json_object, write_json_atomic
 
 PLAN_VERSION = 1
 
@@ -354,16 +353,7 @@ def plan_from_dict(doc: Mapping[str, Any]) -> PlanFile:
 
 def read_plan(path: Path) -> PlanFile:
     """Read and validate a plan file."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read plan {path}: {exc.strerror}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object with version, partitions, moves")
+    doc = read_json_object(path, "plan", "version, partitions, moves")
     try:
         return plan_from_dict(doc)
     except InputError as exc:

@@ -20,20 +20,25 @@ from topology.model import Broker, Capacity, Partition, Topology
 SNAPSHOT_VERSION = 1
 
 
-def load_snapshot_dict(path: Path) -> dict[str, Any]:
-    """Read the JSON document of a snapshot file (no model validation yet)."""
+def read_json_object(path: Path, what: str, expected_keys: str) -> dict[str, Any]:
+    """Read a JSON file whose top level must be an object; errors name the file and the fix."""
     try:
         text = path.read_text()
     except OSError as exc:
-        raise InputError(f"cannot read snapshot {path}: {exc.strerror}") from None
+        raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, "
                          f"column {exc.colno})") from None
     if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a JSON object with version, brokers, partitions")
+        raise InputError(f"{path}: expected a JSON object with {expected_keys}")
     return doc
+
+
+def load_snapshot_dict(path: Path) -> dict[str, Any]:
+    """Read the JSON document of a snapshot file (no model validation yet)."""
+    return read_json_object(path, "snapshot", "version, brokers, partitions")
 
 
 def _number(entry: Mapping[str, Any], key: str, where: str, default: float | None = None) -> float:
