@@ -14,6 +14,7 @@ moves, and total time against bytes / cap.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -170,6 +171,16 @@ def journal_times(path: Path) -> dict[str, dict[str, float]]:
     return times
 
 
+PHASES = ("throttling", "submitted", "copying", "verifying", "unthrottling", "electing",
+          "cooling_down", "done")
+
+
+def phases(times: dict[str, float]) -> str:
+    """Seconds spent in each state of one move, in order (states it skipped left out)."""
+    seen = [(state, times[state]) for state in PHASES if state in times]
+    return ", ".join(f"{a} {t2 - t1:.2f}s" for (a, t1), (_, t2) in itertools.pairwise(seen))
+
+
 def run_ours(info: SandboxInfo, plan: Path, cap_mbps: float, quota_window: float,
              work: Path) -> tuple[float, float, Path]:
     journal = work / "bench.journal"
@@ -274,7 +285,7 @@ def report(info: SandboxInfo, target: int, cap: int, moved: int, window: float, 
             idle += t["throttling"] - previous_done
         previous_done = t["done"]
         print(f"  {name}: copy {t['verifying'] - t['copying']:.1f}s, mean {mean / cap:.2f} x cap"
-              f", peak 5s {peak / cap:.2f} x cap")
+              f", peak 5s {peak / cap:.2f} x cap; phases " + phases(t))
     overall_mean = moved / copying if copying else float("nan")
     total = ours[1] - ours[0]
     first = min(t["throttling"] for t in times.values())
@@ -282,7 +293,9 @@ def report(info: SandboxInfo, target: int, cap: int, moved: int, window: float, 
     ideal = moved / cap
     k_mean, k_peak = rates(series, kafka[0], kafka[1])
     print(f"ours : mean {overall_mean / cap:.2f} x cap (target >= {TARGET_MEAN}), worst peak "
-          f"{max(peaks) / cap:.2f} x cap (target <= {TARGET_PEAK}); gate idle {idle:.1f}s; "
+          f"{max(peaks) / cap:.2f} x cap (target <= {TARGET_PEAK}); gate idle {idle:.1f}s, "
+          f"of which "
+          f"{idle - (len(times) - 1) * window:.1f}s beyond the quota-window waits; "
           f"first throttle to last move done {last - first:.1f}s = "
           f"{(last - first) / ideal:.2f} x bytes/cap ({ideal:.1f}s); without the quota-window "
           f"waits ({len(times) - 1} x {window:.0f}s, cooldowns) "

@@ -153,6 +153,9 @@ def execute(
         "replication quota window (replication.quota.window.num x .size.seconds) has forgotten "
         "it; otherwise the next move's first seconds run far above --max-mbps. 0 disables.")
     ] = 11.0,
+    final_gate: Annotated[bool, typer.Option(
+        help="Also wait for the gate after the last move, so the run ends on a settled "
+        "cluster (useful when another run follows at once).")] = False,
     poll_seconds: Poll = 1.0,
 ) -> None:
     """Execute a plan one partition at a time under a replication throttle.
@@ -178,7 +181,8 @@ def execute(
         config = build_config(max_mbps, concurrency, cooldown, adaptive, elect_leaders,
                               allow_under_replicated, gate_margin, gate_floor_mbps,
                               gate_samples, gate_timeout, produce_p99_max_ms, poll_seconds,
-                              {b.id: b.capacity for b in topology.brokers}, quota_window)
+                              {b.id: b.capacity for b in topology.brokers}, quota_window,
+                              final_gate)
         validator = planner_validator(topology, plan_file.goals)
         if topology.fingerprint() != plan.fingerprint:
             err_console.print("[yellow]note:[/] the cluster changed since the plan was made "

@@ -124,7 +124,7 @@ def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: b
                  gate_floor_mbps: float, gate_samples: int, gate_timeout: float | None,
                  produce_p99_max_ms: float | None, poll_seconds: float,
                  capacities: Mapping[int, Any] | None = None,
-                 quota_window: float = 0.0) -> ExecutorConfig:
+                 quota_window: float = 0.0, final_gate: bool = False) -> ExecutorConfig:
     """One validated config from the flags (rates in MB/s -> bytes/s)."""
     if max_mbps <= 0:
         raise InputError(f"--max-mbps must be positive, got {max_mbps}")
@@ -134,7 +134,8 @@ def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: b
                           elect_leaders=elect_leaders, adaptive=adaptive,
                           adaptive_floor_bytes_per_sec=floor, capacities=capacities or {},
                           gate=gate, allow_under_replicated=allow_under_replicated,
-                          gate_timeout_seconds=gate_timeout, quota_window_seconds=quota_window)
+                          gate_timeout_seconds=gate_timeout, quota_window_seconds=quota_window,
+                          final_gate=final_gate)
 
 
 def _settings(records: list[Record]) -> dict[str, Any]:
@@ -151,12 +152,19 @@ def journal_config(records: list[Record], max_mbps: float | None,
         raise InputError("the journal records no throttle cap: pass --max-mbps")
     gate = GatePolicy(float(s.get("gate_margin", 0.10)),
                       float(s.get("gate_floor_bytes_per_sec", MB)),
-                      int(s.get("gate_consecutive", 3)))
+                      int(s.get("gate_consecutive", 3)),
+                      _optional_float(s.get("produce_p99_max_ms")))
     return ExecutorConfig(int(cap), int(s.get("concurrency", 1)),
                           float(s.get("cooldown_seconds", 0.0)), poll_seconds,
                           elect_leaders=bool(s.get("elect_leaders", True)),
                           adaptive=False, gate=gate,
-                          quota_window_seconds=float(s.get("quota_window_seconds", 0.0)))
+                          gate_timeout_seconds=_optional_float(s.get("gate_timeout_seconds")),
+                          quota_window_seconds=float(s.get("quota_window_seconds", 0.0)),
+                          final_gate=bool(s.get("final_gate", False)))
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def was_adaptive(records: list[Record]) -> bool:

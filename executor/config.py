@@ -45,6 +45,9 @@ class ExecutorConfig:
     # window and copies many seconds' worth at full speed. Waiting this long after a move
     # (overlapping the cooldown) lets the window empty, so the next throttle holds at once.
     quota_window_seconds: float = 0.0
+    # The gate protects the next move, so the last move's is skipped unless this is set (for
+    # example when another run follows at once and should start from a settled cluster).
+    final_gate: bool = False
 
     def __post_init__(self) -> None:
         if self.max_bytes_per_sec <= 0:
@@ -77,7 +80,10 @@ class ExecutorConfig:
                 "elect_leaders": self.elect_leaders, "gate_margin": self.gate.margin,
                 "gate_floor_bytes_per_sec": self.gate.floor_bytes_per_sec,
                 "gate_consecutive": self.gate.consecutive,
-                "quota_window_seconds": self.quota_window_seconds}
+                "gate_timeout_seconds": self.gate_timeout_seconds,
+                "produce_p99_max_ms": self.gate.produce_p99_max_ms,
+                "quota_window_seconds": self.quota_window_seconds,
+                "final_gate": self.final_gate}
 
 
 @dataclass(frozen=True)

@@ -309,11 +309,16 @@ class MoveDriver:
         return True
 
     def _cool(self, move: Move) -> bool:
+        """The gate after a move. Samples are taken from the start of the cooldown, so a
+        cluster that settles while the cooldown (or quota window) runs opens the gate the
+        moment it ends; without a next move to protect, the gate is skipped (--final-gate
+        keeps it)."""
         record = self._record(move)
         if self.skip_gate:
             self.enter(move, S.DONE, "gate skipped: run cancelled")
             return False
-        if self._now() - (record.cooldown_since or 0.0) < self._settle():
+        if not self._gate_needed():
+            self.enter(move, S.DONE, "no move follows: gate not needed")
             return False
         brokers = sorted(move_brokers(move))
         policy = self.config.gate
@@ -324,21 +329,29 @@ class MoveDriver:
         decision = gate_decision(policy, brokers, record.baseline or NetworkSample({}, {}),
                                  reading, moving, track.gate_streak)
         track.gate_streak = decision.streak
+        left = self._settle() - (self._now() - (record.cooldown_since or 0.0))
+        cooling = f"; cooling down, {left:.0f} s left" if left > 0 else ""
         self._event(EventKind.GATE, move, f"gate after {move.name}: {decision.verdict.value}, "
-                    f"{decision.reason}", state=decision.verdict.value)
+                    f"{decision.reason}{cooling}", state=decision.verdict.value)
+        if left > 0:
+            return False
         if decision.open:
             self.enter(move, S.DONE)
             return False
         timeout = self.config.gate_timeout_seconds
-        waited = self._now() - (record.cooldown_since or 0.0) - self._settle()
-        if timeout is not None and waited >= timeout:
-            self.stop_reason = (f"the gate after {move.name} stayed closed for {waited:.0f} s "
+        if timeout is not None and -left >= timeout:
+            self.stop_reason = (f"the gate after {move.name} stayed closed for {-left:.0f} s "
                                 f"({decision.reason}); stopping before the next move")
             self.enter(move, S.DONE, self.stop_reason)
         return False
 
+    def _gate_needed(self) -> bool:
+        """A gate protects the next move: needed while a move is pending, or when asked for."""
+        return self.config.final_gate or bool(self.journal.run.in_state(frozenset({S.PENDING})))
+
     def _settle(self) -> float:
-        """The wait before the gate: the quota window only matters when another move follows."""
+        """The wait before the gate may open: the quota window only matters when another move
+        follows."""
         if self.journal.run.in_state(frozenset({S.PENDING})):
             return self.config.settle_seconds
         return self.config.cooldown_seconds

@@ -123,6 +123,20 @@ def test_journal_config_uses_the_runs_own_settings(tmp_path: Path) -> None:
         journal_config([header_record(plan, {})], None, 1.0)
 
 
+def test_resume_keeps_every_gate_setting_of_the_run() -> None:
+    """What a run was started with (gate timeout, p99 SLO, final gate, quota window) comes back
+    from the journal header, so `resume` gates the rest of the run the same way."""
+    from commands.execute_setup import build_config
+
+    started = build_config(2.0, 1, 3.0, False, True, False, 0.25, 0.5, 5, 120.0, 40.0, 1.0,
+                           quota_window=7.0, final_gate=True)
+    resumed = journal_config([header_record(_plan(), started.summary())], None, 1.0)
+    assert resumed.gate == started.gate
+    assert resumed.gate_timeout_seconds == 120.0
+    assert resumed.quota_window_seconds == 7.0 and resumed.final_gate
+    assert resumed.cooldown_seconds == 3.0
+
+
 def _event(kind: EventKind, move: str, index: int, done: int = 0, state: str = "") -> Event:
     return Event(kind, f"{move}: {state}", move, index, 2, done, 5 * MB if index == 1
                  else 3 * MB, state)

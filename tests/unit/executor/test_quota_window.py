@@ -50,3 +50,39 @@ def test_the_last_move_does_not_wait_for_the_window() -> None:
     times = _run(quota_window_seconds=11.0)
     last = max({m for m, _ in times}, key=lambda m: times[(m, "throttling")])
     assert times[(last, "done")] - times[(last, "cooling_down")] < 11.0
+
+
+def test_gate_samples_during_the_window_so_a_settled_cluster_opens_when_it_ends() -> None:
+    """The gate's consecutive samples are taken while the window runs: no extra polls after."""
+    times = _run(quota_window_seconds=11.0)
+    moves = sorted({m for m, _ in times}, key=lambda m: times[(m, "throttling")])
+    for move in moves[:-1]:
+        assert times[(move, "done")] - times[(move, "cooling_down")] == pytest.approx(11.0, abs=0.5)
+
+
+def test_an_unsettled_sample_during_the_window_still_counts() -> None:
+    """A sample above the baseline late in the window resets the streak: the gate opens only
+    after `consecutive` settled samples, even once the window is over."""
+    world = make_world(quota_window_seconds=11.0)
+    t0: list[float] = []
+
+    def noisy(w: World, e: object) -> None:
+        if getattr(e, "message", "") == "orders-0: cooling_down":
+            t0.append(w.clock.now())
+        if t0 and w.clock.now() - t0[0] >= 10:  # busy in the window's last second
+            w.metrics.extra[3] = 50 * 1_000_000 if w.clock.now() - t0[0] < 11 else 0
+    world.hooks.append(noisy)
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                   reporter=world.reporter).run()
+    times = _state_times(world)
+    # consecutive=2 in the fake world: the busy sample at 10-11 s means 2 more after it
+    assert times[("orders-0", "done")] - times[("orders-0", "cooling_down")] >= 12.0
+
+
+def test_the_last_move_skips_the_gate_unless_asked() -> None:
+    times = _run(quota_window_seconds=11.0, cooldown_seconds=5.0)
+    last = max({m for m, _ in times}, key=lambda m: times[(m, "throttling")])
+    assert times[(last, "done")] == times[(last, "cooling_down")]
+    kept = _run(quota_window_seconds=11.0, cooldown_seconds=5.0, final_gate=True)
+    waited = kept[(last, "done")] - kept[(last, "cooling_down")]
+    assert 5.0 <= waited < 11.0  # the cooldown, not the quota window: no move follows
