@@ -8,6 +8,7 @@ path, or as the only `*.journal` file in the current directory.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +29,7 @@ from commands.execute_setup import (
     journal_for,
     journal_in_use,
     live_topology,
+    parse_finish_by,
     real_ports,
     serve_metrics,
     was_adaptive,
@@ -113,6 +115,10 @@ P99 = Annotated[float | None, typer.Option(
     help="Gate: also wait until the produce p99 latency is under this many ms.")]
 Poll = Annotated[float, typer.Option(help="Seconds between polls of the cluster.",
                                      hidden=True)]
+FinishBy = Annotated[str | None, typer.Option(
+    help="End of the maintenance window: HH:MM (next such local time) or an ISO 8601 time. A "
+    "move whose copy at the cap would end later is not started; the run stops there and "
+    "`rebalance resume` continues it. Moves in flight always finish.")]
 MetricsPort = Annotated[int | None, typer.Option(
     help="Serve the executor's own Prometheus metrics on this port.")]
 
@@ -156,6 +162,7 @@ def execute(
     final_gate: Annotated[bool, typer.Option(
         help="Also wait for the gate after the last move, so the run ends on a settled "
         "cluster (useful when another run follows at once).")] = False,
+    finish_by: FinishBy = None,
     poll_seconds: Poll = 1.0,
 ) -> None:
     """Execute a plan one partition at a time under a replication throttle.
@@ -183,6 +190,8 @@ def execute(
                               gate_samples, gate_timeout, produce_p99_max_ms, poll_seconds,
                               {b.id: b.capacity for b in topology.brokers}, quota_window,
                               final_gate)
+        if finish_by is not None:
+            config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
         validator = planner_validator(topology, plan_file.goals)
         if topology.fingerprint() != plan.fingerprint:
             err_console.print("[yellow]note:[/] the cluster changed since the plan was made "
@@ -238,6 +247,7 @@ def resume(
     ] = None,
     command_config: CommandConfig = None,
     metrics_port: MetricsPort = None,
+    finish_by: FinishBy = None,
     poll_seconds: Poll = 1.0,
 ) -> None:
     """Continue an interrupted or stopped run: reconcile the journal with the cluster (moves in
@@ -248,6 +258,8 @@ def resume(
         config = journal_config(records, max_mbps, poll_seconds)
         if allow_under_replicated:
             config = _with(config, allow_under_replicated=True)
+        if finish_by is not None:
+            config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
         adaptive = was_adaptive(records) if adaptive is None else adaptive
         if adaptive and capacities is None:
             raise InputError("the run used --adaptive: pass --capacities FILE to keep it, or "
@@ -261,6 +273,10 @@ def resume(
             _conclude(_drive(executor, view, path))
     finally:
         sink.close()
+
+
+def _local_now() -> datetime:
+    return datetime.now().astimezone()
 
 
 def _with(config: ExecutorConfig, **changes: Any) -> ExecutorConfig:

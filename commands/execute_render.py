@@ -185,6 +185,8 @@ def report_lines(report: RunReport) -> list[str]:
     for name, state in report.states.items():
         if state in (MoveState.FAILED, MoveState.CANCELLED):
             lines.append(f"  {name}: {state.value} ({report.reasons.get(name, '')})")
+    if report.stop_reason:
+        lines.append(f"stopped: {report.stop_reason}")
     if report.throttles_left:
         lines.append("throttles may be left by " + ", ".join(report.throttles_left)
                      + ": run `rebalance clear-throttles`")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +183,25 @@ def adaptive_config(config: ExecutorConfig, ports: Ports, capacities: Path) -> E
     floor = min(MB, config.max_bytes_per_sec)
     return replace(config, adaptive=True, capacities=per_broker,
                    adaptive_floor_bytes_per_sec=floor)
+
+
+def parse_finish_by(text: str, now: datetime) -> float:
+    """--finish-by as clock seconds: an ISO 8601 date and time (without a zone: local time),
+    or HH:MM, the next such local time after `now` (`now` is timezone-aware)."""
+    clock = re.fullmatch(r"(\d{1,2}):(\d{2})", text.strip())
+    if clock:
+        hour, minute = int(clock[1]), int(clock[2])
+        if hour > 23 or minute > 59:
+            raise InputError(f"--finish-by {text!r}: not a time of day (HH:MM, 00:00-23:59)")
+        at = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        return (at if at > now else at + timedelta(days=1)).timestamp()
+    try:
+        at = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"--finish-by {text!r}: give HH:MM or an ISO 8601 time such as "
+                         "2026-11-23T05:00 or 2026-11-23T05:00+00:00") from None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=now.tzinfo)
+    if at <= now:
+        raise InputError(f"--finish-by {text!r} is already past (now {now:%Y-%m-%d %H:%M %Z})")
+    return at.timestamp()

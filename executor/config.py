@@ -48,6 +48,10 @@ class ExecutorConfig:
     # The gate protects the next move, so the last move's is skipped unless this is set (for
     # example when another run follows at once and should start from a settled cluster).
     final_gate: bool = False
+    # Clock time (seconds, like Clock.now) by which moves should be done, for runs inside a
+    # maintenance window: a move whose copy at the cap would end later is not started, and the
+    # run stops there (resumable). Moves in flight always finish. None: no limit.
+    finish_by: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_bytes_per_sec <= 0:

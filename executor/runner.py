@@ -40,6 +40,7 @@ class RunReport:
     states: dict[str, MoveState]
     reasons: dict[str, str]
     throttles_left: tuple[str, ...]
+    stop_reason: str = ""  # why no more moves were started (gate timeout, window end)
 
     @property
     def done(self) -> int:
@@ -196,10 +197,29 @@ class Executor:
             brokers = move_brokers(move)
             if brokers & busy:
                 continue  # never two moves on one broker; a later, disjoint move may go first
+            if self._past_finish_by(move):
+                return
             if not self.driver.start(move):
                 return  # HOLD: metrics unavailable, start nothing blind
             busy |= brokers
             slots -= 1
+
+    def _past_finish_by(self, move: Move) -> bool:
+        """True (and the run stops starting moves) when `move`, copied at the cap, would end
+        after `finish_by`: a maintenance window is not overrun by a move started late."""
+        finish_by = self.config.finish_by
+        if finish_by is None:
+            return False
+        copy_seconds = move.bytes_moved / self.config.max_bytes_per_sec
+        now = self.ports.clock.now()
+        if now + copy_seconds <= finish_by:
+            return False
+        left = max(0.0, finish_by - now)
+        self.driver.stop_reason = (
+            f"the window ends in {left:.0f} s and {move.name} needs about {copy_seconds:.0f} s "
+            "at the cap: not started; `rebalance resume` continues the run")
+        self._note(self.driver.stop_reason)
+        return True
 
     def cancel(self) -> None:
         """Revert what is in flight and restore throttles; moves past copying finish."""
@@ -236,7 +256,7 @@ class Executor:
         left = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
         self._note(f"run {outcome.value}: {sum(s is S.DONE for s in states.values())} of "
                    f"{len(states)} moves done")
-        return RunReport(outcome, states, reasons, left)
+        return RunReport(outcome, states, reasons, left, self.driver.stop_reason)
 
     def _note(self, message: str) -> None:
         self.report(Event(EventKind.NOTE, message))

@@ -105,15 +105,18 @@ class MoveDriver:
         brokers: Mapping[int, ConfigValues] = (
             admin.broker_configs(plan.brokers, BROKER_THROTTLE_CONFIGS) if plan.broker_rates
             else {})
-        topic = admin.topic_configs([plan.priors.topic], TOPIC_THROTTLE_CONFIGS)
-        return brokers, topic.get(plan.priors.topic, {})
+        return brokers, self._topic_throttles(plan)
+
+    def _topic_throttles(self, plan: ThrottlePlan) -> ConfigValues:
+        topic = plan.priors.topic
+        return self.ports.admin.topic_configs([topic], TOPIC_THROTTLE_CONFIGS).get(topic, {})
 
     def apply_throttle(self, plan: ThrottlePlan) -> list[str]:
         """Set `plan` (merging topic lists as they are now) and read it back: the differences."""
         if plan.empty:
             return []
         admin = self.ports.admin
-        brokers, topics = apply_changes(plan, self.read_throttles(plan)[1])
+        brokers, topics = apply_changes(plan, self._topic_throttles(plan))
         if brokers:
             admin.alter_broker_configs(brokers)
         if topics:
@@ -126,7 +129,7 @@ class MoveDriver:
             return []
         admin = self.ports.admin
         try:
-            brokers, topics = restore_changes(plan, self.read_throttles(plan)[1])
+            brokers, topics = restore_changes(plan, self._topic_throttles(plan))
             if brokers:
                 admin.alter_broker_configs(brokers)
             if topics:

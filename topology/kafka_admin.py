@@ -208,12 +208,13 @@ class KafkaClusterAdmin:
             return {}
         out: dict[str, dict[str, str | None]] = {}
         with self._calling("describe configs"):
-            for batch in _batches(resources):
-                futures = self._admin.describe_configs(batch, request_timeout=self._timeout_s)
-                for resource, future in futures.items():
-                    entries: Mapping[str, ConfigEntry] = self._result(future)
-                    out[resource.name] = {name: _dynamic_value(entries.get(name), dynamic)
-                                          for name in names}
+            # every batch is sent before any answer is awaited: one round trip, not one per broker
+            futures = [f for batch in _batches(resources) for f in
+                       self._admin.describe_configs(batch, request_timeout=self._timeout_s).items()]
+            for resource, future in futures:
+                entries: Mapping[str, ConfigEntry] = self._result(future)
+                out[resource.name] = {name: _dynamic_value(entries.get(name), dynamic)
+                                      for name in names}
         return out
 
     def broker_configs(self, broker_ids: Iterable[int], names: Sequence[str]) -> dict[
@@ -235,11 +236,11 @@ class KafkaClusterAdmin:
         if not resources:
             return
         with self._calling("alter configs"):
-            for batch in _batches(resources):
-                futures = self._admin.incremental_alter_configs(
-                    batch, request_timeout=self._timeout_s)
-                for future in futures.values():
-                    self._result(future)
+            futures = [f for batch in _batches(resources) for f in
+                       self._admin.incremental_alter_configs(
+                           batch, request_timeout=self._timeout_s).values()]
+            for future in futures:
+                self._result(future)
 
     def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
         """Incrementally SET values, or DELETE overrides given as None, per broker.
@@ -264,7 +265,7 @@ class KafkaClusterAdmin:
         deadline = time.monotonic() + self._timeout_s
         pending = mismatches()
         while pending and time.monotonic() < deadline:
-            time.sleep(0.2)
+            time.sleep(0.05)
             pending = mismatches()
         if pending:
             raise ClusterError(f"{kind} config written but not visible after "

@@ -4,6 +4,7 @@ cancel of a run held by another executor, flag checks, and the progress arithmet
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 
 import cli
 from commands.execute_render import ProgressState, render_progress
-from commands.execute_setup import journal_config, journal_for, journal_in_use
+from commands.execute_setup import journal_config, journal_for, journal_in_use, parse_finish_by
 from executor.config import Event, EventKind
 from executor.journal import JournalFile, header_record, state_record
 from executor.plan import ExecutionPlan
@@ -204,3 +205,23 @@ def test_progress_view_on_a_terminal_and_in_a_pipe() -> None:
             assert "all moves" in text and "1.0MB of 8.0MB" in text  # the live panel
         else:
             assert "1.0MB of 5.0MB copied" in text  # one line per event in a pipe
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("05:00", datetime(2026, 11, 24, 5, 0, tzinfo=UTC)),  # 05:00 has passed today: tomorrow
+    ("23:30", datetime(2026, 11, 23, 23, 30, tzinfo=UTC)),
+    ("2026-11-23T12:00", datetime(2026, 11, 23, 12, 0, tzinfo=UTC)),
+    ("2026-11-23T12:00+01:00", datetime(2026, 11, 23, 11, 0, tzinfo=UTC)),
+])
+def test_finish_by_is_the_next_such_time(text: str, expected: datetime) -> None:
+    now = datetime(2026, 11, 23, 9, 15, tzinfo=UTC)
+    assert parse_finish_by(text, now) == expected.timestamp()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("25:00", "not a time of day"), ("tomorrow", "HH:MM or an ISO 8601"),
+    ("2026-11-23T08:00", "already past"),
+])
+def test_finish_by_refuses_what_it_cannot_use(text: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_finish_by(text, datetime(2026, 11, 23, 9, 15, tzinfo=UTC))
