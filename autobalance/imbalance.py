@@ -1,0 +1,62 @@
+"""Is a rebalance due? The planner's own validator judges the cluster as it stands.
+
+The current placement is validated as an empty plan (`validate_plan(topology, (), goals)`, the
+check `build_plan` makes before it solves): its hard violations (replicas on dead brokers, a
+rack holding too many replicas of a partition, a broker over the utilization cap) and its
+per-resource balance against the tolerance band of the load model. The per-broker detail in
+the reasons comes from the same load model (`topology.load.balance`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.goals import Goals
+from planner.validate import ResourceReport, validate_plan
+from topology.load import ResourceBalance, balance
+from topology.model import Topology
+
+_MAX_REASONS = 10
+_MAX_BROKERS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether a rebalance is due, and why (one human-readable line per finding)."""
+
+    due: bool
+    reasons: tuple[str, ...]
+
+    def summary(self) -> str:
+        if not self.due:
+            return "balanced: " + "; ".join(self.reasons)
+        return "rebalance due: " + "; ".join(self.reasons)
+
+
+def imbalance_verdict(topology: Topology, goals: Goals) -> Verdict:
+    """A rebalance is due when the current placement breaks a hard goal or some resource's
+    utilization lies outside avg * (1 +/- tolerance) on some broker."""
+    report = validate_plan(topology, (), goals)
+    reasons = list(report.errors[:_MAX_REASONS])
+    if len(report.errors) > _MAX_REASONS:
+        reasons.append(f"... and {len(report.errors) - _MAX_REASONS} more hard-goal violations")
+    loads = balance(topology)
+    outside = [r for r in report.resources if not r.within_tolerance_before]
+    reasons.extend(_spread_reason(r, loads[r.resource]) for r in outside)
+    if reasons:
+        return Verdict(True, tuple(reasons))
+    return Verdict(False, (f"every resource within +/-{goals.tolerance:.0%} of the average "
+                           "and every hard goal met",))
+
+
+def _spread_reason(report: ResourceReport, detail: ResourceBalance) -> str:
+    """E.g. "disk: max/avg 1.52, min/avg 0.00 outside +/-10% (broker 5 at 0%, avg 31%)"."""
+    low = report.average_before * (1 - report.tolerance)
+    high = report.average_before * (1 + report.tolerance)
+    brokers = sorted(b for b, u in detail.utilization.items() if not low <= u <= high)
+    shown = ", ".join(f"broker {b} at {detail.utilization[b]:.1%}"
+                      for b in brokers[:_MAX_BROKERS])
+    more = f" and {len(brokers) - _MAX_BROKERS} more" if len(brokers) > _MAX_BROKERS else ""
+    return (f"{report.resource.value}: max/avg {report.max_over_avg_before:.2f}, min/avg "
+            f"{report.min_over_avg_before:.2f} outside +/-{report.tolerance:.0%} "
+            f"(average {report.average_before:.1%}; {shown}{more})")

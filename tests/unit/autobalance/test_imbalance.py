@@ -1,0 +1,60 @@
+"""The imbalance verdict on small hand-built clusters: each reason to rebalance is found, and a
+balanced cluster gets none."""
+
+from __future__ import annotations
+
+from autobalance.imbalance import imbalance_verdict
+from planner.goals import Goals
+from topology.model import Broker, Capacity, Partition, Topology
+
+CAP = Capacity(1000, 1000, 1000)
+
+
+def cluster(placements: list[tuple[int, ...]], brokers: tuple[Broker, ...] | None = None,
+            racks: tuple[str, ...] = ("a", "a", "b", "b")) -> Topology:
+    members = brokers or tuple(Broker(i + 1, rack, CAP) for i, rack in enumerate(racks))
+    return Topology(members, tuple(Partition("t", i, reps, 100, 10.0, 10.0)
+                                   for i, reps in enumerate(placements)))
+
+
+BALANCED = [(1, 3), (2, 4), (3, 1), (4, 2)]
+
+
+def test_a_balanced_cluster_is_not_due() -> None:
+    verdict = imbalance_verdict(cluster(BALANCED), Goals(tolerance=0.10))
+    assert not verdict.due
+    assert "within +/-10%" in verdict.summary()
+
+
+def test_an_empty_new_broker_makes_a_rebalance_due_and_is_named() -> None:
+    brokers = tuple(Broker(i + 1, r, CAP) for i, r in enumerate("aabba"))
+    # average disk utilization 16%: brokers 1-4 at 20% lie inside +/-30%, broker 5 at 0% not
+    verdict = imbalance_verdict(cluster(BALANCED, brokers), Goals(tolerance=0.30))
+    assert verdict.due
+    disk = next(r for r in verdict.reasons if r.startswith("disk:"))
+    assert "min/avg 0.00" in disk and "average 16.0%; broker 5 at 0.0%)" in disk
+    assert "broker 1 " not in disk  # brokers inside the band are not listed
+
+
+def test_a_wide_tolerance_accepts_a_moderate_spread() -> None:
+    skewed = [(1, 3), (1, 4), (2, 3), (2, 4), (1, 3), (2, 4)]  # 3,3,3,3 replicas ...
+    skewed_leaders = cluster(skewed)  # ... but leaders only on brokers 1 and 2
+    assert imbalance_verdict(skewed_leaders, Goals(tolerance=0.10)).due
+    assert not imbalance_verdict(cluster(BALANCED), Goals(tolerance=0.5)).due
+
+
+def test_replicas_on_a_dead_broker_make_it_due() -> None:
+    brokers = (Broker(1, "a", CAP), Broker(2, "a", CAP), Broker(3, "b", CAP),
+               Broker(4, "b", CAP), Broker(9, None, CAP, alive=False))
+    verdict = imbalance_verdict(cluster([*BALANCED, (9, 3)], brokers), Goals(tolerance=0.9))
+    assert verdict.due
+    assert any("offline broker 9" in r for r in verdict.reasons)
+
+
+def test_a_rack_rule_violation_makes_it_due() -> None:
+    # both replicas of t-0 on rack a; loads stay even, so only the rack rule is broken
+    verdict = imbalance_verdict(cluster([(1, 2), (3, 4), (2, 1), (4, 3)]),
+                                Goals(tolerance=0.10))
+    assert verdict.due
+    assert any("rack a holds 2" in r for r in verdict.reasons)
+    assert not any(r.startswith("disk:") for r in verdict.reasons)
