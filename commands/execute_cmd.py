@@ -4,13 +4,16 @@ The commands parse flags, build one ExecutorConfig and the real ports (Kafka adm
 system clock), call the executor core and render. The journal is the run: by default it lives
 next to the plan (`PLAN.json.journal`); the other commands find it with --journal, from the plan
 path, or as the only `*.journal` file in the current directory.
+
+The executor core (and the plan file's numpy) is imported inside the commands that run it, so
+that `rebalance` starts fast for every other command.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -36,22 +39,14 @@ from commands.execute_setup import (
 )
 from commands.render import console, err_console
 from executor.config import ExecutorConfig, Ports, Reporter
-from executor.journal import (
-    JournalFile,
-    RunOutcome,
-    RunState,
-    header_record,
-    read_journal,
-    replay,
-    request_cancel,
-)
-from executor.plan import ExecutionPlan
-from executor.preflight import PlanValidator, planner_validator
-from executor.runner import Executor, RunReport, clear_throttles_from, preview
 from executor.state import MoveState
-from executor.status import summarize
-from planner.planfile import read_plan
 from topology.errors import ExecutionError, InputError
+
+if TYPE_CHECKING:
+    from executor.journal import RunState
+    from executor.plan import ExecutionPlan
+    from executor.preflight import PlanValidator
+    from executor.runner import Executor, RunReport
 
 # ---- shared options --------------------------------------------------------------------------
 Bootstrap = Annotated[str, typer.Option(help="Kafka bootstrap servers, HOST:PORT[,...].")]
@@ -95,6 +90,8 @@ def _drive(executor: Executor, view: ProgressView, journal: Path) -> RunReport:
 
 def _conclude(report: RunReport) -> None:
     """Print the report; a run that did not complete is an ExecutionError (exit code 6)."""
+    from executor.journal import RunOutcome
+
     lines = report_lines(report)
     if report.outcome is RunOutcome.COMPLETED:
         for line in lines:
@@ -175,6 +172,12 @@ def execute(
     `rebalance cancel` reverts the move in flight and restores the throttles,
     `rebalance status` shows where the run stands.
     """
+    from executor.journal import JournalFile, header_record, replay
+    from executor.plan import ExecutionPlan
+    from executor.preflight import planner_validator
+    from executor.runner import Executor
+    from planner.planfile import read_plan
+
     if max_mbps <= 0:
         raise InputError(f"--max-mbps must be positive, got {max_mbps}")
     plan_file = read_plan(plan_path)
@@ -214,15 +217,22 @@ def execute(
 
 def _dry_run(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
              validator: PlanValidator) -> None:
-    problems, throttles = preview(plan, ports, config, validator=validator)
-    console.print(preview_table(throttles, len(plan.moves)))
-    if problems:
-        raise ExecutionError("preflight would refuse the run:\n- " + "\n- ".join(problems))
+    from executor.runner import preview
+
+    seen = preview(plan, ports, config, validator=validator)
+    console.print(preview_table(seen.throttles, len(plan.moves)))
+    for warning in seen.warnings:
+        err_console.print(f"[yellow]note:[/] {warning}", highlight=False, soft_wrap=True)
+    if seen.problems:
+        raise ExecutionError("preflight would refuse the run:\n- " + "\n- ".join(seen.problems))
     console.print("preflight: ok (dry run, nothing changed)")
 
 
 def status(plan_path: PlanArg = None, journal: JournalOpt = None) -> None:
     """Show a run's progress from its journal (works while the run is going)."""
+    from executor.journal import read_journal
+    from executor.status import summarize
+
     path = journal_for(plan_path, journal)
     run = read_journal(path)
     console.print(status_table(summarize(run), str(path)))
@@ -252,6 +262,9 @@ def resume(
 ) -> None:
     """Continue an interrupted or stopped run: reconcile the journal with the cluster (moves in
     flight, throttles present) and go on with the run's own settings."""
+    from executor.journal import JournalFile, replay
+    from executor.runner import Executor
+
     path = journal_for(plan_path, journal)
     sink, records = JournalFile.open(path)
     try:
@@ -298,6 +311,9 @@ def cancel(
 
     If an executor is running on the journal, it is asked to cancel and does the work itself.
     """
+    from executor.journal import JournalFile, replay, request_cancel
+    from executor.runner import Executor
+
     path = journal_for(plan_path, journal)
     if journal_in_use(path):
         request_cancel(path)
@@ -332,6 +348,9 @@ def clear_throttles(
 ) -> None:
     """Restore every throttle config the journal says a run may have left on the cluster
     (operator values that existed before the run are put back exactly)."""
+    from executor.journal import JournalFile, replay
+    from executor.runner import clear_throttles_from
+
     path = journal_for(plan_path, journal)
     sink, records = JournalFile.open(path)
     try:

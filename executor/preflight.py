@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from executor.plan import ExecutionPlan
 from executor.readings import under_replicated
+from executor.throttle import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
 from planner.goals import Goals
 from planner.result import Move
 from planner.validate import validate_plan
@@ -94,6 +95,48 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
                         "fix them first or override")
     problems.extend(f"plan validation: {p}" for p in validation)
     return problems
+
+
+def existing_throttles(brokers: Mapping[int, Mapping[str, str | None]],
+                       topics: Mapping[str, Mapping[str, str | None]],
+                       cap_bytes_per_sec: int) -> list[str]:
+    """Warnings about throttle configs already set on the plan's brokers and topics.
+
+    They are not refused: they may be an operator's on purpose. But a rate left over from an
+    earlier reassignment silently slows every move through that broker, so each is named with
+    what the run will do about it and how to remove it if it is a leftover.
+    """
+    warnings = []
+    for broker, values in sorted(brokers.items()):
+        for name, value in sorted(values.items()):
+            if value is None:
+                continue
+            slower = value.isdigit() and int(value) < cap_bytes_per_sec
+            effect = (f"lower than the cap, so moves through broker {broker} run at it"
+                      if slower else "moves use the cap")
+            warnings.append(
+                f"broker {broker} already has {name}={value} ({effect}); it is put back as it "
+                "was after each move. If it is left over from an earlier reassignment, remove "
+                f"it first: kafka-configs --entity-type brokers --entity-name {broker} --alter "
+                f"--delete-config {name}")
+    for topic, values in sorted(topics.items()):
+        for name, value in sorted(values.items()):
+            if value:
+                warnings.append(
+                    f"topic {topic} already has {name}={value}; its entries stay, the run adds "
+                    "and removes only its own")
+    return warnings
+
+
+def read_existing_throttles(admin: KafkaAdmin, plan: ExecutionPlan,
+                            cap_bytes_per_sec: int) -> list[str]:
+    """`existing_throttles` over the configs of every broker and topic the plan touches."""
+    brokers = sorted({b for m in plan.moves for b in (*m.current, *m.target)})
+    topics = sorted({m.topic for m in plan.moves})
+    return existing_throttles(
+        admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS) if brokers else {},
+        admin.topic_configs(topics, TOPIC_THROTTLE_CONFIGS) if topics else {},
+        cap_bytes_per_sec)
 
 
 def require_preflight(problems: list[str]) -> None:

@@ -22,7 +22,13 @@ from executor.journal import (
     replay,
 )
 from executor.plan import ExecutionPlan, move_brokers
-from executor.preflight import ClusterView, PlanValidator, preflight_problems, require_preflight
+from executor.preflight import (
+    ClusterView,
+    PlanValidator,
+    preflight_problems,
+    read_existing_throttles,
+    require_preflight,
+)
 from executor.state import MoveState
 from executor.steps import MoveDriver
 from executor.throttle import ThrottlePlan, plan_throttle
@@ -80,8 +86,12 @@ class Executor:
         require_preflight(preflight_problems(
             plan, view, allow_under_replicated=config.allow_under_replicated,
             validation=validation))
+        warnings = read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
         header = header_record(plan, config.summary())
-        return cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
+        executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
+        for warning in warnings:
+            executor._note(warning)
+        return executor
 
     @classmethod
     def resume(cls, records: Sequence[Record], sink: JournalSink, ports: Ports,
@@ -275,10 +285,19 @@ class _NoJournal:
         pass
 
 
+@dataclass(frozen=True)
+class Preview:
+    """What a run would do now: why preflight would refuse, throttle configs already set, and
+    each move's throttle."""
+
+    problems: list[str]
+    warnings: list[str]
+    throttles: list[ThrottlePlan]
+
+
 def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
-            validator: PlanValidator | None = None) -> tuple[list[str], list[ThrottlePlan]]:
-    """What a run would do (for --dry-run), reading the cluster only: preflight problems and
-    each move's throttle as it would be set now."""
+            validator: PlanValidator | None = None) -> Preview:
+    """What a run would do (for --dry-run), reading the cluster only."""
     problems = preflight_problems(
         plan, ClusterView.read(ports.admin),
         allow_under_replicated=config.allow_under_replicated,
@@ -286,7 +305,8 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     journal = Journal(replay([header_record(plan, config.summary())]), _NoJournal())
     driver = MoveDriver(ports, config, journal, ignore_events)
     throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
-    return problems, throttles
+    warnings = read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
+    return Preview(problems, warnings, throttles)
 
 
 def clear_throttles(run: RunState, journal: Journal, driver: MoveDriver) -> list[str]:

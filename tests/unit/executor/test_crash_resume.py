@@ -136,7 +136,7 @@ def test_resume_refuses_a_finished_run_and_a_foreign_reassignment() -> None:
 
 def test_resume_refuses_when_a_pending_move_went_stale() -> None:
     world = prepared()
-    records = crash(world, 5, after=False)  # during the first move's start
+    records = crash(world, 7, after=False)  # during the first move's start
     world.admin.add("events", 0, (2, 4), 1)  # someone moved events-0 meanwhile
     with pytest.raises(Exception, match=r"events-0 \(plan expects \[3, 1\], cluster has \[2, 4\]"):
         Executor.resume(records, world.sink, world.ports(), world.config)

@@ -341,12 +341,38 @@ def test_preview_reads_only_and_shows_the_throttles() -> None:
     with_operator_throttles(world)
     world.admin.add("events", 0, (2, 4), 1)  # stale
     world.admin.calls.clear()
-    problems, throttles = preview(world.plan, world.ports(), world.config)
+    seen = preview(world.plan, world.ports(), world.config)
+    problems, throttles = seen.problems, seen.throttles
     assert len(problems) == 1 and "events-0 (plan expects [3, 1]" in problems[0]
     assert [t.move for t in throttles] == ["orders-0", "orders-1", "events-0"]
     assert throttles[0].broker_rates[1] == {LEADER_RATE: 4_000_000}  # operator's lower rate
     assert throttles[0].notes and throttles[0].leader_entries == ("0:1", "0:2")
     assert not [n for n, _ in world.admin.calls if n.startswith("alter")]
+    # the throttles already set are named, with the lower rate called out
+    assert any(w.startswith(f"broker 1 already has {LEADER_RATE}=4000000 (lower than the cap")
+               and "--delete-config" in w for w in seen.warnings), seen.warnings
+    assert any(w.startswith(f"broker 4 already has {FOLLOWER_RATE}=90000000 (moves use the cap")
+               for w in seen.warnings), seen.warnings
+    assert any(w.startswith(f"topic orders already has {LEADER_REPLICAS}=7:1")
+               for w in seen.warnings), seen.warnings
+    assert len(seen.warnings) == 3
+
+
+def test_a_run_names_throttles_already_set_before_it_starts() -> None:
+    world = make_world()
+    with_operator_throttles(world)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    notes = world.messages(EventKind.NOTE)
+    first_state = next(i for i, e in enumerate(world.events) if e.kind is EventKind.STATE)
+    early = [e.message for e in world.events[:first_state] if e.kind is EventKind.NOTE]
+    assert len(early) == 3 and all("already has" in n for n in early), notes
+
+
+def test_a_clean_cluster_gets_no_throttle_warnings() -> None:
+    world = make_world()
+    start(world).run()
+    assert not [n for n in world.messages(EventKind.NOTE) if "already has" in n]
 
 
 def test_resume_after_a_broker_death_restores_the_failed_moves_throttles() -> None:
