@@ -178,23 +178,22 @@ def execute(
     from executor.runner import Executor
     from planner.planfile import read_plan
 
-    if max_mbps <= 0:
-        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
+    # every flag is checked before the plan is read or the cluster contacted
+    if adaptive and capacities is None:
+        raise InputError("--adaptive needs --capacities FILE (headroom = capacity minus "
+                         "client traffic)")
+    config = build_config(max_mbps, concurrency, cooldown, adaptive, elect_leaders,
+                          allow_under_replicated, gate_margin, gate_floor_mbps,
+                          gate_samples, gate_timeout, produce_p99_max_ms, poll_seconds,
+                          None, quota_window, final_gate)
+    if finish_by is not None:
+        config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
     plan_file = read_plan(plan_path)
     plan = ExecutionPlan.from_plan_file(plan_file)
     journal_path = journal_for(plan_path, journal)
     with real_ports(bootstrap, prometheus, command_config) as ports:
-        if adaptive and capacities is None:
-            raise InputError("--adaptive needs --capacities FILE (headroom = capacity minus "
-                             "client traffic)")
         topology = live_topology(ports, bootstrap, capacities)
-        config = build_config(max_mbps, concurrency, cooldown, adaptive, elect_leaders,
-                              allow_under_replicated, gate_margin, gate_floor_mbps,
-                              gate_samples, gate_timeout, produce_p99_max_ms, poll_seconds,
-                              {b.id: b.capacity for b in topology.brokers}, quota_window,
-                              final_gate)
-        if finish_by is not None:
-            config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
+        config = _with(config, capacities={b.id: b.capacity for b in topology.brokers})
         validator = planner_validator(topology, plan_file.goals)
         if topology.fingerprint() != plan.fingerprint:
             err_console.print("[yellow]note:[/] the cluster changed since the plan was made "

@@ -95,11 +95,20 @@ def test_resume_of_a_journal_in_use_is_refused(tmp_path: Path) -> None:
         journal.close()
 
 
-def test_execute_checks_flags_before_touching_anything(tmp_path: Path) -> None:
-    result = runner.invoke(cli.app, ["execute", str(tmp_path / "missing.json"), *CONN,
-                                     "--max-mbps", "0"])
-    assert isinstance(result.exception, InputError)
-    assert "--max-mbps must be positive" in str(result.exception)
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--max-mbps", "0"], "--max-mbps must be positive"),
+    (["--max-mbps", "5", "--concurrency", "0"], "--concurrency must be at least 1"),
+    (["--max-mbps", "5", "--finish-by", "24:00"], "not a time of day"),
+    (["--max-mbps", "5", "--adaptive"], "--adaptive needs --capacities"),
+    (["--max-mbps", "5", "--gate-samples", "0"], "at least 1 consecutive sample"),
+])
+def test_execute_checks_flags_before_touching_anything(tmp_path: Path, flags: list[str],
+                                                       message: str) -> None:
+    """A bad flag is named before the plan is read (it does not exist here) or the cluster
+    contacted (CONN points nowhere)."""
+    result = runner.invoke(cli.app, ["execute", str(tmp_path / "missing.json"), *CONN, *flags])
+    assert isinstance(result.exception, InputError), result.output
+    assert message in str(result.exception)
     assert not list(tmp_path.iterdir())
 
 
