@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from commands import execute_cmd, history_cmd, plan_cmd, snapshot_cmd
+from commands import auto_cmd, execute_cmd, history_cmd, plan_cmd, snapshot_cmd
 from commands.render import console, err_console, spread_table, topology_table
 from commands.sandbox_cmd import app as sandbox_app
 from topology.capacities import read_capacities
@@ -63,6 +63,7 @@ app.command(name="cancel")(execute_cmd.cancel)
 app.command(name="resume")(execute_cmd.resume)
 app.command(name="clear-throttles")(execute_cmd.clear_throttles)
 app.command(name="weights")(history_cmd.weights)
+app.command(name="auto")(auto_cmd.auto)
 app.add_typer(history_cmd.history_app, name="history")
 
 

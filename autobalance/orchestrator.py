@@ -1,0 +1,203 @@
+"""One auto-balancing cycle at the edge: read the cluster, decide, plan, execute or resume.
+
+The outside world comes in as arguments (the executor's ports, a topology reader, a planner,
+the state directory, a line printer), so this module holds the sequence and nothing of Kafka.
+Guarantees: no move starts outside a window (a new or resumed run gets finish_by = the window's
+end); a stale unfinished run is cancelled before a fresh plan; and whatever a run leaves in
+throttles is restored before the cycle returns (an interrupted run is cancelled, not left).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from autobalance.cycle import Action, Decision, Pace, RunLeft, decide_cycle
+from autobalance.imbalance import Verdict, imbalance_verdict
+from autobalance.statedir import StateDir, run_left_of
+from autobalance.windows import Schedule
+from executor.config import ExecutorConfig, Ports, Reporter
+from executor.journal import JournalFile, Record, RunOutcome, replay
+from executor.plan import ExecutionPlan
+from executor.preflight import ClusterView, planner_validator, stale_moves
+from executor.runner import Executor, RunReport, clear_throttles
+from executor.state import MoveState
+from planner.goals import Budget, Goals
+from planner.planfile import PlanFile, write_plan
+from topology.errors import ExecutionError
+from topology.model import Topology
+
+Planner = Callable[[Topology, Goals, Budget], PlanFile]
+"""Solve, validate and order (commands.plan_cmd.build_plan with its order and timestamp)."""
+
+
+@dataclass(frozen=True)
+class AutoSettings:
+    """What every cycle of one `rebalance auto` process uses."""
+
+    schedule: Schedule
+    pace: Pace
+    goals: Goals
+    executor: ExecutorConfig  # finish_by is set per cycle
+    planner_seconds: float = 60.0
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class Edge:
+    """The outside world of a cycle."""
+
+    ports: Ports
+    read_topology: Callable[[], Topology]
+    planner: Planner
+    state: StateDir
+    say: Callable[[str], None]
+    reporter: Reporter
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """What a cycle decided and did."""
+
+    decision: Decision
+    plan_path: Path | None = None
+    journal_path: Path | None = None
+    report: RunReport | None = None
+
+    @property
+    def failed(self) -> bool:
+        """A run that ended with failed or cancelled moves (a stop at the window's end or a
+        gate timeout is not a failure: the next cycle resumes it)."""
+        if self.report is None:
+            return False
+        bad = (MoveState.FAILED, MoveState.CANCELLED)
+        return (self.report.outcome is RunOutcome.CANCELLED
+                or any(s in bad for s in self.report.states.values())
+                or bool(self.report.throttles_left))
+
+
+def run_cycle(settings: AutoSettings, edge: Edge) -> CycleResult:
+    """Decide and act once; returns what happened (RebalanceErrors propagate)."""
+    now = datetime.fromtimestamp(edge.ports.clock.now(), UTC)
+    journal, run = edge.state.latest_run()
+    cached: list[Topology] = []
+
+    def topology() -> Topology:
+        if not cached:
+            cached.append(edge.read_topology())
+        return cached[0]
+
+    def verdict() -> Verdict:
+        return imbalance_verdict(topology(), settings.goals)
+
+    decision = decide_cycle(now, settings.schedule, run_left_of(run), verdict, settings.pace)
+    edge.say(f"{decision.action.value}: {decision.reason}")
+    if decision.action in (Action.RESUME, Action.FINISH_IN_FLIGHT):
+        assert journal is not None and decision.finish_by is not None
+        result = _resume(settings, edge, decision, journal)
+        if result is not None or decision.action is Action.FINISH_IN_FLIGHT:
+            return result or CycleResult(decision, journal_path=journal)
+        # the stale run was cancelled: decide again as if there were none
+        decision = decide_cycle(now, settings.schedule, RunLeft.NONE, verdict, settings.pace)
+        edge.say(f"{decision.action.value}: {decision.reason}")
+    if decision.action is Action.REBALANCE:
+        return _rebalance(settings, edge, decision, topology())
+    return CycleResult(decision)
+
+
+def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
+            journal: Path) -> CycleResult | None:
+    """Continue the unfinished run until finish_by; None when it was stale and got cancelled."""
+    assert decision.finish_by is not None
+    if settings.dry_run:
+        edge.say(f"dry run: would resume {journal} until {decision.finish_by:%H:%M:%S %Z}")
+        return CycleResult(decision, journal_path=journal)
+    sink, records = JournalFile.open(journal)
+    try:
+        stale = _stale(records, edge.ports)
+        config = replace(settings.executor, finish_by=decision.finish_by.timestamp())
+        if stale:
+            edge.say(f"the cluster changed since {journal.name} was planned ({stale}); "
+                     "cancelling that run and planning afresh")
+            executor = Executor.for_cancel(records, sink, edge.ports, config, edge.reporter)
+            executor.cancel()
+            _drive(executor, edge)
+            return None
+        executor = Executor.resume(records, sink, edge.ports, config, edge.reporter)
+        edge.say(f"resuming {journal.name}")
+        report = _drive(executor, edge)
+    finally:
+        sink.close()
+    return CycleResult(decision, journal.with_suffix(""), journal, report)
+
+
+def _stale(records: list[Record], ports: Ports) -> str:
+    """Why the run's pending moves no longer apply to the cluster ('' when they do)."""
+    run = replay(records)
+    pending = run.in_state(frozenset({MoveState.PENDING}))
+    return "; ".join(stale_moves(pending, ClusterView.read(ports.admin))[:5])
+
+
+def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
+               topology: Topology) -> CycleResult:
+    """Plan within the window's byte budget, write the plan, execute it until finish_by."""
+    assert decision.finish_by is not None and decision.max_bytes is not None
+    budget = Budget(max_bytes=decision.max_bytes, time_limit_s=settings.planner_seconds)
+    edge.say(f"planning {len(topology.partitions)} partitions on {len(topology.brokers)} "
+             f"brokers, at most {decision.max_bytes / 1e6:,.0f} MB moved")
+    plan_file = edge.planner(topology, settings.goals, budget)
+    total = sum(m.bytes_moved for m in plan_file.moves)
+    edge.say(f"plan: {len(plan_file.moves)} move(s), {total / 1e6:,.1f} MB "
+             f"({plan_file.solver.status.value})")
+    if not plan_file.moves:
+        edge.say("nothing the planner can improve within the budget: no run")
+        return CycleResult(decision)
+    if settings.dry_run:
+        edge.say(f"dry run: would execute them until {decision.finish_by:%H:%M:%S %Z}; "
+                 "nothing changed")
+        return CycleResult(decision)
+    edge.state.ensure()
+    plan_path = edge.state.new_plan_path(datetime.fromtimestamp(edge.ports.clock.now(), UTC))
+    write_plan(plan_path, plan_file)
+    journal = StateDir.journal_of(plan_path)
+    edge.say(f"wrote {plan_path}; executing (journal {journal.name})")
+    config = replace(settings.executor, finish_by=decision.finish_by.timestamp())
+    sinks: list[JournalFile] = []
+
+    def open_sink(header: Record) -> JournalFile:
+        sinks.append(JournalFile.create(journal, header))
+        return sinks[0]
+
+    try:
+        executor = Executor.start(ExecutionPlan.from_plan_file(plan_file), edge.ports, config,
+                                  open_sink, validator=planner_validator(topology,
+                                                                         settings.goals),
+                                  reporter=edge.reporter)
+        report = _drive(executor, edge)
+    finally:
+        for sink in sinks:
+            sink.close()
+    return CycleResult(decision, plan_path, journal, report)
+
+
+def _drive(executor: Executor, edge: Edge) -> RunReport:
+    """Run to the end; an interrupt cancels the run (reverts the move in flight, restores its
+    throttles) rather than leaving it; throttles still left are restored once more."""
+    try:
+        report = executor.run()
+    except KeyboardInterrupt:
+        edge.say("interrupted: cancelling the run (the move in flight is reverted and its "
+                 "throttles restored); interrupt again to leave it to the journal")
+        executor.cancel()
+        report = executor.run()
+    if report.throttles_left:
+        problems = clear_throttles(executor.run_state, executor.journal, executor.driver)
+        if problems:
+            raise ExecutionError("throttles could not all be restored: " + "; ".join(problems)
+                                 + "; run `rebalance clear-throttles --journal ...`")
+        report = replace(report, throttles_left=())
+    edge.say(f"run {report.outcome.value}: {report.done} of {len(report.states)} move(s) done"
+             + (f"; {report.stop_reason}" if report.stop_reason else ""))
+    return report

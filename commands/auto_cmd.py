@@ -1,0 +1,237 @@
+"""`rebalance auto`: scheduled auto-balancing inside maintenance windows.
+
+Parses flags into one AutoSettings, holds the state directory's lock, and runs cycles
+(`autobalance.orchestrator.run_cycle`) once (--once, for cron or a systemd timer) or forever,
+sleeping until the next window and re-checking every --interval minutes inside one. Each event
+is one timestamped line on stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from datetime import UTC, datetime, timedelta, tzinfo
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from commands.render import console
+from topology.errors import ExecutionError, InputError, RebalanceError
+
+if TYPE_CHECKING:
+    from autobalance.orchestrator import AutoSettings, CycleResult
+    from autobalance.statedir import StateDir
+    from executor.config import Event
+
+MB = 1_000_000
+
+
+def resolve_zone(name: str | None) -> tzinfo:
+    """--timezone as an IANA zone; without it the machine's zone (TZ, then /etc/localtime)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if name is not None:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise InputError(f"--timezone {name!r}: not an IANA timezone name (e.g. UTC, "
+                             "Europe/Berlin, America/New_York)") from None
+    env = os.environ.get("TZ", "").lstrip(":")
+    if env:
+        try:
+            return ZoneInfo(env)
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    try:
+        with open("/etc/localtime", "rb") as local:
+            return ZoneInfo.from_file(local, key="localtime")
+    except (OSError, ValueError):
+        return datetime.now().astimezone().tzinfo or UTC
+
+
+class Lines:
+    """One timestamped line per event (copy progress is left out; a gate's verdict is shown
+    when it changes)."""
+
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone
+        self.last_gate = ""
+
+    def say(self, message: str) -> None:
+        stamp = datetime.now(self.zone).strftime("%Y-%m-%d %H:%M:%S")
+        console.print(f"{stamp} {message}", highlight=False, soft_wrap=True, markup=False)
+
+    def report(self, event: Event) -> None:
+        from executor.config import EventKind
+
+        if event.kind is EventKind.PROGRESS:
+            return
+        if event.kind is EventKind.GATE:
+            if event.message == self.last_gate:
+                return
+            self.last_gate = event.message
+        prefix = f"{event.move}: " if event.move and event.move not in event.message else ""
+        self.say(prefix + event.message)
+
+
+def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: float,
+              efficiency: float, time_limit: float, cooldown: float, quota_window: float,
+              gate_timeout: float | None, poll_seconds: float, dry_run: bool) -> AutoSettings:
+    from autobalance.cycle import Pace
+    from autobalance.orchestrator import AutoSettings
+    from autobalance.windows import parse_schedule
+    from commands.execute_setup import build_config
+    from planner.goals import Goals
+
+    if max_mbps <= 0:
+        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
+    schedule = parse_schedule(windows, zone)
+    config = build_config(max_mbps, 1, cooldown, False, True, False, 0.10, 1.0, 3,
+                          gate_timeout, None, poll_seconds, None, quota_window, False)
+    return AutoSettings(schedule, Pace(int(max_mbps * MB), efficiency), Goals(tolerance),
+                        config, time_limit, dry_run)
+
+
+def _cycle(settings: AutoSettings, state: StateDir, lines: Lines, bootstrap: str,
+           prometheus: str, command_config: Path | None,
+           capacities: Path | None) -> CycleResult:
+    from autobalance.orchestrator import Edge, run_cycle
+    from commands.execute_setup import live_topology, real_ports
+    from commands.plan_cmd import build_plan
+    from planner.goals import Budget, Goals
+    from planner.ordering import MoveOrder
+    from planner.planfile import PlanFile
+    from topology.model import Topology
+
+    def planner(topology: Topology, goals: Goals, budget: Budget) -> PlanFile:
+        created_at = datetime.now(UTC).isoformat(timespec="seconds")
+        return build_plan(topology, goals, budget, MoveOrder.SMALLEST_FIRST, created_at)
+
+    with real_ports(bootstrap, prometheus, command_config) as ports:
+        edge = Edge(ports, lambda: live_topology(ports, bootstrap, capacities), planner, state,
+                    lines.say, lines.report)
+        return run_cycle(settings, edge)
+
+
+def _raise_on_sigterm() -> None:
+    """systemd stops a service with SIGTERM: treat it like Ctrl-C (the run is cancelled
+    cleanly, throttles restored)."""
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+WindowOpt = Annotated[list[str], typer.Option(
+    "--window", help="A maintenance window, e.g. 'Mon-Fri 01:00-05:00', 'daily 22:00-02:00' "
+    "(crosses midnight), 'Sat,Sun 00:00-24:00'. Repeat it or separate windows with ';'.")]
+
+
+def auto(
+    bootstrap: Annotated[str, typer.Option(help="Kafka bootstrap servers, HOST:PORT[,...].")],
+    prometheus: Annotated[str, typer.Option(
+        "--prometheus", help="Prometheus URL: partition rates for the plan, the gates' "
+        "network readings for the run.")],
+    max_mbps: Annotated[float, typer.Option(
+        help="Replication throttle per broker in MB/s (10^6 bytes/s); also sizes each plan.")],
+    window: WindowOpt,
+    timezone: Annotated[str | None, typer.Option(
+        help="IANA timezone of the windows (e.g. Europe/Berlin); default: this machine's.")
+    ] = None,
+    capacities: Annotated[Path | None, typer.Option(
+        help="Capacities YAML (heterogeneous brokers); without it brokers count as equal.")
+    ] = None,
+    tolerance: Annotated[float, typer.Option(
+        help="Balance goal: a rebalance is due when a broker's utilization of a resource is "
+        "outside the average +/- this fraction.")] = 0.10,
+    state_dir: Annotated[Path, typer.Option(
+        help="Where plans and journals are kept (and the lock against a second auto process).")
+    ] = Path(".rebalance-auto"),
+    once: Annotated[bool, typer.Option(
+        "--once", help="Run one cycle and exit (for cron or a systemd timer).")] = False,
+    interval: Annotated[float, typer.Option(
+        help="Minutes between checks inside a window (without --once).")] = 15.0,
+    dry_run: Annotated[bool, typer.Option(
+        help="Say what the cycle would do (plan included); change nothing, write nothing.")
+    ] = False,
+    command_config: Annotated[Path | None, typer.Option(
+        help="Kafka client security settings (.properties or YAML); env REBALANCE_* too.")
+    ] = None,
+    efficiency: Annotated[float, typer.Option(
+        help="Share of a window's time spent copying at the cap (the rest goes to gates, "
+        "cooldowns, leader elections): plan bytes = time left x cap x this.")] = 0.5,
+    time_limit: Annotated[float, typer.Option(help="Planner time limit, seconds.")] = 60.0,
+    cooldown: Annotated[float, typer.Option(
+        help="Seconds to wait after each move before the gate is checked.")] = 0.0,
+    quota_window: Annotated[float, typer.Option(
+        help="Seconds after a move for Kafka's replication quota window to forget it.")
+    ] = 11.0,
+    gate_timeout: Annotated[float | None, typer.Option(
+        help="Stop the run (resumed next cycle) when a gate stays closed this many seconds.")
+    ] = 900.0,
+    poll_seconds: Annotated[float, typer.Option(
+        help="Seconds between polls of the cluster.", hidden=True)] = 1.0,
+) -> None:
+    """Scheduled auto-balancing: detect imbalance, plan and execute inside maintenance windows.
+
+    Outside every window a cycle waits (a move left in flight by a crash is finished; nothing
+    new starts).
+
+    Inside a window it resumes the last unfinished run (cancelled and planned afresh if the
+    cluster changed under it); otherwise it reads the cluster and, when a resource is outside
+    the tolerance band, a rack rule is broken or replicas sit on dead brokers, plans at most
+    time left x --max-mbps x --efficiency bytes into --state-dir and executes the plan with
+    the window's end as its deadline: no move starts that could not finish in time.
+
+    Throttles are always restored; Ctrl-C or SIGTERM cancels a run in flight cleanly. A second
+    `rebalance auto` on the same --state-dir is refused.
+    """
+    from autobalance.statedir import StateDir, state_lock
+
+    zone = resolve_zone(timezone)
+    settings = _settings(window, zone, max_mbps, tolerance, efficiency, time_limit, cooldown,
+                         quota_window, gate_timeout, poll_seconds, dry_run)
+    if interval <= 0:
+        raise InputError(f"--interval must be positive (minutes), got {interval}")
+    lines = Lines(zone)
+    state = StateDir(state_dir)
+    lines.say(f"windows: {settings.schedule.describe()}; state: {state_dir}"
+              + ("; dry run" if dry_run else ""))
+    _raise_on_sigterm()
+    if dry_run:  # reads only: no lock, nothing written
+        _conclude(_cycle(settings, state, lines, bootstrap, prometheus, command_config,
+                         capacities))
+        return
+    with state_lock(state):
+        while True:
+            try:
+                result = _cycle(settings, state, lines, bootstrap, prometheus, command_config,
+                                capacities)
+                if once:
+                    _conclude(result)
+                    return
+                wake = result.decision.wake_at
+            except RebalanceError as exc:
+                if once or isinstance(exc, InputError):
+                    raise
+                lines.say(f"cycle failed: {exc}")
+                wake = None
+            _sleep_until(wake, interval, lines)
+
+
+def _sleep_until(wake: datetime | None, interval: float, lines: Lines) -> None:
+    from executor.clock import SystemClock
+
+    now = datetime.now(UTC)
+    until = wake if wake is not None else now + timedelta(minutes=interval)
+    lines.say(f"next check at {until.astimezone(lines.zone):%Y-%m-%d %H:%M:%S %Z}")
+    SystemClock().sleep((until - now).total_seconds())
+
+
+def _conclude(result: CycleResult) -> None:
+    """--once: a run with failed or cancelled moves (or throttles left) exits non-zero."""
+    if result.failed:
+        raise ExecutionError(f"the run ended with failed or cancelled moves; see "
+                             f"`rebalance status --journal {result.journal_path}`")

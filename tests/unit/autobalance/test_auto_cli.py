@@ -1,0 +1,88 @@
+"""`rebalance auto` without a cluster: flag errors, the lock against a second process, and the
+state directory's bookkeeping."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import cli
+from autobalance.cycle import RunLeft
+from autobalance.statedir import StateDir, run_left_of, state_lock
+from executor.journal import header_record, replay, state_record
+from executor.plan import ExecutionPlan
+from executor.state import MoveState
+from planner.result import Move
+from topology.errors import ExecutionError, InputError
+
+runner = CliRunner()
+CONN = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1", "--max-mbps", "5"]
+
+
+def invoke(*args: str) -> BaseException | None:
+    return runner.invoke(cli.app, ["auto", *CONN, *args]).exception
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--window", "Mon-Fri 25:00-05:00"], "not a time of day"),
+    (["--window", "Someday 01:00-05:00"], "unknown day"),
+    (["--window", "daily 01:00-05:00", "--timezone", "Mars/Olympus"], "IANA timezone"),
+    (["--window", "daily 01:00-05:00", "--efficiency", "2"], "--efficiency"),
+    (["--window", "daily 01:00-05:00", "--tolerance", "0"], "tolerance"),
+])
+def test_bad_flags_are_input_errors(args: list[str], message: str, tmp_path: Path) -> None:
+    error = invoke(*args, "--state-dir", str(tmp_path / "state"), "--once")
+    assert isinstance(error, InputError)
+    assert message in str(error)
+    assert not (tmp_path / "state").exists()  # refused before anything is written
+
+
+def test_a_second_auto_process_on_the_same_state_dir_is_refused(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    with state_lock(state):
+        error = invoke("--window", "daily 00:00-24:00", "--state-dir", str(state.path),
+                       "--once")
+        assert isinstance(error, ExecutionError)
+        assert "another `rebalance auto`" in str(error)
+    with state_lock(state):  # released: it can be taken again
+        pass
+
+
+def test_help_explains_windows_and_the_cycle() -> None:
+    result = runner.invoke(cli.app, ["auto", "--help"])
+    assert result.exit_code == 0
+    assert "--window" in result.output and "maintenance windows" in result.output
+
+
+def _run(*states: tuple[str, MoveState]) -> list[dict[str, object]]:
+    plan = ExecutionPlan.of([Move("t", 0, (1, 2), (1, 3), 10), Move("t", 1, (1, 2), (1, 4), 10)])
+    records = [header_record(plan, {"max_bytes_per_sec": 1})]
+    records += [state_record(m, s, float(i)) for i, (m, s) in enumerate(states)]
+    return records
+
+
+def test_what_a_run_left() -> None:
+    assert run_left_of(None) is RunLeft.NONE
+    assert run_left_of(replay(_run())) is RunLeft.PENDING
+    assert run_left_of(replay(_run(("t-0", MoveState.THROTTLING)))) is RunLeft.IN_FLIGHT
+    done = [(name, s) for name in ("t-0", "t-1") for s in (
+        MoveState.THROTTLING, MoveState.SUBMITTED, MoveState.COPYING, MoveState.VERIFYING,
+        MoveState.UNTHROTTLING, MoveState.COOLING_DOWN, MoveState.DONE)]
+    assert run_left_of(replay(_run(*done))) is RunLeft.NONE
+
+
+def test_plans_are_named_by_time_and_the_latest_journal_is_found(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    at = datetime(2026, 11, 23, 1, 30, tzinfo=UTC)
+    first = state.new_plan_path(at)
+    assert first.name == "plan-20261123T013000Z.json"
+    first.write_text("{}")
+    assert state.new_plan_path(at).name == "plan-20261123T013000Z-1.json"
+    assert state.latest_journal() is None
+    StateDir.journal_of(first).write_text("")
+    later = state.new_plan_path(datetime(2026, 11, 24, 1, 0, tzinfo=UTC))
+    later.write_text("{}")  # a plan without a journal (e.g. the run was refused)
+    assert state.latest_journal() == StateDir.journal_of(first)
