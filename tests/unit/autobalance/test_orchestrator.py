@@ -1,0 +1,155 @@
+"""One auto cycle against the executor's in-memory cluster: a new run is planned within the
+window's byte budget and executed; a run stopped at the window's end is resumed in the next
+window; a run made stale by the cluster is cancelled and planned afresh; outside the windows
+nothing is touched."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from executor_fakes import MB, World, make_world, standard_moves
+
+from autobalance.cycle import Action, Pace
+from autobalance.orchestrator import AutoSettings, CycleResult, Edge, run_cycle
+from autobalance.statedir import StateDir
+from autobalance.windows import parse_schedule
+from executor.journal import RunOutcome, read_journal
+from executor.state import MoveState
+from planner.goals import Budget, Goals
+from planner.planfile import PlanFile, SolverInfo, make_plan_file
+from planner.result import Move, SolverStatus
+from topology.model import Broker, Capacity, Partition, Topology
+
+UTC_ZONE = ZoneInfo("UTC")
+CAP = Capacity(1e12, 1e9, 1e9)
+MONDAY_1344 = datetime(1970, 1, 12, 13, 44, tzinfo=UTC).timestamp()
+
+
+def topology_of(world: World) -> Topology:
+    """The fake cluster as the planner sees it (no traffic; broker 4 holds nothing)."""
+    brokers = tuple(Broker(b, None, CAP) for b in world.admin.broker_ids)
+    parts = tuple(Partition(tp.topic, tp.partition, p.replicas, p.size, 0.0, 0.0)
+                  for tp, p in sorted(world.admin.parts.items(),
+                                      key=lambda kv: (kv[0].topic, kv[0].partition)))
+    return Topology(brokers, parts)
+
+
+@dataclass
+class StubPlanner:
+    """Plans the moves it is given (those that still apply), recording each budget."""
+
+    moves: list[Move]
+    budgets: list[Budget] = field(default_factory=list)
+
+    def __call__(self, topology: Topology, goals: Goals, budget: Budget) -> PlanFile:
+        self.budgets.append(budget)
+        current = {(p.topic, p.partition): p.replicas for p in topology.partitions}
+        moves = [m for m in self.moves if current[(m.topic, m.partition)] == m.current]
+        return make_plan_file(topology, moves, goals, budget,
+                              SolverInfo(SolverStatus.FEASIBLE, 0), "1970-01-12T13:44:00+00:00")
+
+
+def setup(tmp_path: Path, window: str, at: float) -> tuple[World, AutoSettings, Edge,
+                                                           StubPlanner, list[str]]:
+    world = make_world()
+    world.clock.t = at
+    said: list[str] = []
+    planner = StubPlanner(standard_moves())
+    settings = AutoSettings(parse_schedule([window], UTC_ZONE),
+                            Pace(world.config.max_bytes_per_sec, 0.5, min_window_seconds=0),
+                            Goals(tolerance=0.10), world.config)
+    edge = Edge(world.ports(), lambda: topology_of(world), planner, StateDir(tmp_path),
+                said.append, world.reporter)
+    return world, settings, edge, planner, said
+
+
+def no_throttles(world: World) -> bool:
+    brokers, topics = world.admin.configs()
+    return not any(brokers.values()) and not any(topics.values())
+
+
+def test_a_due_cluster_is_planned_within_budget_and_executed(tmp_path: Path) -> None:
+    world, settings, edge, planner, said = setup(tmp_path, "daily 13:00-15:00", MONDAY_1344)
+    result = run_cycle(settings, edge)
+    assert result.decision.action is Action.REBALANCE
+    # 76 minutes left at 10 MB/s, half of it copying
+    assert planner.budgets[0].max_bytes == 76 * 60 * 10 * MB // 2
+    assert result.plan_path is not None and result.plan_path.exists()
+    assert result.journal_path is not None
+    assert read_journal(result.journal_path).outcome is RunOutcome.COMPLETED
+    assert world.admin.replicas() == {"orders-0": (3, 2), "orders-1": (2, 4),
+                                      "events-0": (1, 4), "other-0": (1, 2, 3)}
+    assert no_throttles(world) and not result.failed
+    assert any("rebalance due" in line and "broker 4" in line for line in said)
+
+
+def test_a_run_stopped_at_the_window_end_is_resumed_in_the_next_window(tmp_path: Path) -> None:
+    # 13:46:55, the window ends at 13:47: the 3 s move fits, the next ones do not
+    world, settings, edge, planner, _ = setup(tmp_path, "daily 13:00-13:47",
+                                              MONDAY_1344 + 175)
+    first = run_cycle(settings, edge)
+    assert first.report is not None and first.report.outcome is RunOutcome.STOPPED
+    assert first.report.states["orders-0"] is MoveState.DONE
+    assert first.report.states["events-0"] is MoveState.PENDING
+    assert world.admin.replicas()["events-0"] == (3, 1)
+    assert no_throttles(world) and not first.failed
+
+    world.clock.t = MONDAY_1344 + 3600  # 14:44: outside; the run waits
+    waiting = run_cycle(settings, edge)
+    assert waiting.decision.action is Action.SLEEP
+    assert waiting.decision.wake_at == datetime(1970, 1, 13, 13, 0, tzinfo=UTC)
+
+    world.clock.t = datetime(1970, 1, 13, 13, 0, tzinfo=UTC).timestamp()
+    resumed = run_cycle(settings, edge)
+    assert resumed.decision.action is Action.RESUME
+    assert resumed.report is not None and resumed.report.outcome is RunOutcome.COMPLETED
+    assert resumed.journal_path == first.journal_path
+    assert world.admin.replicas()["events-0"] == (1, 4)
+    assert len(planner.budgets) == 1  # no second plan
+    assert no_throttles(world)
+
+
+def test_a_stale_unfinished_run_is_cancelled_and_planned_afresh(tmp_path: Path) -> None:
+    world, settings, edge, planner, said = setup(tmp_path, "daily 13:00-13:47",
+                                                 MONDAY_1344 + 175)
+    first = run_cycle(settings, edge)
+    assert first.report is not None and first.report.states["events-0"] is MoveState.PENDING
+    world.admin.add("events", 0, (3, 2), 10 * MB)  # someone moved it meanwhile
+    planner.moves = [Move("events", 0, (3, 2), (4, 2), 10 * MB)]
+
+    world.clock.t = datetime(1970, 1, 13, 13, 0, tzinfo=UTC).timestamp()
+    again: CycleResult = run_cycle(settings, edge)
+    assert first.journal_path is not None
+    assert read_journal(first.journal_path).outcome is RunOutcome.CANCELLED
+    assert any("cluster changed" in line for line in said)
+    assert again.decision.action is Action.REBALANCE
+    assert again.plan_path is not None and again.plan_path != first.plan_path
+    assert again.report is not None and again.report.outcome is RunOutcome.COMPLETED
+    assert world.admin.replicas()["events-0"] == (4, 2)
+    assert world.admin.replicas()["orders-1"] == (2, 3)  # the cancelled run's move stays undone
+    assert no_throttles(world)
+
+
+def test_outside_the_windows_nothing_is_read_or_changed(tmp_path: Path) -> None:
+    world, settings, edge, planner, _ = setup(tmp_path, "daily 01:00-02:00", MONDAY_1344)
+    before = world.admin.replicas()
+    calls = len(world.admin.calls)
+    result = run_cycle(settings, edge)
+    assert result.decision.action is Action.SLEEP
+    assert world.admin.replicas() == before and len(world.admin.calls) == calls
+    assert not planner.budgets and not list(tmp_path.iterdir())
+
+
+def test_dry_run_plans_but_writes_and_changes_nothing(tmp_path: Path) -> None:
+    world, settings, edge, planner, said = setup(tmp_path, "daily 13:00-15:00", MONDAY_1344)
+    before = world.admin.replicas()
+    dry = AutoSettings(settings.schedule, settings.pace, settings.goals, settings.executor,
+                       dry_run=True)
+    result = run_cycle(dry, edge)
+    assert result.decision.action is Action.REBALANCE and result.report is None
+    assert len(planner.budgets) == 1
+    assert world.admin.replicas() == before and not list(tmp_path.iterdir())
+    assert any(line.startswith("dry run: would execute") for line in said)
