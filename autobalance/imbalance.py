@@ -50,13 +50,16 @@ def imbalance_verdict(topology: Topology, goals: Goals) -> Verdict:
 
 
 def _spread_reason(report: ResourceReport, detail: ResourceBalance) -> str:
-    """E.g. "disk: max/avg 1.52, min/avg 0.00 outside +/-10% (broker 5 at 0%, avg 31%)"."""
-    low = report.average_before * (1 - report.tolerance)
-    high = report.average_before * (1 + report.tolerance)
+    """E.g. "disk: max/avg 1.25, min/avg 0.00 outside +/-10% (broker 5 at 0.00x the average)".
+
+    Brokers are shown relative to the average: without a capacities file every broker has the
+    same nominal capacity and absolute utilization means nothing."""
+    average = report.average_before
+    low, high = average * (1 - report.tolerance), average * (1 + report.tolerance)
     brokers = sorted(b for b, u in detail.utilization.items() if not low <= u <= high)
-    shown = ", ".join(f"broker {b} at {detail.utilization[b]:.1%}"
+    shown = ", ".join(f"broker {b} at {detail.utilization[b] / average:.2f}x"
                       for b in brokers[:_MAX_BROKERS])
     more = f" and {len(brokers) - _MAX_BROKERS} more" if len(brokers) > _MAX_BROKERS else ""
     return (f"{report.resource.value}: max/avg {report.max_over_avg_before:.2f}, min/avg "
-            f"{report.min_over_avg_before:.2f} outside +/-{report.tolerance:.0%} "
-            f"(average {report.average_before:.1%}; {shown}{more})")
+            f"{report.min_over_avg_before:.2f} outside +/-{report.tolerance:.0%} ({shown}{more} "
+            "the average)")

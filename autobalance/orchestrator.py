@@ -198,6 +198,4 @@ def _drive(executor: Executor, edge: Edge) -> RunReport:
             raise ExecutionError("throttles could not all be restored: " + "; ".join(problems)
                                  + "; run `rebalance clear-throttles --journal ...`")
         report = replace(report, throttles_left=())
-    edge.say(f"run {report.outcome.value}: {report.done} of {len(report.states)} move(s) done"
-             + (f"; {report.stop_reason}" if report.stop_reason else ""))
     return report
