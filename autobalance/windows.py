@@ -42,7 +42,8 @@ class Window:
                              "00:00-24:00")
 
     def describe(self) -> str:
-        days = ",".join(DAY_NAMES[d].title() for d in sorted(self.days))
+        named = {frozenset(v): k for k, v in _DAY_ALIASES.items() if k != "everyday"}
+        days = named.get(self.days) or ",".join(DAY_NAMES[d].title() for d in sorted(self.days))
         return f"{days} {_hhmm(self.start)}-{_hhmm(self.end)}"
 
 

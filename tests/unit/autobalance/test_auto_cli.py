@@ -86,3 +86,38 @@ def test_plans_are_named_by_time_and_the_latest_journal_is_found(tmp_path: Path)
     later = state.new_plan_path(datetime(2026, 11, 24, 1, 0, tzinfo=UTC))
     later.write_text("{}")  # a plan without a journal (e.g. the run was refused)
     assert state.latest_journal() == StateDir.journal_of(first)
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_the_loop_survives_a_failed_cycle_and_sleeps_until_the_next_window(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autobalance.cycle import Action, Decision
+    from autobalance.orchestrator import CycleResult
+    from commands import auto_cmd
+    from topology.errors import ClusterError
+
+    wake = datetime(2026, 11, 24, 1, 0, tzinfo=UTC)
+    outcomes: list[object] = [ClusterError("cannot reach Kafka"),
+                              CycleResult(Decision(Action.SLEEP, "outside", wake_at=wake))]
+    sleeps: list[datetime | None] = []
+
+    def cycle(*args: object) -> CycleResult:
+        outcome = outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        assert isinstance(outcome, CycleResult)
+        return outcome
+
+    def sleep(until: datetime | None, interval: float, lines: object) -> None:
+        sleeps.append(until)
+        if not outcomes:
+            raise _Stop
+
+    monkeypatch.setattr(auto_cmd, "_cycle", cycle)
+    monkeypatch.setattr(auto_cmd, "_sleep_until", sleep)
+    error = invoke("--window", "daily 01:00-05:00", "--state-dir", str(tmp_path / "s"))
+    assert isinstance(error, _Stop)
+    assert sleeps == [None, wake]  # after the failure: --interval; then until the window

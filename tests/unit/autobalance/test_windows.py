@@ -131,3 +131,10 @@ def test_naive_datetimes_are_refused() -> None:
     schedule = parse_schedule(["daily 01:00-05:00"], BERLIN)
     with pytest.raises(ValueError, match="timezone-aware"):
         is_open(schedule, datetime(2026, 11, 23, 2, 0))
+
+
+def test_schedules_describe_themselves() -> None:
+    schedule = parse_schedule(["Mon-Fri 01:00-05:00; Sat,Sun 00:00-24:00", "Tue 22:00-02:00",
+                               "daily 12:00-13:00"], BERLIN)
+    assert schedule.describe() == ("weekdays 01:00-05:00; weekends 00:00-24:00; Tue 22:00-02:00; "
+                                   "daily 12:00-13:00 (Europe/Berlin)")
