@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -19,10 +20,12 @@ from rich.text import Text
 
 from commands.render import human_bytes
 from executor.config import Event, EventKind
-from executor.runner import RunReport
 from executor.state import MoveState
-from executor.status import RunStatus
-from executor.throttle import ThrottlePlan
+
+if TYPE_CHECKING:
+    from executor.runner import RunReport
+    from executor.status import RunStatus
+    from executor.throttle import ThrottlePlan
 
 # Rate estimate: bytes over the last RATE_WINDOW_S seconds of progress events.
 RATE_WINDOW_S = 10.0

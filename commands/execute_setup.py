@@ -10,15 +10,17 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from executor.clock import SystemClock
 from executor.config import Event, ExecutorConfig, Ports, Reporter
 from executor.gates import GatePolicy
-from executor.journal import Record
 from topology.capacities import CAPACITY_KEYS, Capacities, read_capacities
 from topology.errors import InputError
 from topology.model import Topology
+
+if TYPE_CHECKING:
+    from executor.journal import Record
 
 MB = 1_000_000
 JOURNAL_SUFFIX = ".journal"

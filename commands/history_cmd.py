@@ -1,7 +1,8 @@
 """`rebalance history export` and `rebalance weights`: traffic history in, placement weights out.
 
 Parsing and rendering only: the export lives in topology/history.py, the job in
-spark_jobs/weights.py. PySpark is imported only when `weights` runs, so other commands start fast.
+spark_jobs/weights.py. Both are imported only when their command runs (pandas, Arrow and the
+Prometheus client for `export`, PySpark for `weights`), so other commands start fast.
 """
 
 from __future__ import annotations
@@ -12,16 +13,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from commands.render import console
 from topology.errors import InputError
-from topology.history import (
-    HistoryQueries,
-    PrometheusRange,
-    export_history,
-    parse_duration,
-)
 
 history_app = typer.Typer(
     help="Traffic history: export per-partition rates and sizes from Prometheus.",
@@ -40,6 +34,16 @@ def export(
     ] = None,
 ) -> None:
     """Export per-partition bytes in/out rates and sizes over a window as a Parquet dataset."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from topology.history import HistoryQueries, PrometheusRange, export_history, parse_duration
+
     window_s = parse_duration(since, "--since")
     step_s = parse_duration(step, "--step")
     if step_s < 1 or step_s != int(step_s):

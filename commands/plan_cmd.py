@@ -1,7 +1,8 @@
 """`rebalance plan` and `rebalance diff`: make, validate, order and review a plan.
 
 The command parses flags and renders; `build_plan` is the glue (solve, validate, order) and
-never writes a plan the validator rejects.
+never writes a plan the validator rejects. The plan file and validator modules (numpy) are
+imported where they are used, so that `rebalance` starts fast for the other commands.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,20 +20,15 @@ from commands.plan_render import review, summary
 from commands.render import console, err_console
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder, order_moves
-from planner.planfile import (
-    PlanFile,
-    SolverInfo,
-    make_plan_file,
-    read_plan,
-    write_plan,
-)
 from planner.result import PlanResult, SolverStatus
-from planner.validate import validate_plan
 from topology.capacities import Capacities, read_capacities
 from topology.errors import InputError
 from topology.model import Topology
 from topology.snapshot import read_snapshot, topology_from_dict
 from topology.units import parse_bytes
+
+if TYPE_CHECKING:
+    from planner.planfile import PlanFile
 
 Solver = Callable[[Topology, Goals, Budget], PlanResult]
 
@@ -58,6 +54,9 @@ def check_broker_flags(topology: Topology, add: Sequence[int], remove: Sequence[
 def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrder,
                created_at: str, solver: Callable[[], Solver] | None = None) -> PlanFile:
     """Solve, validate and order; a cluster already balanced gets an empty plan."""
+    from planner.planfile import SolverInfo, make_plan_file
+    from planner.validate import validate_plan
+
     current = validate_plan(topology, (), goals)
     if not current.errors and current.balanced:
         return make_plan_file(topology, (), goals, budget,
@@ -169,6 +168,8 @@ def plan(
                            ] = False,
 ) -> None:
     """Plan a rebalance, validate it, write the plan file and show the dry-run review."""
+    from planner.planfile import write_plan
+
     if rate_mbps <= 0:
         raise InputError("--rate-mbps must be positive")
     adds, removes = add_broker or [], remove_broker or []
@@ -207,6 +208,8 @@ def diff(
                            ] = False,
 ) -> None:
     """Show the review of a saved plan again; with --snapshot, check it still applies."""
+    from planner.planfile import read_plan
+
     if rate_mbps <= 0:
         raise InputError("--rate-mbps must be positive")
     plan_file = read_plan(plan_path)
@@ -218,6 +221,9 @@ def diff(
 
 def recheck(plan_file: PlanFile, topology: Topology) -> PlanFile:
     """The plan's review recomputed on `topology`; PlanError when it no longer applies."""
+    from planner.planfile import make_plan_file
+    from planner.validate import validate_plan
+
     if topology.fingerprint() != plan_file.fingerprint:
         err_console.print("[yellow]warning:[/] the snapshot's replica placement differs from "
                           "the one the plan was made against (fingerprint mismatch)",

@@ -5,15 +5,17 @@ Everything renders from a PlanFile, so `plan` and `diff` show the same review.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.table import Table
 
 from commands.render import human_bytes
-from planner.planfile import BrokerStats, PlanFile
 from planner.result import Move
 from topology.model import RESOURCES, Resource
+
+if TYPE_CHECKING:
+    from planner.planfile import BrokerStats, PlanFile
 
 _TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from planner.result import Move
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 LOOKAHEAD = 256
 """How many pending moves a round scans for one that shares no broker with the round."""
@@ -39,7 +41,12 @@ def move_brokers(move: Move) -> frozenset[int]:
 
 
 def move_graph(moves: Iterable[Move]) -> nx.MultiGraph:
-    """Brokers as nodes, one edge per replica copy (giving broker -> receiving broker)."""
+    """Brokers as nodes, one edge per replica copy (giving broker -> receiving broker).
+
+    networkx is imported here, not at module level: the CLI imports MoveOrder at start-up.
+    """
+    import networkx as nx
+
     graph = nx.MultiGraph()
     for move in moves:
         for source, target in zip(move.removed_brokers, move.added_brokers, strict=False):

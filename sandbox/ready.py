@@ -11,8 +11,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Collection
 
-from confluent_kafka.admin import AdminClient
-
 from topology.errors import SandboxError
 
 POLL_S = 0.5
@@ -20,6 +18,8 @@ POLL_S = 0.5
 
 def registered_brokers(bootstrap: str, timeout_s: float = 2.0) -> dict[int, str | None]:
     """Broker id -> rack as the cluster metadata reports them right now ({} when unreachable)."""
+    from confluent_kafka.admin import AdminClient  # here, not at import: `rebalance` starts fast
+
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0,
                          "socket.connection.setup.timeout.ms": 2000})
     try:
