@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -68,13 +69,20 @@ def create_topic(info: SandboxInfo) -> str:
     return topic
 
 
+@dataclass(frozen=True)
+class Grown:
+    info: SandboxInfo
+    new: BrokerInfo
+    topic: str
+
+
 @pytest.fixture(scope="module")
-def grown(sandbox: SandboxInfo) -> Iterator[tuple[SandboxInfo, BrokerInfo]]:
+def grown(sandbox: SandboxInfo) -> Iterator[Grown]:
     """The sandbox with a topic of data on the session brokers and one more, empty broker."""
     topic = create_topic(sandbox)
     new = cluster.add_broker(sandbox.dir, "a")
     info = cluster.running(sandbox.dir)
-    yield info, new
+    yield Grown(info, new, topic)
     admin = AdminClient({"bootstrap.servers": info.bootstrap})
     admin.delete_topics([topic])[topic].result(60)
 
@@ -111,9 +119,8 @@ def no_throttles(brokers: dict[int, dict[str, str | None]],
             and all(not v for c in topics.values() for v in c.values()))
 
 
-def test_outside_the_window_nothing_changes(grown: tuple[SandboxInfo, BrokerInfo],
-                                            tmp_path: Path) -> None:
-    info, new = grown
+def test_outside_the_window_nothing_changes(grown: Grown, tmp_path: Path) -> None:
+    info, new = grown.info, grown.new
     admin = KafkaClusterAdmin(info.bootstrap)
     try:
         topology = topology_from_dict(read_live_topology(admin, None, EQUAL).document, EQUAL,
@@ -133,9 +140,11 @@ def test_outside_the_window_nothing_changes(grown: tuple[SandboxInfo, BrokerInfo
     assert not list(state.glob("plan-*"))
 
 
-def test_inside_the_window_replicas_move_to_the_new_broker(
-        grown: tuple[SandboxInfo, BrokerInfo], tmp_path: Path) -> None:
-    info, new = grown
+def test_inside_the_window_replicas_move_to_the_new_broker(grown: Grown,
+                                                          tmp_path: Path) -> None:
+    info, new = grown.info, grown.new
+    _, brokers_before, topics_before = live(info)
+    assert no_throttles({new.id: brokers_before[new.id]}, {grown.topic: topics_before[grown.topic]})
     now = datetime.now(UTC)
     window = f"daily {hhmm(now - timedelta(minutes=30))}-{hhmm(now + timedelta(hours=2))}"
     state = tmp_path / "state"
@@ -157,4 +166,7 @@ def test_inside_the_window_replicas_move_to_the_new_broker(
     for move in plan.moves:
         assert replicas[move.key] == move.target, move.name
     assert sum(new.id in r for r in replicas.values()) > 0
-    assert no_throttles(brokers, topics), (brokers, topics)
+    # every throttle config is as it was (the run's own removed, any other left alone) ...
+    assert (brokers, topics) == (brokers_before, topics_before)
+    # ... and none is set on the new broker or the test topic
+    assert no_throttles({new.id: brokers[new.id]}, {grown.topic: topics[grown.topic]})
