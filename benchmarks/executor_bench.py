@@ -135,10 +135,13 @@ def plan_file(info: SandboxInfo, path: Path, topic: str, partitions: int,
 
 def counter_series(info: SandboxInfo, broker: int, start: float, end: float
                    ) -> list[tuple[float, float]]:
-    """The target broker's replication-in counter, one sample per second."""
-    query = f'sum({REPLICATION_IN}{{broker_id="{broker}"}})'
-    answer = requests.get(f"{info.prometheus_url}/api/v1/query_range", timeout=30, params={
-        "query": query, "start": start, "end": end, "step": "1s"}).json()
+    """The target broker's replication-in counter: every raw sample with its own scrape
+    timestamp (a query_range step would repeat a late scrape's old value and make a 5-second
+    window look like 6 or 7 seconds of traffic on a loaded machine)."""
+    span = int(end - start) + 2
+    query = f'{REPLICATION_IN}{{broker_id="{broker}"}}[{span}s]'
+    answer = requests.get(f"{info.prometheus_url}/api/v1/query", timeout=30, params={
+        "query": query, "time": end}).json()
     result = answer["data"]["result"]
     return [(float(t), float(v)) for t, v in result[0]["values"]] if result else []
 
