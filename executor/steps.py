@@ -332,7 +332,7 @@ class MoveDriver:
         decision = gate_decision(policy, brokers, record.baseline or NetworkSample({}, {}),
                                  reading, moving, track.gate_streak)
         track.gate_streak = decision.streak
-        left = self._settle() - (self._now() - (record.cooldown_since or 0.0))
+        left = self._settle(move) - (self._now() - (record.cooldown_since or 0.0))
         cooling = f"; cooling down, {left:.0f} s left" if left > 0 else ""
         self._event(EventKind.GATE, move, f"gate after {move.name}: {decision.verdict.value}, "
                     f"{decision.reason}{cooling}", state=decision.verdict.value)
@@ -352,10 +352,10 @@ class MoveDriver:
         """A gate protects the next move: needed while a move is pending, or when asked for."""
         return self.config.final_gate or bool(self.journal.run.in_state(frozenset({S.PENDING})))
 
-    def _settle(self) -> float:
-        """The wait before the gate may open: the quota window only matters when another move
-        follows."""
-        if self.journal.run.in_state(frozenset({S.PENDING})):
+    def _settle(self, move: Move) -> float:
+        """The wait before the gate may open: the quota window only matters when this move
+        copied data (a leadership-only move has no throttled bytes) and another move follows."""
+        if move.bytes_moved and self.journal.run.in_state(frozenset({S.PENDING})):
             return self.config.settle_seconds
         return self.config.cooldown_seconds
 

@@ -86,3 +86,18 @@ def test_the_last_move_skips_the_gate_unless_asked() -> None:
     kept = _run(quota_window_seconds=11.0, cooldown_seconds=5.0, final_gate=True)
     waited = kept[(last, "done")] - kept[(last, "cooling_down")]
     assert 5.0 <= waited < 11.0  # the cooldown, not the quota window: no move follows
+
+
+def test_a_leadership_only_move_does_not_wait_for_the_window() -> None:
+    """Reordering replicas copies nothing, so no throttled bytes linger in Kafka's window."""
+    from executor_fakes import MB
+
+    from planner.result import Move
+
+    moves = [Move("orders", 0, (1, 2), (2, 1), 30 * MB), Move("orders", 1, (2, 3), (2, 4), 20 * MB),
+             Move("events", 0, (3, 1), (1, 4), 10 * MB)]
+    world = make_world(moves, quota_window_seconds=11.0)
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink).run()
+    times = _state_times(world)
+    assert times[("orders-1", "throttling")] - times[("orders-0", "cooling_down")] < 11.0
+    assert times[("events-0", "throttling")] - times[("orders-1", "cooling_down")] >= 11.0
