@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 
 from commands.render import human_bytes
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from planner.result import Move
 from topology.model import RESOURCES, Resource
 
@@ -90,20 +91,33 @@ def describe_move(move: Move) -> str:
 
 
 def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
-    """The first `show` moves in execution order with their cumulative ETA at the given rate."""
+    """The first `show` moves in execution order with their cumulative ETA: one at a time at the
+    given rate, with execute's default quota-window wait after each move that copies data."""
     shown = min(show, len(plan.moves))
     table = Table(title=f"Moves in execution order (first {shown} of {len(plan.moves)}, "
-                        f"ETA at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time)")
+                        f"ETA at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time, "
+                        f"{DEFAULT_QUOTA_WINDOW_SECONDS:.0f} s between moves)")
     for header in ("#", "partition", "replicas", "from -> to", "bytes", "ETA"):
         table.add_column(header, justify="left" if header in ("partition", "from -> to")
                          else "right")
     elapsed = 0.0
     for index, move in enumerate(plan.moves[:shown], start=1):
+        if index > 1 and plan.moves[index - 2].bytes_moved:
+            elapsed += DEFAULT_QUOTA_WINDOW_SECONDS
         elapsed += move.bytes_moved / rate_bytes_per_sec
         table.add_row(str(index), move.name,
                       f"{list(move.current)} -> {list(move.target)}", describe_move(move),
                       human_bytes(move.bytes_moved), human_duration(elapsed))
     return table
+
+
+def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
+    """Copy time at the rate plus the quota-window waits between moves (execute's defaults,
+    one move at a time); the gate can add more when the cluster is slow to settle."""
+    copying = plan.bytes_moved / rate_bytes_per_sec
+    waits = sum(1 for m in plan.moves[:-1] if m.bytes_moved) * DEFAULT_QUOTA_WINDOW_SECONDS
+    return (f"{human_duration(copying + waits)} ({human_duration(copying)} copying + "
+            f"{human_duration(waits)} of quota-window waits between moves)")
 
 
 def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
@@ -119,7 +133,7 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
     table.add_row("moved / lower bound", ratio)
     table.add_row("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
                            f"{len(plan.moves) - plan.data_moves} leadership only)")
-    table.add_row("ETA", human_duration(plan.bytes_moved / rate_bytes_per_sec))
+    table.add_row("ETA", eta_text(plan, rate_bytes_per_sec))
     table.add_row("solver", f"{s.status.value}"
                             + (f", gap {s.gap:.2%}" if s.gap is not None else "")
                             + f", {s.seconds:.1f} s")

@@ -13,6 +13,10 @@ from topology.errors import InputError
 from topology.model import Capacity
 from topology.ports import Clock, KafkaAdmin, MetricsSource
 
+# Kafka's default replication quota window: replication.quota.window.num (11) x
+# replication.quota.window.size.seconds (1).
+DEFAULT_QUOTA_WINDOW_SECONDS = 11.0
+
 
 @dataclass(frozen=True)
 class ExecutorConfig:
