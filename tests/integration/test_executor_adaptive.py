@@ -4,36 +4,26 @@ brokers report during the move."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # the sibling module's helpers (importlib mode)
-from test_executor_run import (
+from integration_executor import (
     create_topic,
-    drop_test_topics,
+    execute_args,
     layout,
     make_plan,
     move_in,
     start_rebalance,
     throttle_configs,
-    wait_for,
 )
+from integration_topics import wait_for
 
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
 from sandbox.state import SandboxInfo
 from topology.kafka_admin import KafkaClusterAdmin
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _drop_topics(sandbox: SandboxInfo) -> Iterator[None]:
-    yield
-    drop_test_topics(sandbox)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
 
 CAP = 5_000_000
 # The leader's broker has 2 MB/s of network out: its headroom is below the cap.
@@ -44,8 +34,8 @@ brokers:
 """
 
 
-def test_adaptive_rates_follow_headroom_under_the_cap(sandbox: SandboxInfo, tmp_path: Path
-                                                      ) -> None:
+def test_adaptive_rates_follow_headroom_under_the_cap(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
     lay = layout(sandbox)
     topic = create_topic(sandbox, "exec-adapt", 1, [lay.leader, lay.follower], 6_000_000)
     caps = tmp_path / "caps.yaml"
@@ -54,12 +44,10 @@ def test_adaptive_rates_follow_headroom_under_the_cap(sandbox: SandboxInfo, tmp_
     moves = make_plan(sandbox, plan, [(topic, 0, (lay.leader, lay.spare))])
     journal = tmp_path / "run.journal"
     log = tmp_path / "execute.log"
-    admin = KafkaClusterAdmin(sandbox.bootstrap)
     before = throttle_configs(admin, lay.all_ids, topic)
-    proc = start_rebalance(log, "execute", str(plan), "--bootstrap", sandbox.bootstrap,
-                           "--prometheus", sandbox.prometheus_url, "--max-mbps",
-                           str(CAP / 1e6), "--adaptive", "--capacities", str(caps),
-                           "--journal", str(journal), "--poll-seconds", "0.5")
+    proc = start_rebalance(log, *execute_args(sandbox, plan, journal, "--adaptive",
+                                              "--capacities", str(caps),
+                                              max_mbps=str(CAP / 1e6)))
     try:
         wait_for("move copying", lambda: move_in(journal, moves[0].name, MoveState.COPYING)
                  or proc.poll() is not None)
@@ -69,7 +57,6 @@ def test_adaptive_rates_follow_headroom_under_the_cap(sandbox: SandboxInfo, tmp_
     finally:
         if proc.poll() is None:
             proc.kill()
-        admin.close()
     # The receiving broker has plenty of headroom: the cap. The leader's broker: its 2 MB/s
     # capacity minus whatever client traffic it serves, never under the 1 MB/s floor.
     assert during[lay.spare][FOLLOWER_RATE] == str(CAP), during

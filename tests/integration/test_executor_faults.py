@@ -9,18 +9,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
+import subprocess
 import time
-from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # the sibling module's helpers (importlib mode)
-from test_executor_run import (
+from integration_executor import (
+    Layout,
+    ThrottleConfigs,
     create_topic,
-    drop_test_topics,
+    execute_args,
     layout,
     make_plan,
     move_in,
@@ -28,38 +27,54 @@ from test_executor_run import (
     replicas_of,
     start_rebalance,
     throttle_configs,
-    wait_for,
 )
+from integration_topics import wait_for
 
 from executor.journal import RunOutcome, read_journal
 from executor.state import MoveState
+from planner.result import Move
 from sandbox import process
 from sandbox.state import SandboxInfo, read_state, write_state
 from topology.kafka_admin import KafkaClusterAdmin
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def _drop_topics(sandbox: SandboxInfo) -> Iterator[None]:
-    yield
-    drop_test_topics(sandbox)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
 
 BIG_PARTITION = 8_000_000
 SLOW_MBPS = "0.5"
 
 
-@pytest.fixture
-def admin(sandbox: SandboxInfo) -> KafkaClusterAdmin:
-    client = KafkaClusterAdmin(sandbox.bootstrap)
-    yield client  # type: ignore[misc]
-    client.close()
+@dataclass(frozen=True)
+class SlowRun:
+    """A test topic whose followers move to the spare broker, under a slow `execute` child."""
+
+    lay: Layout
+    topic: str
+    before: ThrottleConfigs  # the throttle configs read back before the run started
+    moves: list[Move]
+    journal: Path
+    log: Path
+    proc: subprocess.Popen[bytes]
+
+    def wait_copying(self, what: str = "first move copying") -> None:
+        wait_for(what, lambda: move_in(self.journal, self.moves[0].name, MoveState.COPYING))
+
+    def throttles_now(self, admin: KafkaClusterAdmin) -> ThrottleConfigs:
+        """The topic's and every broker's throttle configs, read back from the brokers now."""
+        return throttle_configs(admin, self.lay.all_ids, self.topic)
 
 
-def slow_args(info: SandboxInfo, plan: Path, journal: Path) -> list[str]:
-    return ["execute", str(plan), "--bootstrap", info.bootstrap, "--prometheus",
-            info.prometheus_url, "--max-mbps", SLOW_MBPS, "--journal", str(journal),
-            "--poll-seconds", "0.5"]
+def start_slow_run(info: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path, prefix: str,
+                   partitions: int) -> SlowRun:
+    """Create the topic, read its throttle configs back, plan its moves and start executing."""
+    lay = layout(info)
+    topic = create_topic(info, prefix, partitions, [lay.leader, lay.follower], BIG_PARTITION)
+    before = throttle_configs(admin, lay.all_ids, topic)
+    plan = tmp_path / "plan.json"
+    moves = make_plan(info, plan, [(topic, p, (lay.leader, lay.spare))
+                                   for p in range(partitions)])
+    journal, log = tmp_path / "run.journal", tmp_path / "execute.log"
+    proc = start_rebalance(log, *execute_args(info, plan, journal, max_mbps=SLOW_MBPS))
+    return SlowRun(lay, topic, before, moves, journal, log, proc)
 
 
 def conn(info: SandboxInfo) -> list[str]:
@@ -68,66 +83,55 @@ def conn(info: SandboxInfo) -> list[str]:
 
 def test_kill_9_mid_move_then_resume_completes_and_leaves_no_throttle(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
-    lay = layout(sandbox)
-    topic = create_topic(sandbox, "exec-kill", 2, [lay.leader, lay.follower], BIG_PARTITION)
-    before = throttle_configs(admin, lay.all_ids, topic)
-    plan = tmp_path / "plan.json"
-    moves = make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
-    journal = tmp_path / "run.journal"
-    proc = start_rebalance(tmp_path / "execute.log", *slow_args(sandbox, plan, journal))
+    run = start_slow_run(sandbox, admin, tmp_path, "exec-kill", 2)
+    lay = run.lay
     try:
-        wait_for("first move copying", lambda: move_in(journal, moves[0].name,
-                                                       MoveState.COPYING))
+        run.wait_copying()
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(30)
+        os.kill(run.proc.pid, signal.SIGKILL)
+        run.proc.wait(30)
     # The killed run left its throttle on the cluster and says so.
-    assert throttle_configs(admin, lay.all_ids, topic) != before
-    status = rebalance("status", "--journal", str(journal))
+    assert run.throttles_now(admin) != run.before
+    status = rebalance("status", "--journal", str(run.journal))
     assert status.returncode == 0 and "copying" in status.stdout, status.stdout
 
-    resumed = rebalance("resume", "--journal", str(journal), *conn(sandbox),
+    resumed = rebalance("resume", "--journal", str(run.journal), *conn(sandbox),
                         "--poll-seconds", "0.5")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert replicas_of(admin, topic) == {0: (lay.leader, lay.spare), 1: (lay.leader, lay.spare)}
-    assert throttle_configs(admin, lay.all_ids, topic) == before
-    run = read_journal(journal)
-    assert run.outcome is RunOutcome.COMPLETED
-    assert not any(r.throttles_left for r in run.moves.values())
+    assert replicas_of(admin, run.topic) == {0: (lay.leader, lay.spare),
+                                             1: (lay.leader, lay.spare)}
+    assert run.throttles_now(admin) == run.before
+    state = read_journal(run.journal)
+    assert state.outcome is RunOutcome.COMPLETED
+    assert not any(r.throttles_left for r in state.moves.values())
 
 
 def test_cancel_mid_move_reverts_and_restores_throttles(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
-    lay = layout(sandbox)
-    topic = create_topic(sandbox, "exec-cancel", 2, [lay.leader, lay.follower], BIG_PARTITION)
-    admin.alter_broker_configs({lay.spare: {"follower.replication.throttled.rate": "70000000"}})
-    before = throttle_configs(admin, lay.all_ids, topic)
-    plan = tmp_path / "plan.json"
-    moves = make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
-    journal = tmp_path / "run.journal"
-    log = tmp_path / "execute.log"
-    proc = start_rebalance(log, *slow_args(sandbox, plan, journal))
+    spare = layout(sandbox).spare
+    admin.alter_broker_configs({spare: {"follower.replication.throttled.rate": "70000000"}})
+    run = start_slow_run(sandbox, admin, tmp_path, "exec-cancel", 2)
+    lay, log = run.lay, run.log
     try:
-        wait_for("first move copying", lambda: move_in(journal, moves[0].name,
-                                                       MoveState.COPYING))
+        run.wait_copying()
         # The executor holds the journal: cancel asks it to cancel, and it does the work.
-        cancelled = rebalance("cancel", "--journal", str(journal), *conn(sandbox))
+        cancelled = rebalance("cancel", "--journal", str(run.journal), *conn(sandbox))
         assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
         assert "asked the executor" in cancelled.stdout
-        code = proc.wait(120)
+        code = run.proc.wait(120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if run.proc.poll() is None:
+            run.proc.kill()
     assert code == 6, log.read_text()  # the run ended cancelled, not completed
-    run = read_journal(journal)
-    assert run.outcome is RunOutcome.CANCELLED, log.read_text()
-    assert run.state_of(moves[0].name) is MoveState.CANCELLED
-    assert run.state_of(moves[1].name) is MoveState.CANCELLED
-    assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower),
-                                         1: (lay.leader, lay.follower)}
+    state = read_journal(run.journal)
+    assert state.outcome is RunOutcome.CANCELLED, log.read_text()
+    assert state.state_of(run.moves[0].name) is MoveState.CANCELLED
+    assert state.state_of(run.moves[1].name) is MoveState.CANCELLED
+    assert replicas_of(admin, run.topic) == {0: (lay.leader, lay.follower),
+                                             1: (lay.leader, lay.follower)}
     assert not admin.list_partition_reassignments()
-    assert throttle_configs(admin, lay.all_ids, topic) == before
-    admin.alter_broker_configs({lay.spare: {"follower.replication.throttled.rate": None}})
+    assert run.throttles_now(admin) == run.before
+    admin.alter_broker_configs({spare: {"follower.replication.throttled.rate": None}})
 
 
 def _stop_prometheus(info: SandboxInfo) -> list[str]:
@@ -156,64 +160,52 @@ def _start_prometheus(info: SandboxInfo, command: list[str]) -> None:
 
 def test_prometheus_stopped_mid_run_holds_then_continues(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
-    lay = layout(sandbox)
-    topic = create_topic(sandbox, "exec-prom", 2, [lay.leader, lay.follower], BIG_PARTITION)
-    before = throttle_configs(admin, lay.all_ids, topic)
-    plan = tmp_path / "plan.json"
-    moves = make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
-    journal = tmp_path / "run.journal"
-    log = tmp_path / "execute.log"
-    proc = start_rebalance(log, *slow_args(sandbox, plan, journal))
+    run = start_slow_run(sandbox, admin, tmp_path, "exec-prom", 2)
+    lay, log, journal = run.lay, run.log, run.journal
     command: list[str] = []
     try:
-        wait_for("first move copying", lambda: move_in(journal, moves[0].name,
-                                                       MoveState.COPYING))
+        run.wait_copying()
         command = _stop_prometheus(sandbox)
         # The copy finishes without metrics, then the gate holds: no new move starts blind.
         wait_for("gate holding", lambda: "hold" in log.read_text()
-                 and move_in(journal, moves[0].name, MoveState.COOLING_DOWN), 120)
+                 and move_in(journal, run.moves[0].name, MoveState.COOLING_DOWN), 120)
         time.sleep(5)
-        assert proc.poll() is None, log.read_text()
-        assert move_in(journal, moves[1].name, MoveState.PENDING), log.read_text()
+        assert run.proc.poll() is None, log.read_text()
+        assert move_in(journal, run.moves[1].name, MoveState.PENDING), log.read_text()
         assert "metrics unavailable" in log.read_text()
         _start_prometheus(sandbox, command)
         command = []
-        code = proc.wait(180)
+        code = run.proc.wait(180)
     finally:
         if command:
             _start_prometheus(sandbox, command)
-        if proc.poll() is None:
-            proc.kill()
+        if run.proc.poll() is None:
+            run.proc.kill()
     assert code == 0, log.read_text()
-    assert replicas_of(admin, topic) == {0: (lay.leader, lay.spare), 1: (lay.leader, lay.spare)}
-    assert throttle_configs(admin, lay.all_ids, topic) == before
+    assert replicas_of(admin, run.topic) == {0: (lay.leader, lay.spare),
+                                             1: (lay.leader, lay.spare)}
+    assert run.throttles_now(admin) == run.before
 
 
 def test_ctrl_c_keeps_the_journal_then_cancel_reverts_and_clear_finds_nothing(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
-    lay = layout(sandbox)
-    topic = create_topic(sandbox, "exec-intr", 1, [lay.leader, lay.follower], BIG_PARTITION)
-    before = throttle_configs(admin, lay.all_ids, topic)
-    plan = tmp_path / "plan.json"
-    moves = make_plan(sandbox, plan, [(topic, 0, (lay.leader, lay.spare))])
-    journal = tmp_path / "run.journal"
-    log = tmp_path / "execute.log"
-    proc = start_rebalance(log, *slow_args(sandbox, plan, journal))
+    run = start_slow_run(sandbox, admin, tmp_path, "exec-intr", 1)
+    log, journal = run.log, run.journal
     try:
-        wait_for("move copying", lambda: move_in(journal, moves[0].name, MoveState.COPYING))
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(60) == 130, log.read_text()
+        run.wait_copying("move copying")
+        run.proc.send_signal(signal.SIGINT)
+        assert run.proc.wait(60) == 130, log.read_text()
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if run.proc.poll() is None:
+            run.proc.kill()
     assert "rebalance resume" in log.read_text() and "rebalance cancel" in log.read_text()
     # No executor holds the journal now: cancel does the work itself (no metrics needed).
     cancelled = rebalance("cancel", "--journal", str(journal), "--bootstrap", sandbox.bootstrap)
     assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
-    assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower)}
-    assert throttle_configs(admin, lay.all_ids, topic) == before
+    assert replicas_of(admin, run.topic) == {0: (run.lay.leader, run.lay.follower)}
+    assert run.throttles_now(admin) == run.before
     assert read_journal(journal).outcome is RunOutcome.CANCELLED
     cleared = rebalance("clear-throttles", "--journal", str(journal), "--bootstrap",
                         sandbox.bootstrap)
     assert cleared.returncode == 0, cleared.stdout + cleared.stderr
-    assert throttle_configs(admin, lay.all_ids, topic) == before
+    assert run.throttles_now(admin) == run.before

@@ -9,88 +9,40 @@ are built with the planner's own plan-file code from a live snapshot; moves chan
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
+import json
 import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as CTP
-from confluent_kafka.admin import AdminClient, NewTopic
-
-from executor.journal import RunState, read_journal
-from executor.state import MoveState
-from executor.throttle import (
-    BROKER_THROTTLE_CONFIGS,
-    FOLLOWER_RATE,
-    FOLLOWER_REPLICAS,
-    LEADER_RATE,
-    LEADER_REPLICAS,
-    TOPIC_THROTTLE_CONFIGS,
+from integration_executor import (
+    BrokerConfigs,
+    create_topic,
+    execute_args,
+    layout,
+    make_plan,
+    move_in,
+    rebalance,
+    replicas_of,
+    start_rebalance,
+    throttle_configs,
 )
-from planner.goals import Budget, Goals
-from planner.planfile import SolverInfo, make_plan_file, write_plan
-from planner.result import Move, SolverStatus
+from integration_topics import free_port, wait_for
+
+from executor.state import MoveState
+from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from sandbox.state import SandboxInfo
-from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.kafka_admin import KafkaClusterAdmin
-from topology.live import read_live_topology
 from topology.model import TopicPartition
-from topology.snapshot import topology_from_dict
 
-pytestmark = pytest.mark.integration
-
-ROOT = Path(__file__).resolve().parents[2]
-PARTITION_BYTES = 4_000_000  # ~4 s per follower move at 1 MB/s
-RECORD_BYTES = 10_000
-CAP_MBPS = "1"
-EQUAL = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
-BrokerConfigs = dict[int, dict[str, str | None]]
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-def rebalance(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import cli; cli.main()", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-
-
-def start_rebalance(log: Path, *args: str) -> subprocess.Popen[bytes]:
-    """The CLI as a child process (so a test can kill -9 it), output to `log`."""
-    with open(log, "wb") as out:
-        return subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", *args],
-                                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-
-def execute_args(info: SandboxInfo, plan: Path, journal: Path, *extra: str) -> list[str]:
-    return ["execute", str(plan), "--bootstrap", info.bootstrap, "--prometheus",
-            info.prometheus_url, "--max-mbps", CAP_MBPS, "--journal", str(journal),
-            "--poll-seconds", "0.5", *extra]
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 90,
-             every_s: float = 0.25) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(every_s)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def scrape(port: int) -> str:
     """The executor's /metrics page ('' while it is not up)."""
     try:
@@ -100,113 +52,8 @@ def scrape(port: int) -> str:
         return ""
 
 
-def drop_test_topics(info: SandboxInfo) -> None:
-    """Delete the topics these tests created (prefix exec-), so later tests see a clean cluster."""
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    names = [t for t in admin.list_topics(timeout=30).topics if t.startswith("exec-")]
-    for future in (admin.delete_topics(names).values() if names else ()):
-        future.result(60)
-
-
-@pytest.fixture(autouse=True)
-def _drop_topics(sandbox: SandboxInfo) -> Iterator[None]:
-    yield
-    drop_test_topics(sandbox)
-
-
-@pytest.fixture
-def admin(sandbox: SandboxInfo) -> Iterator[KafkaClusterAdmin]:
-    client = KafkaClusterAdmin(sandbox.bootstrap)
-    yield client
-    client.close()
-
-
-@dataclass
-class Layout:
-    """Brokers for a test topic: leader on rack a, follower on rack b, a spare on rack b."""
-
-    leader: int
-    follower: int
-    spare: int
-    spare_a: int
-    all_ids: list[int] = field(default_factory=list)
-
-
-def layout(info: SandboxInfo) -> Layout:
-    a = sorted(b.id for b in info.brokers if b.rack == "a")[:2]
-    b = sorted(b.id for b in info.brokers if b.rack == "b")[:2]
-    return Layout(a[0], b[0], b[1], a[1], sorted(x.id for x in info.brokers))
-
-
-def create_topic(info: SandboxInfo, prefix: str, partitions: int, replicas: list[int],
-                 bytes_each: int = PARTITION_BYTES) -> str:
-    """A new topic with `replicas` for every partition and ~`bytes_each` of random data each."""
-    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, replica_assignment=[replicas] *
-                                  partitions)])[topic].result(timeout=30)
-    producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 50,
-                         "compression.type": "none", "acks": "all"})
-    payload = os.urandom(RECORD_BYTES)
-    for partition in range(partitions):
-        for _ in range(bytes_each // RECORD_BYTES):
-            while True:
-                try:
-                    producer.produce(topic, value=payload, partition=partition)
-                    break
-                except BufferError:
-                    producer.poll(0.1)
-            producer.poll(0)
-    assert producer.flush(120) == 0
-    return topic
-
-
-def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[int, ...]]]
-              ) -> list[Move]:
-    """A plan file for `moves` (topic, partition, target), current replicas read live."""
-    admin = KafkaClusterAdmin(info.bootstrap)
-    try:
-        doc = read_live_topology(admin, None, EQUAL).document
-    finally:
-        admin.close()
-    topology = topology_from_dict(doc, EQUAL, "sandbox")
-    parts = {(p.topic, p.partition): p for p in topology.partitions}
-    planned = [Move(t, n, parts[(t, n)].replicas, target, parts[(t, n)].size_bytes)
-               for t, n, target in moves]
-    plan = make_plan_file(topology, planned, Goals(tolerance=0.99), Budget(),
-                          SolverInfo(SolverStatus.FEASIBLE, 0),
-                          datetime.now(UTC).isoformat(timespec="seconds"))
-    write_plan(path, plan)
-    return planned
-
-
-def throttle_configs(admin: KafkaClusterAdmin, brokers: list[int], topic: str) -> tuple[
-    BrokerConfigs, dict[str, str | None]
-]:
-    return (admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS),
-            admin.topic_configs([topic], TOPIC_THROTTLE_CONFIGS).get(topic, {}))
-
-
-def replicas_of(admin: KafkaClusterAdmin, topic: str) -> dict[int, tuple[int, ...]]:
-    return {p.partition: p.replicas for p in admin.partitions([topic])}
-
-
-def journal_state(path: Path) -> RunState | None:
-    try:
-        return read_journal(path)
-    except Exception:  # not created yet, or being created
-        return None
-
-
-def move_in(path: Path, name: str, state: MoveState) -> bool:
-    run = journal_state(path)
-    return run is not None and run.state_of(name) is state
-
-
 def state_sequence(path: Path) -> list[tuple[str, str]]:
     """(move, state) of every state record, in journal order."""
-    import json
-
     return [(r["move"], r["state"]) for r in map(json.loads, path.read_text().splitlines())
             if r.get("kind") == "state"]
 

@@ -6,19 +6,20 @@ and reassignments are watched until they finish (or are cancelled while throttle
 
 from __future__ import annotations
 
-import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import (
-    AdminClient,
-    ConfigResource,
-    ConfigSource,
-    NewTopic,
-    ResourceType,
+from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+from integration_topics import (
+    create_topic,
+    disk_size,
+    free_port,
+    produce,
+    raw_config,
+    wait_for,
+    wait_in_sync,
 )
 
 from sandbox.state import SandboxInfo
@@ -48,96 +49,6 @@ def ids(sandbox: SandboxInfo) -> list[int]:
 
 def _topic(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def _raw_config(bootstrap: str, resource: ConfigResource, name: str) -> tuple[str | None, int]:
-    """(value, source) of one config straight from the broker, bypassing the adapter."""
-    raw = AdminClient({"bootstrap.servers": bootstrap})
-    entries = raw.describe_configs([resource])[resource].result(timeout=30)
-    entry = entries.get(name)
-    if entry is None:
-        return None, ConfigSource.UNKNOWN_CONFIG.value
-    source = entry.source.value if isinstance(entry.source, ConfigSource) else entry.source
-    return entry.value, int(source)
-
-
-def _wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-_CREATED: list[tuple[str, str]] = []  # (bootstrap, topic) to delete when the module ends
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _delete_created_topics() -> Iterator[None]:
-    """Leave the shared sandbox as found: later tests validate every partition on it."""
-    yield
-    by_bootstrap: dict[str, list[str]] = {}
-    for bootstrap, topic in _CREATED:
-        by_bootstrap.setdefault(bootstrap, []).append(topic)
-    for bootstrap, topics in by_bootstrap.items():
-        client = AdminClient({"bootstrap.servers": bootstrap})  # alive until answered
-        for future in client.delete_topics(topics, operation_timeout=30).values():
-            future.result(timeout=60)
-    _CREATED.clear()
-
-
-def create_topic(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
-    """Create `topic` with an explicit replica assignment and wait for a full ISR."""
-    raw = AdminClient({"bootstrap.servers": bootstrap})
-    raw.create_topics([NewTopic(topic, len(assignment), replica_assignment=assignment)])[
-        topic].result(timeout=30)
-    _CREATED.append((bootstrap, topic))
-    wait_in_sync(bootstrap, topic, len(assignment))
-    _wait_until(lambda: _describable(bootstrap, topic), f"every broker to know {topic}", 30)
-
-
-def _describable(bootstrap: str, topic: str) -> bool:
-    """Whether the topic's configs can be described (brokers learn new topics a bit later)."""
-    try:
-        _raw_config(bootstrap, ConfigResource(ResourceType.TOPIC, topic), "retention.ms")
-    except KafkaException:
-        return False
-    return True
-
-
-def wait_in_sync(bootstrap: str, topic: str, partitions: int) -> None:
-    raw = AdminClient({"bootstrap.servers": bootstrap})
-
-    def in_sync() -> bool:
-        meta = raw.list_topics(topic=topic, timeout=10).topics.get(topic)
-        parts = meta.partitions.values() if meta is not None else []
-        return len(parts) == partitions and all(
-            p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in parts)
-
-    _wait_until(in_sync, f"a full ISR on {topic}", 30)
-
-
-def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
-    """Produce counts[p] 1000-byte records to partition p, acknowledged by all replicas."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    for partition, count in counts.items():
-        for _ in range(count):
-            producer.produce(topic, value=b"v" * 1000, partition=partition)
-            producer.poll(0)
-    assert producer.flush(30) == 0, "records were left unacknowledged"
-
-
-def disk_size(sandbox: SandboxInfo, broker_id: int, topic: str, partition: int) -> int:
-    """The replica's size as its broker keeps it: the sum of its segment files."""
-    log_dir = sandbox.dir / f"broker-{broker_id}" / "data" / f"{topic}-{partition}"
-    return sum(f.stat().st_size for f in log_dir.glob("*.log"))
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _partition(admin: KafkaClusterAdmin, topic: str, index: int = 0) -> PartitionInfo:
@@ -189,13 +100,15 @@ def test_broker_config_set_read_back_and_delete(
         assert admin.broker_configs([broker, ids[2]], BROKER_THROTTLES) == {
             broker: {BROKER_THROTTLES[0]: "12345678", BROKER_THROTTLES[1]: None},
             ids[2]: dict.fromkeys(BROKER_THROTTLES)}
-        _wait_until(lambda: _raw_config(sandbox.bootstrap, resource, BROKER_THROTTLES[0]) == (
-            "12345678", ConfigSource.DYNAMIC_BROKER_CONFIG.value), "the raw read-back", 30)
+        wait_for("the raw read-back", lambda: raw_config(
+            sandbox.bootstrap, resource, BROKER_THROTTLES[0]) == (
+            "12345678", ConfigSource.DYNAMIC_BROKER_CONFIG.value), 30)
     finally:
         admin.alter_broker_configs({broker: {BROKER_THROTTLES[0]: None}})
     assert admin.broker_configs([broker], BROKER_THROTTLES)[broker][BROKER_THROTTLES[0]] is None
-    _wait_until(lambda: _raw_config(sandbox.bootstrap, resource, BROKER_THROTTLES[0])[1]
-                != ConfigSource.DYNAMIC_BROKER_CONFIG.value, "the raw delete", 30)
+    wait_for("the raw delete", lambda: raw_config(
+        sandbox.bootstrap, resource, BROKER_THROTTLES[0])[1]
+        != ConfigSource.DYNAMIC_BROKER_CONFIG.value, 30)
 
 
 def test_topic_config_set_read_back_and_delete(
@@ -210,12 +123,13 @@ def test_topic_config_set_read_back_and_delete(
     assert admin.topic_configs([topic], names) == {topic: {
         "retention.ms": "3600000", names[1]: f"0:{ids[0]},0:{ids[1]}", "cleanup.policy": None}}
     resource = ConfigResource(ResourceType.TOPIC, topic)
-    _wait_until(lambda: _raw_config(sandbox.bootstrap, resource, "retention.ms") == (
-        "3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), "the raw read-back", 30)
+    wait_for("the raw read-back", lambda: raw_config(
+        sandbox.bootstrap, resource, "retention.ms") == (
+        "3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value), 30)
     admin.alter_topic_configs({topic: {"retention.ms": None, names[1]: None}})
     assert admin.topic_configs([topic], names) == {topic: dict.fromkeys(names)}
-    _wait_until(lambda: _raw_config(sandbox.bootstrap, resource, "retention.ms")[0]
-                == "604800000", "the broker default to return", 30)
+    wait_for("the broker default to return", lambda: raw_config(
+        sandbox.bootstrap, resource, "retention.ms")[0] == "604800000", 30)
 
 
 def test_reassignment_finishes_then_preferred_leader_election(
@@ -227,20 +141,19 @@ def test_reassignment_finishes_then_preferred_leader_election(
     tp = TopicPartition(topic, 0)
 
     admin.alter_partition_reassignments({tp: [ids[2], ids[3]]})
-    _wait_until(lambda: tp not in admin.list_partition_reassignments()
-                and _partition(admin, topic).replicas == (ids[2], ids[3]), "the move to finish",
-                120)
+    wait_for("the move to finish", lambda: tp not in admin.list_partition_reassignments()
+             and _partition(admin, topic).replicas == (ids[2], ids[3]), 120)
     sizes = admin.log_dir_sizes(ids)
     assert sizes[(tp, ids[2])] == sizes[(tp, ids[3])] == disk_size(sandbox, ids[2], topic, 0) > 0
     # The old replicas are deleted asynchronously after the move.
-    _wait_until(lambda: (tp, ids[0]) not in admin.log_dir_sizes(ids), "the old replica's removal")
+    wait_for("the old replica's removal", lambda: (tp, ids[0]) not in admin.log_dir_sizes(ids))
 
     # Reorder only: no data moves, leadership stays until a preferred election.
     admin.alter_partition_reassignments({tp: [ids[3], ids[2]]})
-    _wait_until(lambda: _partition(admin, topic).replicas == (ids[3], ids[2]), "the reorder")
+    wait_for("the reorder", lambda: _partition(admin, topic).replicas == (ids[3], ids[2]))
     assert _partition(admin, topic).leader == ids[2]
     admin.elect_preferred_leaders([tp])
-    _wait_until(lambda: _partition(admin, topic).leader == ids[3], "the new preferred leader")
+    wait_for("the new preferred leader", lambda: _partition(admin, topic).leader == ids[3])
     admin.elect_preferred_leaders([tp])  # already preferred: not an error
 
 
@@ -265,11 +178,11 @@ def test_throttled_reassignment_is_listed_in_flight_then_cancelled(
         assert set(in_flight[tp].replicas) == {ids[0], ids[1], ids[2]}
 
         admin.alter_partition_reassignments({tp: None})
-        _wait_until(lambda: tp not in admin.list_partition_reassignments(), "the cancel")
+        wait_for("the cancel", lambda: tp not in admin.list_partition_reassignments())
         # The original replica set is restored (brokers' metadata follows the controller a
         # little later); Kafka may reorder it, so compare as sets.
-        _wait_until(lambda: set(_partition(admin, topic).replicas) == {ids[0], ids[1]},
-                    "the original replicas back in metadata")
+        wait_for("the original replicas back in metadata",
+                 lambda: set(_partition(admin, topic).replicas) == {ids[0], ids[1]})
         admin.alter_partition_reassignments({tp: None})  # nothing in flight: a no-op
     finally:
         admin.alter_broker_configs({b: dict.fromkeys(BROKER_THROTTLES) for b in ids})

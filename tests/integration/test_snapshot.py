@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
-from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer
+from integration_topics import create_topic, disk_size, free_port, produce, wait_in_sync
 
 from sandbox.state import SandboxInfo
 from topology import promql
@@ -31,65 +29,6 @@ from topology.security import ENV_KEYS
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-VALUE = b"v" * 1000
-
-
-_CREATED: list[tuple[str, str]] = []  # (bootstrap, topic) to delete when the module ends
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _delete_created_topics() -> Iterator[None]:
-    """Leave the shared sandbox as found: later tests validate every partition on it."""
-    yield
-    by_bootstrap: dict[str, list[str]] = {}
-    for bootstrap, topic in _CREATED:
-        by_bootstrap.setdefault(bootstrap, []).append(topic)
-    for bootstrap, topics in by_bootstrap.items():
-        client = AdminClient({"bootstrap.servers": bootstrap})  # alive until answered
-        for future in client.delete_topics(topics, operation_timeout=30).values():
-            future.result(timeout=60)
-    _CREATED.clear()
-
-
-def create_topic(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
-    """Create `topic` with an explicit replica assignment and wait until it is usable."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(topic, len(assignment),
-                                            replica_assignment=assignment)])
-    futures[topic].result(timeout=30)
-    _CREATED.append((bootstrap, topic))
-    wait_in_sync(bootstrap, topic, len(assignment))
-
-
-def wait_in_sync(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30) -> None:
-    """Wait until every partition of `topic` has a leader and a full ISR."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        meta = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
-        parts = meta.partitions if meta is not None else {}
-        if len(parts) == partitions and all(
-            p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in parts.values()
-        ):
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"{topic} did not get a full ISR within {timeout_s} s")
-
-
-def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
-    """Produce counts[p] 1000-byte records to partition p, acknowledged by all replicas."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
-    for partition, count in counts.items():
-        for _ in range(count):
-            producer.produce(topic, value=VALUE, partition=partition)
-            producer.poll(0)
-    assert producer.flush(30) == 0, "records were left unacknowledged"
-
-
-def disk_size(sandbox: SandboxInfo, broker_id: int, topic: str, partition: int) -> int:
-    """The replica's size as its broker keeps it: the sum of its segment files."""
-    log_dir = sandbox.dir / f"broker-{broker_id}" / "data" / f"{topic}-{partition}"
-    return sum(f.stat().st_size for f in log_dir.glob("*.log"))
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -99,12 +38,6 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 def topic_partitions(doc: dict[str, Any], topic: str) -> dict[int, dict[str, Any]]:
     return {p["partition"]: p for p in doc["partitions"] if p["topic"] == topic}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_snapshot_matches_what_the_brokers_report(sandbox: SandboxInfo, tmp_path: Path) -> None:

@@ -1,0 +1,148 @@
+"""Helpers shared by the executor integration tests: the CLI as a child process, a test topic
+filled with data, a plan for chosen moves, and the throttle configs read back from the brokers.
+
+Test topics are named exec-*; the `drop_exec_topics` fixture deletes them after each test.
+conftest.py loads this file as `integration_executor` (pytest runs with --import-mode=importlib).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from executor.journal import RunState, read_journal
+from executor.state import MoveState
+from executor.throttle import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
+from planner.goals import Budget, Goals
+from planner.planfile import SolverInfo, make_plan_file, write_plan
+from planner.result import Move, SolverStatus
+from sandbox.state import SandboxInfo
+from topology.capacities import CAPACITY_KEYS, Capacities
+from topology.kafka_admin import KafkaClusterAdmin
+from topology.live import read_live_topology
+from topology.snapshot import topology_from_dict
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTITION_BYTES = 4_000_000  # ~4 s per follower move at 1 MB/s
+RECORD_BYTES = 10_000
+CAP_MBPS = "1"
+EQUAL = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
+BrokerConfigs = dict[int, dict[str, str | None]]
+ThrottleConfigs = tuple[BrokerConfigs, dict[str, str | None]]
+
+
+def rebalance(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "import cli; cli.main()", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def start_rebalance(log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """The CLI as a child process (so a test can kill -9 it), output to `log`."""
+    with open(log, "wb") as out:
+        return subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", *args],
+                                stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def execute_args(info: SandboxInfo, plan: Path, journal: Path, *extra: str,
+                 max_mbps: str = CAP_MBPS) -> list[str]:
+    return ["execute", str(plan), "--bootstrap", info.bootstrap, "--prometheus",
+            info.prometheus_url, "--max-mbps", max_mbps, "--journal", str(journal),
+            "--poll-seconds", "0.5", *extra]
+
+
+def drop_test_topics(info: SandboxInfo) -> None:
+    """Delete the topics these tests created (prefix exec-), so later tests see a clean cluster."""
+    admin = AdminClient({"bootstrap.servers": info.bootstrap})
+    names = [t for t in admin.list_topics(timeout=30).topics if t.startswith("exec-")]
+    for future in (admin.delete_topics(names).values() if names else ()):
+        future.result(60)
+
+
+@dataclass
+class Layout:
+    """Brokers for a test topic: leader on rack a, follower on rack b, a spare on rack b."""
+
+    leader: int
+    follower: int
+    spare: int
+    spare_a: int
+    all_ids: list[int] = field(default_factory=list)
+
+
+def layout(info: SandboxInfo) -> Layout:
+    a = sorted(b.id for b in info.brokers if b.rack == "a")[:2]
+    b = sorted(b.id for b in info.brokers if b.rack == "b")[:2]
+    return Layout(a[0], b[0], b[1], a[1], sorted(x.id for x in info.brokers))
+
+
+def create_topic(info: SandboxInfo, prefix: str, partitions: int, replicas: list[int],
+                 bytes_each: int = PARTITION_BYTES) -> str:
+    """A new topic with `replicas` for every partition and ~`bytes_each` of random data each."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": info.bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, replica_assignment=[replicas] *
+                                  partitions)])[topic].result(timeout=30)
+    producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 50,
+                         "compression.type": "none", "acks": "all"})
+    payload = os.urandom(RECORD_BYTES)
+    for partition in range(partitions):
+        for _ in range(bytes_each // RECORD_BYTES):
+            while True:
+                try:
+                    producer.produce(topic, value=payload, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+            producer.poll(0)
+    assert producer.flush(120) == 0
+    return topic
+
+
+def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[int, ...]]]
+              ) -> list[Move]:
+    """A plan file for `moves` (topic, partition, target), current replicas read live."""
+    admin = KafkaClusterAdmin(info.bootstrap)
+    try:
+        doc = read_live_topology(admin, None, EQUAL).document
+    finally:
+        admin.close()
+    topology = topology_from_dict(doc, EQUAL, "sandbox")
+    parts = {(p.topic, p.partition): p for p in topology.partitions}
+    planned = [Move(t, n, parts[(t, n)].replicas, target, parts[(t, n)].size_bytes)
+               for t, n, target in moves]
+    plan = make_plan_file(topology, planned, Goals(tolerance=0.99), Budget(),
+                          SolverInfo(SolverStatus.FEASIBLE, 0),
+                          datetime.now(UTC).isoformat(timespec="seconds"))
+    write_plan(path, plan)
+    return planned
+
+
+def throttle_configs(admin: KafkaClusterAdmin, brokers: list[int], topic: str
+                     ) -> ThrottleConfigs:
+    return (admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS),
+            admin.topic_configs([topic], TOPIC_THROTTLE_CONFIGS).get(topic, {}))
+
+
+def replicas_of(admin: KafkaClusterAdmin, topic: str) -> dict[int, tuple[int, ...]]:
+    return {p.partition: p.replicas for p in admin.partitions([topic])}
+
+
+def journal_state(path: Path) -> RunState | None:
+    try:
+        return read_journal(path)
+    except Exception:  # not created yet, or being created
+        return None
+
+
+def move_in(path: Path, name: str, state: MoveState) -> bool:
+    run = journal_state(path)
+    return run is not None and run.state_of(name) is state
