@@ -16,14 +16,6 @@ from topology.errors import ClusterError, MetricsError
 from topology.model import TopicPartition
 from topology.ports import KafkaAdmin, MetricsSource, PartitionInfo
 
-# Client traffic only (no replication), for --adaptive headroom; same form as topology.promql.
-BROKER_CLIENT_IN_RATE = (
-    "sum by (broker_id) (rate(kafka_broker_bytes_in_total{{{selector}}}[{window}]))"
-)
-BROKER_CLIENT_OUT_RATE = (
-    "sum by (broker_id) (rate(kafka_broker_bytes_out_total{{{selector}}}[{window}]))"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class GateQueries:
@@ -31,8 +23,8 @@ class GateQueries:
 
     net_in: str = promql.BROKER_NETWORK_IN_RATE
     net_out: str = promql.BROKER_NETWORK_OUT_RATE
-    traffic_in: str = BROKER_CLIENT_IN_RATE
-    traffic_out: str = BROKER_CLIENT_OUT_RATE
+    traffic_in: str = promql.BROKER_CLIENT_IN_RATE  # client traffic only, for --adaptive
+    traffic_out: str = promql.BROKER_CLIENT_OUT_RATE
     produce_p99_ms: str = promql.PRODUCE_P99_MS
     window: str = "10s"
     broker_label: str = "broker_id"
