@@ -22,10 +22,12 @@ _MAX_BROKERS = 5
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Whether a rebalance is due, and why (one human-readable line per finding)."""
+    """Whether a rebalance is due, and why (one human-readable line per finding);
+    `hard_violations` counts the current placement's hard-goal violations."""
 
     due: bool
     reasons: tuple[str, ...]
+    hard_violations: int = 0
 
     def summary(self) -> str:
         if not self.due:
@@ -44,7 +46,7 @@ def imbalance_verdict(topology: Topology, goals: Goals) -> Verdict:
     outside = [r for r in report.resources if not r.within_tolerance_before]
     reasons.extend(_spread_reason(r, loads[r.resource]) for r in outside)
     if reasons:
-        return Verdict(True, tuple(reasons))
+        return Verdict(True, tuple(reasons), len(report.errors))
     return Verdict(False, (f"every resource within +/-{goals.tolerance:.0%} of the average "
                            "and every hard goal met",))
 

@@ -3,8 +3,10 @@
 The outside world comes in as arguments (the executor's ports, a topology reader, a planner,
 the state directory, a line printer), so this module holds the sequence and nothing of Kafka.
 Guarantees: no move starts outside a window (a new or resumed run gets finish_by = the window's
-end); a stale unfinished run is cancelled before a fresh plan; and whatever a run leaves in
-throttles is restored before the cycle returns (an interrupted run is cancelled, not left).
+end); a stale unfinished run is cancelled before a fresh plan; a new plan is executed only when
+it is worth its bytes (autobalance.worth); a resumed run uses this process's flags
+(autobalance.resume_flags); and whatever a run leaves in throttles is restored before the cycle
+returns (an interrupted run is cancelled, not left).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from pathlib import Path
 
 from autobalance.cycle import Action, Decision, Pace, RunLeft, decide_cycle
 from autobalance.imbalance import Verdict, imbalance_verdict
+from autobalance.resume_flags import resume_line
 from autobalance.statedir import StateDir, run_left_of
 from autobalance.windows import Schedule
+from autobalance.worth import DEFAULT_MIN_IMPROVEMENT, judge_plan
 from executor.config import ExecutorConfig, Ports, Reporter
 from executor.journal import JournalFile, Record, RunOutcome, replay
 from executor.plan import ExecutionPlan
@@ -26,7 +30,8 @@ from executor.runner import Executor, RunReport, clear_throttles
 from executor.state import MoveState
 from planner.goals import Budget, Goals
 from planner.planfile import PlanFile, write_plan
-from topology.errors import ExecutionError
+from planner.validate import validate_plan
+from topology.errors import ExecutionError, InputError
 from topology.model import Topology
 
 Planner = Callable[[Topology, Goals, Budget], PlanFile]
@@ -43,6 +48,11 @@ class AutoSettings:
     executor: ExecutorConfig  # finish_by is set per cycle
     planner_seconds: float = 60.0
     dry_run: bool = False
+    min_improvement: float = DEFAULT_MIN_IMPROVEMENT
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.min_improvement < 1:
+            raise InputError(f"--min-improvement must be in [0, 1), got {self.min_improvement}")
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,7 @@ class CycleResult:
     plan_path: Path | None = None
     journal_path: Path | None = None
     report: RunReport | None = None
+    skipped: str = ""  # why a plan was made but not executed
 
     @property
     def failed(self) -> bool:
@@ -126,7 +137,9 @@ def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
             _drive(executor, edge)
             return None
         executor = Executor.resume(records, sink, edge.ports, config, edge.reporter)
-        edge.say(f"resuming {journal.name}")
+        started = records[0].get("settings") if records else None
+        edge.say(resume_line(journal.name, started if isinstance(started, dict) else {},
+                             config.summary()))
         report = _drive(executor, edge)
     finally:
         sink.close()
@@ -154,6 +167,14 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
     if not plan_file.moves:
         edge.say("nothing the planner can improve within the budget: no run")
         return CycleResult(decision)
+    assert decision.verdict is not None
+    worth = judge_plan(plan_file, decision.verdict.hard_violations,
+                       len(validate_plan(topology, plan_file.moves, settings.goals).errors),
+                       settings.min_improvement)
+    if not worth.worth:
+        edge.say(f"nothing worth doing: {worth.reason}; no run")
+        return CycleResult(decision, skipped=worth.reason)
+    edge.say(f"worth running: {worth.reason}")
     if settings.dry_run:
         edge.say(f"dry run: would execute them until {decision.finish_by:%H:%M:%S %Z}; "
                  "nothing changed")

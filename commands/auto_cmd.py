@@ -78,7 +78,8 @@ class Lines:
 
 def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: float,
               efficiency: float, time_limit: float, cooldown: float, quota_window: float,
-              gate_timeout: float | None, poll_seconds: float, dry_run: bool) -> AutoSettings:
+              gate_timeout: float | None, poll_seconds: float, dry_run: bool,
+              min_improvement: float) -> AutoSettings:
     from autobalance.cycle import Pace
     from autobalance.orchestrator import AutoSettings
     from autobalance.windows import parse_schedule
@@ -91,7 +92,7 @@ def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: floa
     config = build_config(max_mbps, 1, cooldown, False, True, False, 0.10, 1.0, 3,
                           gate_timeout, None, poll_seconds, None, quota_window, False)
     return AutoSettings(schedule, Pace(int(max_mbps * MB), efficiency), Goals(tolerance),
-                        config, time_limit, dry_run)
+                        config, time_limit, dry_run, min_improvement)
 
 
 def _cycle(settings: AutoSettings, state: StateDir, lines: Lines, bootstrap: str,
@@ -159,6 +160,11 @@ def auto(
     command_config: Annotated[Path | None, typer.Option(
         help="Kafka client security settings (.properties or YAML); env REBALANCE_* too.")
     ] = None,
+    min_improvement: Annotated[float, typer.Option(
+        help="Execute a new plan only if it fixes a hard-goal violation, brings a resource "
+        "within the tolerance, or moves the worst broker of an unbalanced resource at least "
+        "this fraction of the average closer to it (0.02: 2 points); otherwise skip it.")
+    ] = 0.02,
     efficiency: Annotated[float, typer.Option(
         help="Share of a window's time spent copying at the cap (the rest goes to gates, "
         "cooldowns, leader elections): plan bytes = time left x cap x this.")] = 0.5,
@@ -185,6 +191,13 @@ def auto(
     time left x --max-mbps x --efficiency bytes into --state-dir and executes the plan with
     the window's end as its deadline: no move starts that could not finish in time.
 
+    A plan that would not fix a hard-goal violation, reach the tolerance or improve the worst
+    broker by --min-improvement is not executed ("nothing worth doing", with the numbers).
+
+    A resumed run uses this process's flags (--max-mbps, --cooldown, --quota-window,
+    --gate-timeout), not those it was started with, and the log line says what changed; a move
+    left in flight keeps its journaled throttle until it is done.
+
     Throttles are always restored; Ctrl-C or SIGTERM cancels a run in flight cleanly. A second
     `rebalance auto` on the same --state-dir is refused.
     """
@@ -192,7 +205,7 @@ def auto(
 
     zone = resolve_zone(timezone)
     settings = _settings(window, zone, max_mbps, tolerance, efficiency, time_limit, cooldown,
-                         quota_window, gate_timeout, poll_seconds, dry_run)
+                         quota_window, gate_timeout, poll_seconds, dry_run, min_improvement)
     if interval <= 0:
         raise InputError(f"--interval must be positive (minutes), got {interval}")
     lines = Lines(zone)

@@ -5,7 +5,7 @@ nothing is touched."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -16,8 +16,10 @@ from autobalance.cycle import Action, Pace
 from autobalance.orchestrator import AutoSettings, CycleResult, Edge, run_cycle
 from autobalance.statedir import StateDir
 from autobalance.windows import parse_schedule
+from executor.config import Event, EventKind
 from executor.journal import RunOutcome, read_journal
 from executor.state import MoveState
+from executor.throttle import FOLLOWER_RATE, LEADER_RATE
 from planner.goals import Budget, Goals
 from planner.planfile import PlanFile, SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
@@ -153,3 +155,70 @@ def test_dry_run_plans_but_writes_and_changes_nothing(tmp_path: Path) -> None:
     assert len(planner.budgets) == 1
     assert world.admin.replicas() == before and not list(tmp_path.iterdir())
     assert any(line.startswith("dry run: would execute") for line in said)
+
+
+def test_a_plan_not_worth_its_bytes_is_skipped_and_nothing_moves(tmp_path: Path) -> None:
+    # the stub plan takes disk from 100% to 63% off the average (broker 4 from 0 to 0.89x):
+    # 37 points, below a 50-point threshold, above a 30-point one
+    world, settings, edge, planner, said = setup(tmp_path, "daily 13:00-15:00", MONDAY_1344)
+    before = world.admin.replicas()
+    calls = len(world.admin.calls)
+    result = run_cycle(replace(settings, min_improvement=0.5), edge)
+    assert result.decision.action is Action.REBALANCE and len(planner.budgets) == 1
+    assert result.report is None and result.plan_path is None and not result.failed
+    assert "disk: worst broker 100.0% -> 63.0% from the average" in result.skipped
+    assert any(line.startswith("nothing worth doing: ") and "50.0 points" in line
+               for line in said)
+    assert world.admin.replicas() == before and not list(tmp_path.iterdir())
+    assert not [c for c in world.admin.calls[calls:] if c[0].startswith("alter")]
+
+    ran = run_cycle(replace(settings, min_improvement=0.3), edge)
+    assert ran.report is not None and ran.report.outcome is RunOutcome.COMPLETED
+    assert not ran.skipped and world.admin.replicas() != before
+
+
+def test_a_plan_that_fixes_a_rack_violation_runs_whatever_its_balance_gain(
+        tmp_path: Path) -> None:
+    world, settings, edge, planner, said = setup(tmp_path, "daily 13:00-15:00", MONDAY_1344)
+    racks = {1: "a", 2: "a", 3: "b", 4: "b"}  # orders-0 on (1, 2): both replicas in rack a
+
+    def with_racks() -> Topology:
+        plain = topology_of(world)
+        return Topology(tuple(Broker(b.id, racks[b.id], b.capacity) for b in plain.brokers),
+                        plain.partitions)
+
+    strict = replace(settings, min_improvement=0.9)  # no balance gain is this big
+    result = run_cycle(strict, replace(edge, read_topology=with_racks))
+    assert result.report is not None and result.report.outcome is RunOutcome.COMPLETED
+    assert any(line.startswith("worth running: fixes 1 of 1 hard-goal violation")
+               for line in said)
+    assert world.admin.replicas()["orders-0"] == (3, 2)
+
+    planner.moves = [Move("orders", 1, (2, 4), (4, 2), 20 * MB)]  # leaders only: no fix
+    again = run_cycle(strict, replace(edge, read_topology=with_racks))
+    assert again.report is None and "no hard-goal violation" in again.skipped
+
+
+def test_a_resumed_run_uses_this_process_cap_and_says_so(tmp_path: Path) -> None:
+    world, settings, edge, _, said = setup(tmp_path, "daily 13:00-13:47", MONDAY_1344 + 175)
+    first = run_cycle(settings, edge)
+    assert first.report is not None and first.report.outcome is RunOutcome.STOPPED
+
+    rates: dict[str, set[str]] = {}
+
+    def read_rates(w: World, event: Event) -> None:
+        if event.kind is EventKind.STATE and event.state == MoveState.COPYING.value:
+            rates[event.move] = {cfg[k] for cfg in w.admin.broker_cfg.values()
+                                 for k in (LEADER_RATE, FOLLOWER_RATE) if k in cfg}
+
+    world.hooks.append(read_rates)
+    slower = replace(settings, executor=replace(settings.executor, max_bytes_per_sec=5 * MB,
+                                                cooldown_seconds=2.0))
+    world.clock.t = datetime(1970, 1, 13, 13, 0, tzinfo=UTC).timestamp()
+    resumed = run_cycle(slower, edge)
+    assert resumed.report is not None and resumed.report.outcome is RunOutcome.COMPLETED
+    assert rates == {"orders-1": {str(5 * MB)}, "events-0": {str(5 * MB)}}
+    line = next(s for s in said if s.startswith("resuming "))
+    assert "cap 5 MB/s (the run started with 10 MB/s)" in line
+    assert "cooldown 2 s (the run started with 0 s)" in line
+    assert no_throttles(world)
