@@ -2,13 +2,20 @@
 with data; outside the window nothing changes, inside it the replicas move to the new broker,
 no throttle is left on any broker or topic, and the state directory holds the plan and its
 completed journal.
+
+Then, with the auto process as a child: a 4 MB rack fix at --max-mbps 1 is paced (the brokers'
+throttle configs read back during the copy are the cap, the copy takes seconds, none are left
+after), and SIGTERM mid-copy ends the process with the move cancelled or completed (replicas
+the old or the new assignment, nothing else) and no throttle left.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,13 +25,29 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from integration_executor import (
+    ThrottleConfigs,
+    create_topic,
+    layout,
+    move_in,
+    replicas_of,
+    start_rebalance,
+    throttle_configs,
+)
+from integration_topics import wait_for
 
 from autobalance.imbalance import imbalance_verdict
-from executor.journal import RunOutcome, read_journal
+from executor.journal import RunOutcome, parse_lines, read_journal
 from executor.state import MoveState
-from executor.throttle import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
+from executor.throttle import (
+    BROKER_THROTTLE_CONFIGS,
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    TOPIC_THROTTLE_CONFIGS,
+)
 from planner.goals import Goals
-from planner.planfile import read_plan
+from planner.planfile import PlanFile, read_plan
 from sandbox import cluster
 from sandbox.state import BrokerInfo, SandboxInfo
 from topology.capacities import CAPACITY_KEYS, Capacities
@@ -49,7 +72,7 @@ def rebalance(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=240, cwd=ROOT)
 
 
-def create_topic(info: SandboxInfo) -> str:
+def create_spread_topic(info: SandboxInfo) -> str:
     """RF-2 partitions, one replica on each rack, over the four session brokers, with data."""
     a = sorted(b.id for b in info.brokers if b.rack == "a")[:2]
     b = sorted(b.id for b in info.brokers if b.rack == "b")[:2]
@@ -79,7 +102,7 @@ class Grown:
 @pytest.fixture(scope="module")
 def grown(sandbox: SandboxInfo) -> Iterator[Grown]:
     """The sandbox with a topic of data on the session brokers and one more, empty broker."""
-    topic = create_topic(sandbox)
+    topic = create_spread_topic(sandbox)
     new = cluster.add_broker(sandbox.dir, "a")
     info = cluster.running(sandbox.dir)
     yield Grown(info, new, topic)
@@ -170,3 +193,154 @@ def test_inside_the_window_replicas_move_to_the_new_broker(grown: Grown,
     assert (brokers, topics) == (brokers_before, topics_before)
     # ... and none is set on the new broker or the test topic
     assert no_throttles({new.id: brokers[new.id]}, {grown.topic: topics[grown.topic]})
+
+
+# --- a paced move, and SIGTERM mid-move ------------------------------------------------------
+# Each test makes its own imbalance: one partition of BIG_BYTES with both replicas on rack a,
+# a rack-rule violation that `auto` must fix by copying one replica to rack b. The tolerance is
+# wide (0.9), so balance alone asks for nothing more on a cluster that test_inside_the_window
+# left within 0.3 (or, run alone, on the session brokers).
+
+BIG_BYTES = 4_000_000
+WIDE_TOLERANCE = "0.9"
+
+
+def window_now() -> str:
+    now = datetime.now(UTC)
+    return f"daily {hhmm(now - timedelta(minutes=30))}-{hhmm(now + timedelta(hours=2))}"
+
+
+def paced_args(info: SandboxInfo, state: Path, max_mbps: str) -> list[str]:
+    return ["auto", "--once", "--bootstrap", info.bootstrap, "--prometheus",
+            info.prometheus_url, "--max-mbps", max_mbps, "--window", window_now(),
+            "--timezone", "UTC", "--state-dir", str(state), "--tolerance", WIDE_TOLERANCE,
+            "--time-limit", "10", "--quota-window", "2", "--poll-seconds", "0.5"]
+
+
+@dataclass(frozen=True)
+class RackBroken:
+    """A topic with one partition whose two replicas share rack a, and the state before."""
+
+    info: SandboxInfo
+    topic: str
+    old: tuple[int, ...]
+    ids: list[int]
+    before: ThrottleConfigs
+
+
+def rack_broken(sandbox: SandboxInfo) -> RackBroken:
+    info = cluster.running(sandbox.dir)  # with the broker `grown` added, if it ran
+    lay = layout(info)
+    old = (lay.leader, lay.spare_a)
+    topic = create_topic(info, "exec-auto", 1, list(old), BIG_BYTES)
+    ids = sorted(b.id for b in info.brokers)
+    admin = KafkaClusterAdmin(info.bootstrap)
+    try:
+        before = throttle_configs(admin, ids, topic)
+    finally:
+        admin.close()
+    return RackBroken(info, topic, old, ids, before)
+
+
+def only_plan(state: Path) -> tuple[PlanFile, Path]:
+    plans = sorted(state.glob("plan-*.json"))
+    assert len(plans) == 1, plans
+    return read_plan(plans[0]), plans[0].with_name(plans[0].name + ".journal")
+
+
+def state_times(journal: Path, move: str) -> dict[str, float]:
+    """When `move` entered each state (clock seconds), from the journal's records."""
+    records, _ = parse_lines(journal.read_bytes(), str(journal))
+    return {str(r["state"]): float(r["at"]) for r in records
+            if r.get("kind") == "state" and r.get("move") == move}
+
+
+@pytest.mark.usefixtures("drop_exec_topics")
+def test_a_paced_move_holds_the_cap_on_the_brokers_while_it_copies(
+        sandbox: SandboxInfo, tmp_path: Path) -> None:
+    broken = rack_broken(sandbox)
+    cap = str(1_000_000)
+    state, log = tmp_path / "state", tmp_path / "auto.log"
+    proc = start_rebalance(log, *paced_args(broken.info, state, "1"))
+    old_rates = broken.before[0]
+    seen: list[ThrottleConfigs] = []  # every reading with a broker's rate changed by the run
+    admin = KafkaClusterAdmin(broken.info.bootstrap)
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            brokers, topic = throttle_configs(admin, broken.ids, broken.topic)
+            if brokers != old_rates:
+                seen.append((brokers, topic))
+            time.sleep(0.1)
+        after = throttle_configs(admin, broken.ids, broken.topic)
+        replicas = replicas_of(admin, broken.topic)
+    finally:
+        admin.close()
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    assert "worth running: fixes 1 of 1 hard-goal violation" in text, text
+
+    plan, journal = only_plan(state)
+    move = next(m for m in plan.moves if m.topic == broken.topic)
+    assert read_journal(journal).outcome is RunOutcome.COMPLETED, text
+    assert replicas[0] == move.target != broken.old
+    (added,) = move.added_brokers
+    # during the move: the cap, and only the cap, wherever the run set a rate ...
+    values = {v for brokers, _ in seen for b, c in brokers.items() for k, v in c.items()
+              if v != old_rates[b][k]}
+    assert values == {cap}, (values, text)
+    receiving = [b for b, _ in seen if b[added][FOLLOWER_RATE] == cap]
+    sending = [b for b, _ in seen if all(b[s][LEADER_RATE] == cap for s in move.current)]
+    assert len(receiving) >= 3 and len(sending) >= 3, (len(receiving), len(sending), text)
+    assert any(f"0:{added}" in (t.get(FOLLOWER_REPLICAS) or "") for _, t in seen), seen
+    # ... and the copy took its time: 4 MB unthrottled on loopback takes well under 0.5 s
+    times = state_times(journal, move.name)
+    copy_seconds = times[MoveState.VERIFYING.value] - times[MoveState.COPYING.value]
+    assert copy_seconds >= 0.5 * BIG_BYTES / 1_000_000, (copy_seconds, text)
+    # after: every throttle config as before the run
+    assert after == broken.before, text
+
+
+@pytest.mark.usefixtures("drop_exec_topics")
+def test_sigterm_mid_move_exits_cancelled_or_completed_with_no_throttle_left(
+        sandbox: SandboxInfo, tmp_path: Path) -> None:
+    broken = rack_broken(sandbox)
+    state, log = tmp_path / "state", tmp_path / "auto.log"
+    proc = start_rebalance(log, *paced_args(broken.info, state, "0.5"))  # ~8 s of copying
+    try:
+        def copying() -> bool:
+            if proc.poll() is not None:
+                return True  # ended before copying: the assertion below shows the log
+            plans = sorted(state.glob("plan-*.json"))
+            return bool(plans) and move_in(plans[0].with_name(plans[0].name + ".journal"),
+                                           f"{broken.topic}-0", MoveState.COPYING)
+
+        wait_for("the move to copy", copying, 90)
+        assert proc.poll() is None, log.read_text()
+        time.sleep(1.0)  # well inside the copy
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    plan, journal = only_plan(state)
+    move = next(m for m in plan.moves if m.topic == broken.topic)
+    final = read_journal(journal).state_of(move.name)
+    assert "interrupted: cancelling the run" in text, text
+    assert final in (MoveState.CANCELLED, MoveState.DONE), (final, text)
+    # exit 0 when the copy won the race, else the cancelled run's ExecutionError
+    assert proc.returncode == (0 if final is MoveState.DONE else 6), text
+
+    admin = KafkaClusterAdmin(broken.info.bootstrap)
+    try:
+        replicas = replicas_of(admin, broken.topic)[0]
+        in_flight = [tp for tp in admin.list_partition_reassignments()
+                     if tp.topic == broken.topic]
+        after = throttle_configs(admin, broken.ids, broken.topic)
+    finally:
+        admin.close()
+    assert replicas == (broken.old if final is MoveState.CANCELLED else move.target), text
+    assert not in_flight
+    assert after == broken.before, text
