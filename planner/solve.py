@@ -1,7 +1,8 @@
 """`plan(topology, goals, budget) -> PlanResult`: the planner's pure entry point.
 
 Pipeline: arrays -> hard-goal repair (drain removed brokers, rack rule) -> greedy replica
-moves (disk, net in) -> leadership for net out -> greedy again with every resource -> CP-SAT
+moves (disk, net in) -> leadership for net out -> greedy again with every resource -> capacity
+relief (the max-utilization cap, where hot partitions kept a broker above it) -> CP-SAT
 large-neighbourhood improvement of bytes moved within the time limit. The best valid
 assignment so far is always at hand; on timeout it is returned with its gap.
 
@@ -32,6 +33,7 @@ from planner.arrays import (
     to_moves,
 )
 from planner.bounds import band, disk_lower_bound_arrays
+from planner.capacity import relieve_overloads
 from planner.goals import Budget, Goals
 from planner.greedy import rebalance_replicas
 from planner.leaders import rebalance_leaders
@@ -107,6 +109,11 @@ def _solve_state(state: SolverState, budget: Budget, deadline: float, lower_boun
         state.set_margin(RETRY_MARGIN)
         _balance_all(state)
         state.set_margin(BAND_MARGIN)
+    moves_before = state.bytes_moved, len(state.changed)
+    relieve_overloads(state)
+    if (state.bytes_moved, len(state.changed)) != moves_before:
+        _balance_all(state)  # fill what relief emptied; the greedy never pushes a broker over
+        relieve_overloads(state)
     return improve(state, deadline, budget.seed, lower_bound, rounds_for(budget.time_limit_s))
 
 
@@ -121,14 +128,13 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
                           0.0, (), time.monotonic() - start)
     state = SolverState(arrays, goals, budget)
     improved = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
-    moves = to_moves(topology, arrays, state.replicas)
-    after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
-                                        for m in moves})
-    if state.loads.max(axis=0).size and np.any(
-            state.loads > goals.max_utilization * arrays.capacity * (1 + 1e-9)):
+    if not relieve_overloads(state):
         raise PlanError("no plan keeps every broker under the maximum utilization "
                         f"{goals.max_utilization:.0%} within this budget; raise the budget "
                         "or add brokers")
+    moves = to_moves(topology, arrays, state.replicas)
+    after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
+                                        for m in moves})
     binding = _binding(state, goals)
     moved = sum(m.bytes_moved for m in moves)
     gap = moved / lower_bound - 1.0 if lower_bound > 0 else None

@@ -56,7 +56,11 @@ def test_generated_clusters_get_valid_plans(topology: Topology) -> None:
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_same_input_same_plan(topology: Topology) -> None:
-    first = plan(topology, Goals(), FAST)
+    try:
+        first = plan(topology, Goals(), FAST)
+    except PlanError:
+        assert validate_plan(topology, (), Goals()).errors  # over capacity now, as above
+        return
     second = plan(topology, Goals(), FAST)
     assert first.moves == second.moves
     assert first.status == second.status

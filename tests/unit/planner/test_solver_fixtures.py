@@ -49,6 +49,25 @@ def test_a_full_broker_is_brought_under_the_maximum() -> None:
     assert after[1].disk_bytes / 1000 <= 0.95
 
 
+def test_hot_partitions_that_no_balanced_placement_holds_still_get_under_the_cap() -> None:
+    """Three partitions so hot that no broker can hold one within the tolerance band (RF 1,
+    2.2 MB/s into brokers of 1.4-2.9 MB/s): the plan cannot balance net in, but it must bring
+    every broker under the hard 95% cap, which means putting each hot partition on a large
+    broker and making room there. This cluster used to end in a PlanError."""
+    topology = generate_cluster(brokers=8, new_brokers=2, racks=2, partitions=328, rf=1,
+                                seed=108, utilization=0.45)
+    goals = Goals()
+    assert validate_plan(topology, (), goals).errors  # over the cap now
+    result = plan(topology, goals, FAST)
+    valid(topology, goals, result)
+    assert result.status is SolverStatus.BEST_EFFORT and result.binding
+    caps = {b.id: b.capacity for b in topology.brokers}
+    for broker, load in broker_loads(result.after).items():
+        assert load.net_in_bytes_per_sec <= 0.95 * caps[broker].net_in_bytes_per_sec
+        assert load.net_out_bytes_per_sec <= 0.95 * caps[broker].net_out_bytes_per_sec
+        assert load.disk_bytes > 0, f"broker {broker} was emptied to relieve another"
+
+
 def test_byte_budget_binds_and_is_kept() -> None:
     topology = generate_cluster(brokers=9, new_brokers=3, racks=3, partitions=1200, seed=6)
     goals = Goals()
