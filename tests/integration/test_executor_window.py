@@ -1,0 +1,87 @@
+"""`rebalance execute` options that bound what a run does, on the real sandbox: `--dry-run`
+changes nothing and names throttles already set; `--finish-by` starts no move that would end
+after the window, and `resume` finishes the run later.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from integration_executor import (
+    create_topic,
+    execute_args,
+    layout,
+    make_plan,
+    rebalance,
+    replicas_of,
+    throttle_configs,
+)
+
+from executor.journal import RunOutcome, read_journal
+from executor.state import MoveState
+from executor.throttle import FOLLOWER_RATE, LEADER_REPLICAS
+from sandbox.state import SandboxInfo
+from topology.kafka_admin import KafkaClusterAdmin
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
+
+
+def test_dry_run_changes_nothing_and_names_throttles_already_set(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    topic = create_topic(sandbox, "exec-dry", 2, [lay.leader, lay.follower], 500_000)
+    # a slow rate and a topic list entry left behind by an earlier reassignment
+    admin.alter_broker_configs({lay.spare: {FOLLOWER_RATE: "300000"}})
+    admin.alter_topic_configs({topic: {LEADER_REPLICAS: f"1:{lay.leader}"}})
+    try:
+        plan = tmp_path / "plan.json"
+        make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
+        before = throttle_configs(admin, lay.all_ids, topic), replicas_of(admin, topic)
+        journal = tmp_path / "run.journal"
+        result = rebalance(*execute_args(sandbox, plan, journal, "--dry-run"))
+        assert result.returncode == 0, result.stdout + result.stderr
+        out = " ".join((result.stdout + result.stderr).split())
+        assert "Dry run: 2 move(s), nothing changed" in out
+        assert "preflight: ok" in out
+        assert (f"broker {lay.spare} already has {FOLLOWER_RATE}=300000 (lower than the cap"
+                in out), out
+        assert f"topic {topic} already has {LEADER_REPLICAS}=1:{lay.leader}" in out, out
+        assert not journal.exists()
+        assert (throttle_configs(admin, lay.all_ids, topic), replicas_of(admin, topic)) == before
+    finally:
+        admin.alter_broker_configs({lay.spare: {FOLLOWER_RATE: None}})
+
+
+def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    # 2 x 3 MB at 1 MB/s: each move needs about 3 s. The window ends 25 s from now: the first
+    # move (starting after a few seconds of start-up and preflight) fits; the second may only
+    # start after a 30 s quota-window wait, past the window's end, so it is not started.
+    topic = create_topic(sandbox, "exec-window", 2, [lay.leader, lay.follower], 3_000_000)
+    plan = tmp_path / "plan.json"
+    make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
+    before = throttle_configs(admin, lay.all_ids, topic)
+    journal = tmp_path / "run.journal"
+    end = (datetime.now().astimezone() + timedelta(seconds=25)).isoformat(timespec="seconds")
+    first = rebalance(*execute_args(sandbox, plan, journal, "--finish-by", end,
+                                    "--quota-window", "30"))
+    text = " ".join((first.stdout + first.stderr).split())
+    assert first.returncode == 6, text  # stopped: an ExecutionError, resumable
+    assert "not started; `rebalance resume` continues the run" in text, text
+    run = read_journal(journal)
+    assert run.outcome is RunOutcome.STOPPED
+    states = [run.state_of(m.name) for m in run.plan.moves]
+    assert states == [MoveState.DONE, MoveState.PENDING], states
+    assert replicas_of(admin, topic)[0] == (lay.leader, lay.spare)
+    assert replicas_of(admin, topic)[1] == (lay.leader, lay.follower)  # not started
+    assert throttle_configs(admin, lay.all_ids, topic) == before
+
+    resumed = rebalance("resume", "--journal", str(journal), "--bootstrap", sandbox.bootstrap,
+                        "--prometheus", sandbox.prometheus_url, "--poll-seconds", "0.5")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert read_journal(journal).outcome is RunOutcome.COMPLETED
+    assert replicas_of(admin, topic) == {p: (lay.leader, lay.spare) for p in range(2)}
+    assert throttle_configs(admin, lay.all_ids, topic) == before
