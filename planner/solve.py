@@ -3,7 +3,8 @@
 Pipeline: arrays -> hard-goal repair (drain removed brokers, rack rule) -> greedy replica
 moves (disk, net in) -> leadership for net out -> greedy again with every resource -> capacity
 relief (the max-utilization cap, where hot partitions kept a broker above it) -> CP-SAT
-large-neighbourhood improvement of bytes moved within the time limit. The best valid
+large-neighbourhood improvement -> the no-worse guard (undo what left a resource outside the
+tolerance and more spread than before) of bytes moved within the time limit. The best valid
 assignment so far is always at hand; on timeout it is returned with its gap.
 
 Racks: no rack may hold more than ceil(RF / racks) replicas of a partition, racks counted over
@@ -36,6 +37,7 @@ from planner.bounds import band, disk_lower_bound_arrays
 from planner.capacity import relieve_overloads
 from planner.goals import Budget, Goals
 from planner.greedy import rebalance_replicas
+from planner.guard import undo_worsening
 from planner.leaders import rebalance_leaders
 from planner.lns import improve, rounds_for
 from planner.repair import check_racks_feasible, repair
@@ -128,6 +130,7 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
                           0.0, (), time.monotonic() - start)
     state = SolverState(arrays, goals, budget)
     improved = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
+    undo_worsening(state)
     if not relieve_overloads(state):
         raise PlanError("no plan keeps every broker under the maximum utilization "
                         f"{goals.max_utilization:.0%} within this budget; raise the budget "

@@ -68,6 +68,21 @@ def test_hot_partitions_that_no_balanced_placement_holds_still_get_under_the_cap
         assert load.disk_bytes > 0, f"broker {broker} was emptied to relieve another"
 
 
+def test_a_plan_never_trades_one_resource_out_of_tolerance_for_another() -> None:
+    """Two brokers, RF 1: fixing disk with whole partitions pushed network out from inside the
+    band to just past it (max/avg 1.028 -> 1.1002), a plan the validator must refuse. The
+    no-worse guard undoes such moves; disk still improves."""
+    topology = generate_cluster(brokers=2, new_brokers=0, racks=1, partitions=82, rf=1,
+                                seed=8101, utilization=0.75)
+    goals = Goals()
+    result = plan(topology, goals, FAST)
+    report = validate_plan(topology, result.moves, goals)
+    assert report.valid, report.errors
+    disk = next(r for r in report.resources if r.resource.value == "disk")
+    assert disk.deviation_after < disk.deviation_before
+    assert result.moves, "the guard undid everything: disk could still improve"
+
+
 def test_byte_budget_binds_and_is_kept() -> None:
     topology = generate_cluster(brokers=9, new_brokers=3, racks=3, partitions=1200, seed=6)
     goals = Goals()
