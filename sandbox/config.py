@@ -90,6 +90,10 @@ def controller_properties(ports: PortPlan, data_dir: Path) -> str:
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
         "log.dirs": data_dir,
+        # Topic defaults live with the controller in KRaft (it creates the topics); set on a
+        # broker they are ignored and warned about on every config reload.
+        "num.partitions": 1,
+        "default.replication.factor": 1,
         "num.io.threads": 2,
         "num.network.threads": 1,
         "background.threads": 2,
@@ -116,8 +120,6 @@ def broker_properties(
         # Small segments so log sizes and segment rolls show up with little data.
         "log.segment.bytes": 1048576,
         "log.retention.check.interval.ms": 30000,
-        "num.partitions": 1,
-        "default.replication.factor": 1,
         "auto.create.topics.enable": "false",
         # Leadership moves only when the tool asks for it: deterministic tests.
         "auto.leader.rebalance.enable": "false",
