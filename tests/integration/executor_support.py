@@ -7,6 +7,7 @@ conftest.py loads this file as `integration_executor` (pytest runs with --import
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -146,3 +147,9 @@ def journal_state(path: Path) -> RunState | None:
 def move_in(path: Path, name: str, state: MoveState) -> bool:
     run = journal_state(path)
     return run is not None and run.state_of(name) is state
+
+
+def state_sequence(path: Path) -> list[tuple[str, str]]:
+    """(move, state) of every state record, in journal order."""
+    return [(r["move"], r["state"]) for r in map(json.loads, path.read_text().splitlines())
+            if r.get("kind") == "state"]

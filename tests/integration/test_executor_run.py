@@ -9,7 +9,6 @@ are built with the planner's own plan-file code from a live snapshot; moves chan
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import urllib.request
@@ -29,6 +28,7 @@ from integration_executor import (
     rebalance,
     replicas_of,
     start_rebalance,
+    state_sequence,
     throttle_configs,
 )
 from integration_topics import free_port, wait_for
@@ -50,12 +50,6 @@ def scrape(port: int) -> str:
             return str(page.read().decode())
     except OSError:
         return ""
-
-
-def state_sequence(path: Path) -> list[tuple[str, str]]:
-    """(move, state) of every state record, in journal order."""
-    return [(r["move"], r["state"]) for r in map(json.loads, path.read_text().splitlines())
-            if r.get("kind") == "state"]
 
 
 # ---- a producer that checks every acked message is there afterwards --------------------------

@@ -1,6 +1,7 @@
 """`rebalance execute` options that bound what a run does, on the real sandbox: `--dry-run`
 changes nothing and names throttles already set; `--finish-by` starts no move that would end
-after the window, and `resume` finishes the run later.
+after the window, and `resume` finishes the run later; `--concurrency 2` copies two moves on
+disjoint brokers at once and never two on one broker.
 """
 
 from __future__ import annotations
@@ -14,10 +15,14 @@ from integration_executor import (
     execute_args,
     layout,
     make_plan,
+    move_in,
     rebalance,
     replicas_of,
+    start_rebalance,
+    state_sequence,
     throttle_configs,
 )
+from integration_topics import wait_for
 
 from executor.journal import RunOutcome, read_journal
 from executor.state import MoveState
@@ -85,3 +90,44 @@ def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
     assert read_journal(journal).outcome is RunOutcome.COMPLETED
     assert replicas_of(admin, topic) == {p: (lay.leader, lay.spare) for p in range(2)}
     assert throttle_configs(admin, lay.all_ids, topic) == before
+
+
+def test_concurrency_two_copies_disjoint_moves_together_never_two_on_a_broker(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    # RF 1 moves touch two brokers each: a-0 (leader -> follower) and b-0 (spare_a -> spare)
+    # share none and may copy together; a-1 (leader -> spare_a) shares a broker with both, so it
+    # must wait until both are done. 3 MB each at 1 MB/s: a few seconds of copying.
+    topic_a = create_topic(sandbox, "exec-conc-a", 2, [lay.leader], 3_000_000)
+    topic_b = create_topic(sandbox, "exec-conc-b", 1, [lay.spare_a], 3_000_000)
+    plan = tmp_path / "plan.json"
+    moves = make_plan(sandbox, plan, [(topic_a, 0, (lay.follower,)), (topic_b, 0, (lay.spare,)),
+                                      (topic_a, 1, (lay.spare_a,))])
+    before = (throttle_configs(admin, lay.all_ids, topic_a),
+              throttle_configs(admin, lay.all_ids, topic_b))
+    journal = tmp_path / "run.journal"
+    log = tmp_path / "execute.log"
+    proc = start_rebalance(log, *execute_args(sandbox, plan, journal, "--concurrency", "2"))
+    try:
+        first, second, third = moves
+        wait_for("two moves copying at once", lambda: (
+            move_in(journal, first.name, MoveState.COPYING)
+            and move_in(journal, second.name, MoveState.COPYING)) or proc.poll() is not None,
+            timeout_s=120, every_s=0.1)
+        rates = admin.broker_configs(lay.all_ids, (FOLLOWER_RATE,))
+        assert proc.wait(240) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # while both copied, each target broker had its follower throttle
+    assert rates[lay.follower][FOLLOWER_RATE] == "1000000", rates
+    assert rates[lay.spare][FOLLOWER_RATE] == "1000000", rates
+    sequence = state_sequence(journal)
+    # the third move started only after both moves sharing its brokers were done
+    third_start = sequence.index((third.name, "throttling"))
+    assert sequence.index((first.name, "done")) < third_start
+    assert sequence.index((second.name, "done")) < third_start
+    assert replicas_of(admin, topic_a) == {0: (lay.follower,), 1: (lay.spare_a,)}
+    assert replicas_of(admin, topic_b) == {0: (lay.spare,)}
+    assert (throttle_configs(admin, lay.all_ids, topic_a),
+            throttle_configs(admin, lay.all_ids, topic_b)) == before
