@@ -68,7 +68,7 @@ def _entry(raw: Any, where: str) -> dict[str, float]:
     for key, value in raw.items():
         if key not in CAPACITY_KEYS:
             raise InputError(f"{where}: unknown key {key!r} (expected {', '.join(CAPACITY_KEYS)})")
-        number = parse_bytes(value, f"{where}.{key}")
+        number = parse_bytes(value, f"{where}.{key}", size=key == "disk_bytes")
         if number <= 0:
             raise InputError(f"{where}.{key}: must be positive, got {value!r}")
         out[key] = number
@@ -99,12 +99,34 @@ def parse_capacities(raw: Any, source: str = "capacities") -> Capacities:
     return Capacities(default, racks, brokers)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """Safe YAML that refuses a key given twice in one mapping (YAML keeps the last silently,
+    so a broker listed twice would lose its first entry unnoticed)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *anchor` merges; keys after it may override its values
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise InputError(f"line {key_node.start_mark.line + 1}: {key!r} is given twice; "
+                                 "keep one entry")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_capacities(path: Path) -> Capacities:
     """Read and validate a capacities YAML file."""
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except OSError as exc:
         raise InputError(f"cannot read capacities file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a YAML text file (it is not UTF-8); give the "
+                         "capacities file itself") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
     return parse_capacities(raw, str(path))

@@ -6,6 +6,7 @@ Constructors validate, so a value that exists is consistent; no I/O happens here
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -35,8 +36,10 @@ class Capacity:
     def __post_init__(self) -> None:
         for name in ("disk_bytes", "net_in_bytes_per_sec", "net_out_bytes_per_sec"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
-                raise InputError(f"capacity {name} must be a positive number, got {value!r}")
+            if (not isinstance(value, int | float) or isinstance(value, bool) or not value > 0
+                    or not math.isfinite(value)):
+                raise InputError(f"capacity {name} must be a positive finite number, "
+                                 f"got {value!r}")
 
     def of(self, resource: Resource) -> float:
         """The capacity for one resource."""
@@ -121,8 +124,10 @@ class Partition:
             )
         if self.size_bytes < 0:
             raise InputError(f"partition {name}: size_bytes is negative ({self.size_bytes})")
-        if self.bytes_in_per_sec < 0 or self.bytes_out_per_sec < 0:
-            raise InputError(f"partition {name}: byte rates must not be negative")
+        for rate in (self.bytes_in_per_sec, self.bytes_out_per_sec):
+            if not math.isfinite(rate) or rate < 0:
+                raise InputError(f"partition {name}: byte rates must not be negative "
+                                 f"or infinite, got {rate!r}")
 
     @property
     def key(self) -> TopicPartition:

@@ -7,6 +7,7 @@ such a snapshot needs a capacities file before it becomes a Topology.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -18,19 +19,25 @@ from topology.errors import InputError
 from topology.model import Broker, Capacity, Partition, Topology
 
 SNAPSHOT_VERSION = 1
+_MAX_NUMBER = 1e24  # a yottabyte: beyond any real byte count or rate, so a unit mix-up
 
 
 def read_json_object(path: Path, what: str, expected_keys: str) -> dict[str, Any]:
     """Read a JSON file whose top level must be an object; errors name the file and the fix."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a JSON text file (it is not UTF-8); give the {what} "
+                         "file itself") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, "
                          f"column {exc.colno})") from None
+    except ValueError as exc:  # e.g. an integer too long to convert
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise InputError(f"{path}: expected a JSON object with {expected_keys}")
     return doc
@@ -49,8 +56,13 @@ def _number(entry: Mapping[str, Any], key: str, where: str, default: float | Non
     value = entry[key]
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(f"{where}: '{key}' must be a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where}: '{key}' must be a finite number, got {value!r}")
     if value < 0:
         raise InputError(f"{where}: '{key}' is negative ({value})")
+    if value > _MAX_NUMBER:
+        raise InputError(f"{where}: '{key}' is implausibly large (over {_MAX_NUMBER:.0e}); "
+                         "check its unit")
     return float(value)
 
 
@@ -114,6 +126,14 @@ def _partition(raw: Any, index: int) -> Partition:
     )
 
 
+def _notes(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        raise InputError("'notes' must be a list of strings")
+    return tuple(raw)
+
+
 def topology_from_dict(doc: Mapping[str, Any], capacities: Capacities | None = None,
                        source: str = "snapshot") -> Topology:
     """Validate a snapshot document into a Topology; errors name the offending entry."""
@@ -126,7 +146,7 @@ def topology_from_dict(doc: Mapping[str, Any], capacities: Capacities | None = N
     try:
         brokers = tuple(_broker(b, i, capacities) for i, b in enumerate(brokers_raw))
         partitions = tuple(_partition(p, i) for i, p in enumerate(parts_raw))
-        notes = tuple(str(n) for n in doc.get("notes", []) or [])
+        notes = _notes(doc.get("notes"))
         topology = Topology(brokers, partitions, notes)
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
@@ -134,6 +154,11 @@ def topology_from_dict(doc: Mapping[str, Any], capacities: Capacities | None = N
         unknown = sorted(set(capacities.brokers) - set(topology.broker_ids))
         if unknown:
             raise InputError(f"capacities file names unknown broker {unknown[0]}")
+        racks = {b.rack for b in topology.brokers if b.rack is not None}
+        unknown_racks = sorted(set(capacities.racks) - racks)
+        if unknown_racks:
+            raise InputError(f"capacities file names unknown rack {unknown_racks[0]!r}; the "
+                             f"cluster's racks are {sorted(racks) or 'none'}")
     return topology
 
 
@@ -174,8 +199,13 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
 
 def write_json_atomic(path: Path, doc: Mapping[str, Any], indent: int | None = None) -> None:
     """Write JSON to a temp file in the same directory, fsync, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    if path.is_dir():
+        raise InputError(f"cannot write {path}: it is a directory; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None
     umask = os.umask(0)
     os.umask(umask)
     os.fchmod(fd, 0o666 & ~umask)

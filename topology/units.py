@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from topology.errors import InputError
@@ -11,19 +12,33 @@ _UNITS = {
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
 }
-_PATTERN = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*(/s)?\s*$")
+_PATTERN = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*(/s)?\s*$")
+_EXAMPLES = "(examples: 4000000000000, '4TB', '250MB/s')"
 
 
-def parse_bytes(value: object, what: str) -> float:
-    """A byte count or rate: a number, or a string with a decimal/binary unit and optional /s."""
+def parse_bytes(value: object, what: str, *, size: bool = False) -> float:
+    """A byte count or rate: a number, or a string with a decimal/binary unit and optional /s.
+
+    With `size` the quantity is an amount of bytes, and a rate ("/s") is refused. A negative
+    value is returned as such (callers say whether it may be); NaN and infinity never are.
+    """
     if isinstance(value, bool):
         raise InputError(f"{what}: expected a number of bytes, got {value!r}")
+    number: float | None = None
     if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
+        number = float(value) if abs(value) < 1e300 else math.inf
+    elif isinstance(value, str):
         m = _PATTERN.match(value)
         if m and m.group(2).lower() in _UNITS:
-            return float(m.group(1)) * _UNITS[m.group(2).lower()]
-    raise InputError(
-        f"{what}: cannot read {value!r} as bytes (examples: 4000000000000, '4TB', '250MB/s')"
-    )
+            if size and m.group(3):
+                raise InputError(f"{what}: {value!r} is a rate, but this is an amount of "
+                                 "bytes: drop the '/s'")
+            number = float(m.group(1)) * _UNITS[m.group(2).lower()]
+        elif m and m.group(2).lower().endswith(("bps", "bit", "bits")):
+            raise InputError(f"{what}: {value!r} looks like bits; give bytes, e.g. 125MB/s "
+                             "for 1Gbit/s")
+    if number is None:
+        raise InputError(f"{what}: cannot read {value!r} as bytes {_EXAMPLES}")
+    if not math.isfinite(number):
+        raise InputError(f"{what}: {value!r:.40} is not a finite number of bytes {_EXAMPLES}")
+    return number
