@@ -8,6 +8,7 @@ imported where they are used, so that `rebalance` starts fast for the other comm
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -114,6 +115,14 @@ def _apply_weights(topology: Topology, weights: Path | None, horizon: float) -> 
     return weighted
 
 
+def check_review_flags(rate_mbps: float, show_moves: int) -> None:
+    """--rate-mbps (the ETA's copy rate) and --show-moves, checked before any file is read."""
+    if not 0 < rate_mbps < math.inf:
+        raise InputError(f"--rate-mbps must be a positive finite number, got {rate_mbps}")
+    if show_moves < 0:
+        raise InputError(f"--show-moves must not be negative, got {show_moves}")
+
+
 def _optional_bytes(value: str | None, flag: str) -> int | None:
     return None if value is None else int(parse_bytes(value, flag))
 
@@ -170,8 +179,7 @@ def plan(
     """Plan a rebalance, validate it, write the plan file and show the dry-run review."""
     from planner.planfile import write_plan
 
-    if rate_mbps <= 0:
-        raise InputError("--rate-mbps must be positive")
+    check_review_flags(rate_mbps, show_moves)
     adds, removes = add_broker or [], remove_broker or []
     topology = load_topology(snapshot, bootstrap, prometheus, command_config, capacities)
     for note in topology.notes:
@@ -210,8 +218,7 @@ def diff(
     """Show the review of a saved plan again; with --snapshot, check it still applies."""
     from planner.planfile import read_plan
 
-    if rate_mbps <= 0:
-        raise InputError("--rate-mbps must be positive")
+    check_review_flags(rate_mbps, show_moves)
     plan_file = read_plan(plan_path)
     if snapshot is not None:
         topology = read_snapshot(snapshot, read_capacities(capacities) if capacities else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from topology.errors import InputError
@@ -49,5 +50,6 @@ class Budget:
             raise InputError("--max-bytes must not be negative")
         if self.max_moves is not None and self.max_moves < 0:
             raise InputError("--max-moves must not be negative")
-        if self.time_limit_s <= 0:
-            raise InputError("--time-limit must be positive")
+        if not 0 < self.time_limit_s < math.inf:
+            raise InputError(f"--time-limit must be a positive number of seconds, got "
+                             f"{self.time_limit_s}")

@@ -209,9 +209,32 @@ def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where:
 
 def _broker_ids(doc: Mapping[str, Any], key: str, where: str) -> tuple[int, ...]:
     value = _get(doc, key, list, where)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise InputError(f"{where}: '{key}' must be a list of broker ids, got {value!r}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise InputError(f"{where}: '{key}' must be a list of broker ids (integers >= 0), "
+                         f"got {value!r}")
     return tuple(value)
+
+
+def _strings(doc: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = doc.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: '{key}' must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _flag(doc: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
+    value = doc.get(key, default)
+    if not isinstance(value, bool):
+        raise InputError(f"{where}: '{key}' must be true or false, got {value!r}")
+    return value
+
+
+def _optional_number(doc: Mapping[str, Any], key: str, where: str, default: float) -> float:
+    if doc.get(key) is None:
+        return default
+    return float(_get(doc, key, (int, float), where))
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -225,9 +248,14 @@ def _move(raw: Any, index: int) -> Move:
     doc = _object(raw, where)
     topic = _get(doc, "topic", str, where)
     number = _get(doc, "partition", int, where)
+    if not topic or number < 0:
+        raise InputError(f"{where}: needs a non-empty 'topic' and a 'partition' >= 0")
     where = f"move {topic}-{number}"
+    current = _broker_ids(doc, "current", where)
+    if len(set(current)) != len(current):
+        raise InputError(f"{where}: current replicas {list(current)} repeat a broker")
     try:
-        move = Move(topic, number, _broker_ids(doc, "current", where),
+        move = Move(topic, number, current,
                     _broker_ids(doc, "target", where), _get(doc, "size_bytes", int, where))
     except PlanError as exc:
         raise InputError(str(exc)) from None
@@ -248,7 +276,9 @@ def _check_partitions(doc: Mapping[str, Any], moves: Sequence[Move]) -> None:
         if key in seen:
             raise InputError(f"{where}: partition {key[0]}-{key[1]} is listed twice")
         seen.add(key)
-        if targets.get(key) != replicas:
+        if key not in targets:
+            raise InputError(f"{where}: partition {key[0]}-{key[1]} has no entry in 'moves'")
+        if targets[key] != replicas:
             raise InputError(f"{where}: partition {key[0]}-{key[1]} replicas {list(replicas)} "
                              "do not match its entry in 'moves'")
     missing = sorted(set(targets) - seen)
@@ -263,8 +293,8 @@ def _goals(raw: Any) -> Goals:
         max_utilization=float(_get(doc, "max_utilization", (int, float), "goals")),
         add_brokers=frozenset(_broker_ids(doc, "add_brokers", "goals")),
         remove_brokers=frozenset(_broker_ids(doc, "remove_brokers", "goals")),
-        rack_aware=bool(doc.get("rack_aware", True)),
-        balance_leaders=bool(doc.get("balance_leaders", True)),
+        rack_aware=_flag(doc, "rack_aware", "goals", True),
+        balance_leaders=_flag(doc, "balance_leaders", "goals", True),
     )
 
 
@@ -272,10 +302,12 @@ def _budget(raw: Any) -> Budget:
     doc = _object(raw if raw is not None else {}, "budget")
     max_bytes, max_moves = doc.get("max_bytes"), doc.get("max_moves")
     for key, value in (("max_bytes", max_bytes), ("max_moves", max_moves)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InputError(f"budget: '{key}' must be an integer or null, got {value!r}")
-    return Budget(max_bytes, max_moves, float(doc.get("time_limit_s", 60.0)),
-                  int(doc.get("seed", 0)))
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 0):
+            raise InputError(f"budget: '{key}' must be an integer >= 0 or null, got {value!r}")
+    seed = _get(doc, "seed", int, "budget") if "seed" in doc else 0
+    return Budget(max_bytes, max_moves, _optional_number(doc, "time_limit_s", "budget", 60.0),
+                  seed)
 
 
 def _resource_map(raw: Any, where: str) -> dict[Resource, float]:
@@ -321,10 +353,10 @@ def _solver(raw: Any) -> SolverInfo:
     gap = doc.get("gap")
     if gap is not None and (isinstance(gap, bool) or not isinstance(gap, int | float)):
         raise InputError(f"solver: 'gap' must be a number or null, got {gap!r}")
-    binding = doc.get("binding") or []
     return SolverInfo(solver_status, _get(doc, "lower_bound_bytes", int, "solver"),
                       None if gap is None else float(gap),
-                      float(doc.get("seconds", 0.0)), tuple(str(b) for b in binding))
+                      _optional_number(doc, "seconds", "solver", 0.0),
+                      _strings(doc, "binding", "solver"))
 
 
 def plan_from_dict(doc: Mapping[str, Any]) -> PlanFile:
@@ -337,18 +369,29 @@ def plan_from_dict(doc: Mapping[str, Any]) -> PlanFile:
                          "file?); make one with `rebalance plan`")
     moves = tuple(_move(m, i) for i, m in enumerate(_get(doc, "moves", list, "plan")))
     _check_partitions(doc, moves)
-    warnings = doc.get("warnings") or []
+    before = _stats(doc.get("before"), "before")
+    _check_brokers(moves, before)
     return PlanFile(
         moves=moves,
         fingerprint=_get(doc, "fingerprint", str, "plan"),
         goals=_goals(doc.get("goals")),
         budget=_budget(doc.get("budget")),
-        before=_stats(doc.get("before"), "before"),
+        before=before,
         after=_stats(doc.get("after"), "after"),
         solver=_solver(doc.get("solver")),
         created_at=str(doc.get("created_at", "")),
-        warnings=tuple(str(w) for w in warnings),
+        warnings=_strings(doc, "warnings", "plan"),
     )
+
+
+def _check_brokers(moves: Sequence[Move], before: ClusterStats) -> None:
+    """Every broker a move names must be one of the cluster the plan was made for."""
+    known = {b.id for b in before.brokers}
+    for move in moves:
+        unknown = sorted(set(move.current + move.target) - known)
+        if unknown:
+            raise InputError(f"move {move.name}: broker {unknown[0]} is not in the cluster the "
+                             f"plan was made for (brokers {sorted(known)})")
 
 
 def read_plan(path: Path) -> PlanFile:

@@ -6,10 +6,12 @@ sizes `horizon_days` ahead by each partition's growth. Read with pyarrow/pandas 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from topology.errors import InputError
@@ -67,15 +69,22 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
     frame = frame[list(WEIGHT_COLUMNS)].copy()
     if frame["topic"].isna().any() or frame["partition"].isna().any():
         raise InputError(f"weights {path}: a row has no topic or partition")
+    numbers = pd.to_numeric(frame["partition"], errors="coerce")
+    bad_partition = ~numbers.notna() | (numbers < 0) | (numbers % 1 != 0)
+    if bad_partition.any():
+        row = frame[bad_partition].iloc[0]
+        raise InputError(f"weights {path}: topic {row['topic']} has partition "
+                         f"{str(row['partition'])!r}; partitions are integers >= 0")
     for column in _NUMERIC:
         values = pd.to_numeric(frame[column], errors="coerce")
-        bad = values.isna() & frame[column].notna()
+        bad = (values.isna() & frame[column].notna()) | values.isin([np.inf, -np.inf])
         if column != "size_growth_bytes_per_day":
             bad |= values < 0
         if bad.any():
             row = frame[bad].iloc[0]
             raise InputError(f"weights {path}: partition {row['topic']}-{row['partition']} has "
-                             f"a non-numeric or negative {column} ({row[column]!r})")
+                             f"a non-numeric or negative {column} ({row[column]}); give a finite "
+                             "number")
         frame[column] = values.astype(float)
     out: dict[TopicPartition, PartitionWeight] = {}
     for topic, number, *values in frame.itertuples(index=False, name=None):
@@ -94,8 +103,8 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
     Partitions without a weight, and null (unmeasured) fields of a weight, keep the snapshot's
     values; weights of partitions the topology lacks (deleted topics) are ignored.
     """
-    if horizon_days < 0:
-        raise InputError(f"--horizon must not be negative, got {horizon_days}")
+    if not 0 <= horizon_days < math.inf:
+        raise InputError(f"--horizon must not be negative or infinite, got {horizon_days}")
     parts: list[Partition] = []
     unweighted = 0
     for p in topology.partitions:

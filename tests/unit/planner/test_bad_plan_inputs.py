@@ -1,0 +1,176 @@
+"""Malformed plan files, weights files and flags of `rebalance plan` / `diff`: exit code 2 and
+a message naming what to fix, never a stack trace."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from planner.goals import Budget, Goals
+from planner.planfile import SolverInfo, make_plan_file, plan_to_dict
+from planner.result import Move, SolverStatus
+from topology.snapshot import topology_from_dict
+
+Rebalance = Callable[..., tuple[int, str]]
+Doc = dict[str, Any]
+CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
+
+
+def snapshot_doc() -> Doc:
+    """Brokers 1, 3 on rack a and 2, 4 on rack b; broker 4 holds nothing."""
+    return {"version": 1,
+            "brokers": [{"id": i, "rack": "a" if i % 2 else "b", "capacity": CAP}
+                        for i in (1, 2, 3, 4)],
+            "partitions": [{"topic": "t", "partition": n, "replicas": r, "size_bytes": 100,
+                            "bytes_in_per_sec": 10, "bytes_out_per_sec": 10}
+                           for n, r in {0: [1, 2], 1: [3, 2], 2: [2, 1]}.items()]}
+
+
+def plan_doc() -> Doc:
+    topology = topology_from_dict(snapshot_doc())
+    moves = (Move("t", 1, (3, 2), (3, 4), 100),)
+    plan = make_plan_file(topology, moves, Goals(), Budget(),
+                          SolverInfo(SolverStatus.OPTIMAL, 100), "2026-01-01T00:00:00+00:00")
+    return plan_to_dict(plan)
+
+
+def _move(**changes: object) -> Callable[[Doc], None]:
+    def mutate(doc: Doc) -> None:
+        doc["moves"][0].update(changes)
+        if "target" in changes:
+            doc["partitions"][0]["replicas"] = changes["target"]
+        if "partition" in changes:
+            doc["partitions"][0]["partition"] = changes["partition"]
+    return mutate
+
+
+def _section(section: str, **changes: object) -> Callable[[Doc], None]:
+    return lambda doc: doc[section].update(changes)
+
+
+PLAN_CASES = {
+    "negative partition": (_move(partition=-1), "'partition' >= 0"),
+    "negative broker id": (_move(target=[3, -4]), "integers >= 0"),
+    "current repeats a broker": (_move(current=[3, 3]), "current replicas [3, 3] repeat"),
+    "unknown target broker": (_move(target=[3, 9]), "broker 9 is not in the cluster"),
+    "partitions entry without move": (
+        lambda doc: doc["partitions"].append({"topic": "x", "partition": 0, "replicas": [1]}),
+        "x-0 has no entry in 'moves'"),
+    "rack_aware as a string": (_section("goals", rack_aware="no"),
+                               "'rack_aware' must be true or false"),
+    "binding as a string": (_section("solver", binding="abc"),
+                            "'binding' must be a list of strings"),
+    "warnings as a string": (lambda doc: doc.__setitem__("warnings", "careful"),
+                             "'warnings' must be a list of strings"),
+    "seed as a string": (_section("budget", seed="x"), "budget: 'seed' must be an integer"),
+    "time limit as a string": (_section("budget", time_limit_s="x"),
+                               "budget: 'time_limit_s' must be"),
+    "negative move budget": (_section("budget", max_moves=-1),
+                             "budget: 'max_moves' must be an integer >= 0"),
+    "solver seconds as a string": (_section("solver", seconds="x"), "solver: 'seconds' must be"),
+}
+
+
+@pytest.mark.parametrize("mutate, message", PLAN_CASES.values(), ids=PLAN_CASES.keys())
+def test_bad_plan_files_are_input_errors(tmp_path: Path, rebalance: Rebalance,
+                                         mutate: Callable[[Doc], None], message: str) -> None:
+    doc = plan_doc()
+    mutate(doc)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    code, error = rebalance("diff", str(path))
+    assert code == 2
+    assert message in error and str(path) in error
+
+
+def test_the_unmutated_plan_is_accepted(tmp_path: Path, rebalance: Rebalance) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan_doc()))
+    code, output = rebalance("diff", str(path))
+    assert code == 0, output
+
+
+def test_binary_plan_file_is_an_input_error(tmp_path: Path, rebalance: Rebalance) -> None:
+    path = tmp_path / "plan.json"
+    path.write_bytes(bytes(range(256)))
+    assert rebalance("diff", str(path)) == (2, f"{path}: not a JSON text file (it is not UTF-8); "
+                                               "give the plan file itself")
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--rate-mbps", "nan"], "--rate-mbps must be a positive finite number"),
+    (["--rate-mbps", "inf"], "--rate-mbps must be a positive finite number"),
+    (["--show-moves", "-1"], "--show-moves must not be negative"),
+], ids=["rate NaN", "rate infinite", "negative show-moves"])
+def test_bad_review_flags_of_diff(tmp_path: Path, rebalance: Rebalance, flags: list[str],
+                                  message: str) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan_doc()))
+    code, error = rebalance("diff", str(path), *flags)
+    assert (code, message in error) == (2, True), error
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--time-limit", "nan"], "--time-limit must be a positive number of seconds"),
+    (["--time-limit", "inf"], "--time-limit must be a positive number of seconds"),
+    (["--rate-mbps", "nan"], "--rate-mbps must be a positive finite number"),
+    (["--out", "{tmp}"], "it is a directory"),
+    (["--out", "/proc/no-such-dir/plan.json"], "choose a writable path"),
+], ids=["time limit NaN", "time limit infinite", "rate NaN", "out is a directory",
+        "out unwritable"])
+def test_bad_plan_flags(tmp_path: Path, rebalance: Rebalance, flags: list[str],
+                        message: str) -> None:
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(snapshot_doc()))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in flags]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "plan.json")]
+    code, error = rebalance("plan", "--snapshot", str(snap), "--time-limit", "5", *args)
+    assert (code, message in error) == (2, True), error
+
+
+def _weights_row(**changes: object) -> dict[str, object]:
+    row: dict[str, object] = {"topic": "t", "partition": 0, "bytes_in_per_sec": 1.0,
+                              "bytes_out_per_sec": 1.0, "size_bytes": 100.0,
+                              "size_growth_bytes_per_day": 0.0}
+    row.update(changes)
+    return row
+
+
+WEIGHTS_CASES = {
+    "partition as a word": (_weights_row(partition="zero"), "has partition 'zero'"),
+    "fractional partition": (_weights_row(partition=0.5), "has partition '0.5'"),
+    "infinite rate": (_weights_row(bytes_in_per_sec=float("inf")),
+                      "negative bytes_in_per_sec (inf); give a finite"),
+    "infinite growth": (_weights_row(size_growth_bytes_per_day=float("inf")),
+                        "size_growth_bytes_per_day (inf); give a finite"),
+}
+
+
+@pytest.mark.parametrize("row, message", WEIGHTS_CASES.values(), ids=WEIGHTS_CASES.keys())
+def test_bad_weights_rows_are_input_errors(tmp_path: Path, rebalance: Rebalance,
+                                           row: dict[str, object], message: str) -> None:
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(snapshot_doc()))
+    weights = tmp_path / "weights.parquet"
+    pd.DataFrame([row]).to_parquet(weights)
+    code, error = rebalance("plan", "--snapshot", str(snap), "--weights", str(weights),
+                            "--out", str(tmp_path / "plan.json"))
+    assert (code, message in error) == (2, True), error
+
+
+@pytest.mark.parametrize("horizon", ["inf", "nan"])
+def test_non_finite_horizon_is_refused(tmp_path: Path, rebalance: Rebalance,
+                                       horizon: str) -> None:
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(snapshot_doc()))
+    weights = tmp_path / "weights.parquet"
+    pd.DataFrame([_weights_row()]).to_parquet(weights)
+    code, error = rebalance("plan", "--snapshot", str(snap), "--weights", str(weights),
+                            "--horizon", horizon, "--out", str(tmp_path / "plan.json"))
+    assert (code, "--horizon must not be negative or infinite" in error) == (2, True), error
