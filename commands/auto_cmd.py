@@ -8,6 +8,7 @@ is one timestamped line on stdout.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -206,8 +207,12 @@ def auto(
     zone = resolve_zone(timezone)
     settings = _settings(window, zone, max_mbps, tolerance, efficiency, time_limit, cooldown,
                          quota_window, gate_timeout, poll_seconds, dry_run, min_improvement)
-    if interval <= 0:
+    if not 0 < interval < math.inf:
         raise InputError(f"--interval must be positive (minutes), got {interval}")
+    if capacities is not None:  # checked now, not at the first cycle inside a window
+        from topology.capacities import read_capacities
+
+        read_capacities(capacities)
     lines = Lines(zone)
     state = StateDir(state_dir)
     lines.say(f"windows: {settings.schedule.describe()}; state: {state_dir}"

@@ -28,6 +28,7 @@ from commands.execute_setup import (
     adaptive_config,
     both,
     build_config,
+    check_metrics_port,
     journal_config,
     journal_for,
     journal_in_use,
@@ -182,6 +183,7 @@ def execute(
     if adaptive and capacities is None:
         raise InputError("--adaptive needs --capacities FILE (headroom = capacity minus "
                          "client traffic)")
+    check_metrics_port(metrics_port)
     config = build_config(max_mbps, concurrency, cooldown, adaptive, elect_leaders,
                           allow_under_replicated, gate_margin, gate_floor_mbps,
                           gate_samples, gate_timeout, produce_p99_max_ms, poll_seconds,
@@ -264,9 +266,11 @@ def resume(
     from executor.journal import JournalFile, replay
     from executor.runner import Executor
 
+    check_metrics_port(metrics_port)
     path = journal_for(plan_path, journal)
     sink, records = JournalFile.open(path)
     try:
+        replay(records)  # a corrupt journal is refused before the cluster is contacted
         config = journal_config(records, max_mbps, poll_seconds)
         if allow_under_replicated:
             config = _with(config, allow_under_replicated=True)
@@ -322,6 +326,7 @@ def cancel(
         return
     sink, records = JournalFile.open(path)
     try:
+        replay(records)  # a corrupt journal is refused before the cluster is contacted
         config = journal_config(records, None, poll_seconds)
         with real_ports(bootstrap, prometheus, command_config) as ports:
             view, reporter = progress_view(replay(records), config.max_bytes_per_sec, None)
@@ -353,6 +358,7 @@ def clear_throttles(
     path = journal_for(plan_path, journal)
     sink, records = JournalFile.open(path)
     try:
+        replay(records)  # a corrupt journal is refused before the cluster is contacted
         config = journal_config(records, None, 1.0)
         with real_ports(bootstrap, prometheus, command_config) as ports:
             problems = clear_throttles_from(records, sink, ports, config)

@@ -4,6 +4,7 @@ cluster for the validator, and one ExecutorConfig from flags or from a journal's
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -97,6 +98,12 @@ def live_topology(ports: Ports, bootstrap: str, capacities: Path | None) -> Topo
     return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
 
 
+def check_metrics_port(port: int | None) -> None:
+    """--metrics-port must be a TCP port; checked before the cluster is contacted."""
+    if port is not None and not 1 <= port <= 65535:
+        raise InputError(f"--metrics-port must be between 1 and 65535, got {port}")
+
+
 def serve_metrics(port: int | None, cap: int) -> Reporter | None:
     """Start the executor's own /metrics endpoint on `port`; its reporter."""
     if port is None:
@@ -130,6 +137,10 @@ def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: b
                  capacities: Mapping[int, Any] | None = None,
                  quota_window: float = 0.0, final_gate: bool = False) -> ExecutorConfig:
     """One validated config from the flags (rates in MB/s -> bytes/s)."""
+    _finite(("--max-mbps", max_mbps), ("--cooldown", cooldown), ("--gate-margin", gate_margin),
+            ("--gate-floor-mbps", gate_floor_mbps), ("--gate-timeout", gate_timeout),
+            ("--produce-p99-max-ms", produce_p99_max_ms), ("--poll-seconds", poll_seconds),
+            ("--quota-window", quota_window))
     if max_mbps <= 0:
         raise InputError(f"--max-mbps must be positive, got {max_mbps}")
     gate = GatePolicy(gate_margin, gate_floor_mbps * MB, gate_samples, produce_p99_max_ms)
@@ -142,6 +153,13 @@ def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: b
                           final_gate=final_gate)
 
 
+def _finite(*flags: tuple[str, float | None]) -> None:
+    """NaN and infinity pass every `<` check; refuse them by name first."""
+    for flag, value in flags:
+        if value is not None and not math.isfinite(value):
+            raise InputError(f"{flag} must be a finite number, got {value}")
+
+
 def _settings(records: list[Record]) -> dict[str, Any]:
     settings = records[0].get("settings", {}) if records else {}
     return dict(settings) if isinstance(settings, dict) else {}
@@ -150,7 +168,18 @@ def _settings(records: list[Record]) -> dict[str, Any]:
 def journal_config(records: list[Record], max_mbps: float | None,
                    poll_seconds: float) -> ExecutorConfig:
     """The run's own settings from the journal header (--max-mbps may override the cap)."""
-    s = _settings(records)
+    _finite(("--max-mbps", max_mbps))
+    try:
+        return _journal_config(_settings(records), max_mbps, poll_seconds)
+    except (TypeError, ValueError) as exc:
+        from topology.errors import ExecutionError
+
+        raise ExecutionError(f"journal: the run header's settings are malformed ({exc}); the "
+                             "journal is corrupt or edited") from None
+
+
+def _journal_config(s: Mapping[str, Any], max_mbps: float | None,
+                    poll_seconds: float) -> ExecutorConfig:
     cap = max_mbps * MB if max_mbps is not None else float(s.get("max_bytes_per_sec", 0))
     if cap <= 0:
         raise InputError("the journal records no throttle cap: pass --max-mbps")

@@ -22,7 +22,7 @@ from executor.plan import ExecutionPlan
 from executor.state import TERMINAL, MoveState, transition
 from executor.throttle import ThrottlePlan, plan_from_json, plan_to_json
 from planner.result import Move
-from topology.errors import ExecutionError
+from topology.errors import ExecutionError, PlanError
 
 JOURNAL_VERSION = 1
 Record = dict[str, Any]
@@ -100,12 +100,20 @@ def _plan_from_header(record: Record) -> ExecutionPlan:
     if record.get("kind") != "run" or record.get("version") != JOURNAL_VERSION:
         raise ExecutionError("journal: the first record is not a version-1 run header; "
                              "is this a rebalance journal?")
-    moves = tuple(
-        Move(str(m["topic"]), int(m["partition"]), tuple(int(b) for b in m["current"]),
-             tuple(int(b) for b in m["target"]), int(m["size_bytes"]))
-        for m in record["moves"]
-    )
-    plan = ExecutionPlan(moves, record.get("fingerprint"))
+    raw_moves = record.get("moves")
+    if not isinstance(raw_moves, list):
+        raise ExecutionError("journal: the run header has no list of 'moves'; the journal is "
+                             "corrupt or edited")
+    try:
+        moves = tuple(
+            Move(str(m["topic"]), int(m["partition"]), tuple(int(b) for b in m["current"]),
+                 tuple(int(b) for b in m["target"]), int(m["size_bytes"]))
+            for m in raw_moves
+        )
+        plan = ExecutionPlan(moves, record.get("fingerprint"))
+    except (KeyError, TypeError, ValueError, AttributeError, PlanError) as exc:
+        raise ExecutionError(f"journal: a move in the run header is malformed ({_why(exc)}); "
+                             "the journal is corrupt or edited") from None
     if plan.plan_id != record.get("plan_id"):
         raise ExecutionError("journal: the plan in the header does not match its plan_id")
     return plan
@@ -116,8 +124,27 @@ def _baseline(data: Mapping[str, Any]) -> NetworkSample:
                          {int(b): float(v) for b, v in data["out"].items()})
 
 
+def _why(exc: Exception) -> str:
+    """A short reason for a malformed record: the missing key or the bad value."""
+    if isinstance(exc, KeyError):
+        return f"missing {exc.args[0]!r}"
+    return str(exc) or type(exc).__name__
+
+
 def apply_record(run: RunState, record: Record) -> None:
-    """Fold one record into `run`; an impossible state change raises (corrupt journal)."""
+    """Fold one record into `run`; an impossible state change or a malformed record raises
+    ExecutionError naming the record (corrupt or edited journal)."""
+    try:
+        _apply(run, record)
+    except ExecutionError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ExecutionError(f"journal: record {run.records} ({record.get('kind')!r}) is "
+                             f"malformed ({_why(exc)}); the journal is corrupt or edited"
+                             ) from None
+
+
+def _apply(run: RunState, record: Record) -> None:
     run.records += 1
     kind = record.get("kind")
     if kind == "end":
@@ -246,7 +273,12 @@ class JournalFile:
         """Open an existing journal for appending; returns its intact records."""
         if not path.exists():
             raise ExecutionError(f"no journal at {path}: nothing to resume, cancel or clear")
-        handle = _locked(open(path, "r+b"), path)  # noqa: SIM115 (kept open for appends)
+        try:
+            raw = open(path, "r+b")  # noqa: SIM115 (kept open for appends)
+        except OSError as exc:
+            raise ExecutionError(f"cannot open the journal {path}: {exc.strerror}; give the "
+                                 "journal file (--journal PATH)") from None
+        handle = _locked(raw, path)
         records, good = parse_lines(handle.read(), str(path))
         handle.truncate(good)
         handle.seek(good)
@@ -282,7 +314,12 @@ def read_journal(path: Path) -> RunState:
     """Replay a journal without locking it (for status while a run is going)."""
     if not path.exists():
         raise ExecutionError(f"no journal at {path}")
-    records, _ = parse_lines(path.read_bytes(), str(path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ExecutionError(f"cannot read the journal {path}: {exc.strerror}; give the "
+                             "journal file (--journal PATH)") from None
+    records, _ = parse_lines(data, str(path))
     return replay(records)
 
 
