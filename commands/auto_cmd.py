@@ -85,10 +85,11 @@ def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: floa
     from autobalance.orchestrator import AutoSettings
     from autobalance.windows import parse_schedule
     from commands.execute_setup import build_config
-    from planner.goals import Goals
+    from planner.goals import Budget, Goals
 
     if max_mbps <= 0:
         raise InputError(f"--max-mbps must be positive, got {max_mbps}")
+    Budget(time_limit_s=time_limit)  # --time-limit checked now, not at the first plan
     schedule = parse_schedule(windows, zone)
     config = build_config(max_mbps, 1, cooldown, False, True, False, 0.10, 1.0, 3,
                           gate_timeout, None, poll_seconds, None, quota_window, False)

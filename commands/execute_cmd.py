@@ -29,6 +29,7 @@ from commands.execute_setup import (
     both,
     build_config,
     check_metrics_port,
+    check_new_journal,
     journal_config,
     journal_for,
     journal_in_use,
@@ -193,6 +194,8 @@ def execute(
     plan_file = read_plan(plan_path)
     plan = ExecutionPlan.from_plan_file(plan_file)
     journal_path = journal_for(plan_path, journal)
+    if not dry_run:
+        check_new_journal(journal_path)
     with real_ports(bootstrap, prometheus, command_config) as ports:
         topology = live_topology(ports, bootstrap, capacities)
         config = _with(config, capacities={b.id: b.capacity for b in topology.brokers})

@@ -42,6 +42,18 @@ def journal_for(plan: Path | None, journal: Path | None) -> Path:
                      + "): pass --journal PATH")
 
 
+def check_new_journal(path: Path) -> None:
+    """A new run's journal must not exist yet and its directory must (checked before the
+    cluster is contacted; creating it later refuses the same way)."""
+    from topology.errors import ExecutionError
+
+    if path.exists():
+        raise ExecutionError(f"journal {path} already exists: resume or cancel that run, "
+                             "or choose another --journal path")
+    if not path.parent.is_dir():
+        raise InputError(f"--journal {path}: the directory {path.parent} does not exist")
+
+
 def journal_in_use(path: Path) -> bool:
     """True when another process (a running executor) holds the journal's lock."""
     try:

@@ -8,6 +8,7 @@ Prometheus client for `export`, PySpark for `weights`), so other commands start 
 from __future__ import annotations
 
 import math
+import re
 import time
 from pathlib import Path
 from typing import Annotated
@@ -48,6 +49,9 @@ def export(
     step_s = parse_duration(step, "--step")
     if step_s < 1 or step_s != int(step_s):
         raise InputError(f"--step must be a whole number of seconds, at least 1s; got {step!r}")
+    if window_s < step_s:
+        raise InputError(f"--since {since} is shorter than --step {step}: the window would hold "
+                         "no sample; lengthen --since or shorten --step")
     end = math.floor(time.time() / step_s) * step_s
     start = end - math.floor(window_s / step_s) * step_s
     rate_window_text = rate_window or f"{int(max(step_s, 60))}s"
@@ -72,6 +76,29 @@ def export(
         console.print(f"[yellow]note:[/] {note}")
 
 
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|(spark|k8s|mesos)://\S+|yarn")
+_MEMORY = re.compile(r"\d+[kmgtp]?b?", re.IGNORECASE)
+
+
+def check_spark_flags(master: str, driver_memory: str | None) -> None:
+    """--master and --driver-memory in Spark's forms, checked before the JVM starts."""
+    if not _MASTER.fullmatch(master):
+        raise InputError(f"--master {master!r}: give local[*], local[N], spark://HOST:PORT, "
+                         "yarn or k8s://URL")
+    if driver_memory is not None and not _MEMORY.fullmatch(driver_memory):
+        raise InputError(f"--driver-memory {driver_memory!r}: give a size such as 512m or 6g")
+
+
+def check_weights_paths(history: Path, out: Path) -> None:
+    """The weights file must not overwrite the history dataset or be written into it."""
+    if "://" in str(history) or "://" in str(out):
+        return  # a remote file system: Spark checks it
+    source, target = history.resolve(), out.resolve()
+    if target == source or source in target.parents or target in source.parents:
+        raise InputError(f"--out {out} would overwrite or sit inside the history dataset "
+                         f"{history}; write the weights elsewhere")
+
+
 def weights(
     history: Annotated[Path, typer.Option(help="History dataset (from `history export`).")],
     out: Annotated[Path, typer.Option(help="Weights file: Parquet, or JSON lines if *.json.")],
@@ -88,8 +115,15 @@ def weights(
     from spark_jobs.weights import WeightsParams, run
 
     params = WeightsParams(quantile=quantile)
+    check_weights_paths(history, out)
+    check_spark_flags(master, driver_memory)
     started = time.perf_counter()
-    spark = build_session(master, driver_memory=driver_memory)
+    try:
+        spark = build_session(master, driver_memory=driver_memory)
+    except Exception as exc:  # the JVM did not start: PySpark raises its own runtime errors
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"Spark did not start with --master {master}: {first}; check "
+                         "--master, --driver-memory and that Java is installed") from None
     try:
         with console.status(f"running the weights job on {master}"):
             count = run(spark, str(history), str(out), params)

@@ -249,9 +249,12 @@ def _file_fields(entries: Mapping[str, str], source: str) -> dict[str, str]:
 def read_security_file(path: Path) -> dict[str, str]:
     """Raw settings (field name -> text) from a .properties or .yaml/.yml file."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read command config {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"command config {path} is not a text file (not UTF-8); give the "
+                         ".properties or YAML file of Kafka client settings") from None
     is_yaml = path.suffix.lower() in (".yaml", ".yml")
     entries = _parse_yaml(text, str(path)) if is_yaml else _parse_properties(text, str(path))
     return _file_fields(entries, str(path))

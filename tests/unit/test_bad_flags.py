@@ -1,0 +1,92 @@
+"""Flag combinations refused before any connection or JVM start: exit code and message."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from planner.goals import Budget, Goals
+from planner.planfile import SolverInfo, make_plan_file, write_plan
+from planner.result import Move, SolverStatus
+from topology.snapshot import topology_from_dict
+
+Rebalance = Callable[..., tuple[int, str]]
+CONN = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1"]
+
+
+def plan_file(tmp_path: Path) -> Path:
+    cap = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
+    topology = topology_from_dict({
+        "version": 1, "brokers": [{"id": i, "rack": None, "capacity": cap} for i in (1, 2, 3)],
+        "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2], "size_bytes": 10}]})
+    plan = make_plan_file(topology, (Move("t", 0, (1, 2), (1, 3), 10),), Goals(), Budget(),
+                          SolverInfo(SolverStatus.OPTIMAL, 10), "2026-01-01T00:00:00+00:00")
+    path = tmp_path / "plan.json"
+    write_plan(path, plan)
+    return path
+
+
+def test_execute_refuses_an_existing_journal_before_connecting(tmp_path: Path,
+                                                               rebalance: Rebalance) -> None:
+    journal = tmp_path / "old.journal"
+    journal.write_text(json.dumps({"kind": "run"}) + "\n")
+    code, error = rebalance("execute", str(plan_file(tmp_path)), *CONN, "--max-mbps", "5",
+                            "--journal", str(journal))
+    assert (code, "already exists: resume or cancel that run" in error) == (6, True), error
+
+
+def test_execute_refuses_a_journal_in_a_missing_directory(tmp_path: Path,
+                                                          rebalance: Rebalance) -> None:
+    journal = tmp_path / "no-such-dir" / "run.journal"
+    code, error = rebalance("execute", str(plan_file(tmp_path)), *CONN, "--max-mbps", "5",
+                            "--journal", str(journal))
+    assert (code, f"the directory {journal.parent} does not exist" in error) == (2, True), error
+
+
+def test_binary_command_config_is_an_input_error(tmp_path: Path, rebalance: Rebalance) -> None:
+    config = tmp_path / "client.properties"
+    config.write_bytes(bytes(range(256)))
+    code, error = rebalance("execute", str(plan_file(tmp_path)), *CONN, "--max-mbps", "5",
+                            "--journal", str(tmp_path / "run.journal"),
+                            "--command-config", str(config))
+    assert (code, "is not a text file (not UTF-8)" in error) == (2, True), error
+
+
+@pytest.mark.parametrize("time_limit", ["0", "nan"])
+def test_auto_checks_the_time_limit_at_start(tmp_path: Path, rebalance: Rebalance,
+                                             time_limit: str) -> None:
+    code, error = rebalance("auto", "--once", *CONN, "--max-mbps", "5", "--window",
+                            "daily 00:00-24:00", "--state-dir", str(tmp_path / "state"),
+                            "--time-limit", time_limit)
+    assert (code, "--time-limit must be a positive number" in error) == (2, True), error
+
+
+def test_history_export_window_shorter_than_step(tmp_path: Path, rebalance: Rebalance) -> None:
+    code, error = rebalance("history", "export", "--prometheus", "http://127.0.0.1:1",
+                            "--out", str(tmp_path / "history"), "--since", "1d", "--step", "2d")
+    assert (code, "--since 1d is shorter than --step 2d" in error) == (2, True), error
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--master", "nonsense://x"], "--master 'nonsense://x': give local[*]"),
+    (["--master", "local[two]"], "--master 'local[two]'"),
+    (["--driver-memory", "lots"], "--driver-memory 'lots': give a size"),
+    (["--out", "{history}"], "would overwrite or sit inside the history dataset"),
+    (["--out", "{history}/weights.json"], "would overwrite or sit inside the history dataset"),
+    (["--out", "{tmp}"], "would overwrite or sit inside the history dataset"),
+], ids=["unknown master", "bad local master", "bad memory", "out is the history",
+        "out inside the history", "out contains the history"])
+def test_weights_flags_are_checked_before_spark(tmp_path: Path, rebalance: Rebalance,
+                                                flags: list[str], message: str) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "part-0.parquet").write_bytes(b"PAR1")
+    args = [f.replace("{history}", str(history)).replace("{tmp}", str(tmp_path)) for f in flags]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "weights.json")]
+    code, error = rebalance("weights", "--history", str(history), *args)
+    assert (code, message in error) == (2, True), error
+    assert (history / "part-0.parquet").read_bytes() == b"PAR1"
