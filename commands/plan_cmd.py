@@ -50,6 +50,9 @@ def check_broker_flags(topology: Topology, add: Sequence[int], remove: Sequence[
                 raise InputError(
                     f"{flag} {broker_id}: no broker {broker_id} in the cluster (brokers are "
                     f"{sorted(known)}); start the broker first, or take a fresh snapshot")
+    if not any(b.alive and b.id not in remove for b in topology.brokers):
+        raise InputError("no broker would remain: every broker is removed or not alive "
+                         "(alive: false in the snapshot)")
 
 
 def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrder,
@@ -219,6 +222,8 @@ def diff(
     from planner.planfile import read_plan
 
     check_review_flags(rate_mbps, show_moves)
+    if capacities is not None and snapshot is None:
+        raise InputError("--capacities applies to --snapshot: give both, or neither")
     plan_file = read_plan(plan_path)
     if snapshot is not None:
         topology = read_snapshot(snapshot, read_capacities(capacities) if capacities else None)

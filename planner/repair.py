@@ -31,10 +31,10 @@ def check_racks_feasible(arrays: ClusterArrays) -> None:
             gone = sorted(set(arrays.rack.tolist()) - set(remaining))
             names = ", ".join(arrays.rack_names[r] for r in gone)
             raise InputError(
-                f"removing these brokers empties rack {names}: {arrays.rack_count} of "
-                f"{all_racks} racks remain, so partitions with RF {rf} could no longer span "
-                f"{min(rf, all_racks)} racks; keep a broker in rack {names} or add one there "
-                "first")
+                f"without the removed and dead brokers, no broker is left in rack {names}: "
+                f"{arrays.rack_count} of {all_racks} racks remain, so partitions with RF {rf} "
+                f"could no longer span {min(rf, all_racks)} racks; keep a broker in rack "
+                f"{names} or add one there first")
         limit = math.ceil(rf / arrays.rack_count)
         seats = sum(min(limit, n) for n in remaining.values())
         if seats < rf:

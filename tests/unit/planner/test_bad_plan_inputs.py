@@ -174,3 +174,33 @@ def test_non_finite_horizon_is_refused(tmp_path: Path, rebalance: Rebalance,
     code, error = rebalance("plan", "--snapshot", str(snap), "--weights", str(weights),
                             "--horizon", horizon, "--out", str(tmp_path / "plan.json"))
     assert (code, "--horizon must not be negative or infinite" in error) == (2, True), error
+
+
+def test_diff_capacities_need_a_snapshot(tmp_path: Path, rebalance: Rebalance) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan_doc()))
+    code, error = rebalance("diff", str(path), "--capacities", str(tmp_path / "caps.yaml"))
+    assert (code, error) == (2, "--capacities applies to --snapshot: give both, or neither")
+
+
+def test_plan_without_any_alive_broker_is_refused(tmp_path: Path, rebalance: Rebalance) -> None:
+    doc = snapshot_doc()
+    for broker in doc["brokers"]:
+        broker["alive"] = False
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(doc))
+    code, error = rebalance("plan", "--snapshot", str(snap), "--out", str(tmp_path / "p.json"))
+    assert (code, "no broker would remain" in error) == (2, True), error
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_a_rack_emptied_by_dead_brokers_is_not_called_a_removal(tmp_path: Path,
+                                                                 rebalance: Rebalance) -> None:
+    doc = snapshot_doc()
+    for broker in doc["brokers"]:
+        broker["alive"] = broker["rack"] == "a"
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(doc))
+    code, error = rebalance("plan", "--snapshot", str(snap), "--out", str(tmp_path / "p.json"))
+    assert code == 2
+    assert "without the removed and dead brokers, no broker is left in rack b" in error
