@@ -238,6 +238,10 @@ def parse_lines(data: bytes, origin: str) -> tuple[list[Record], int]:
         except ValueError as exc:
             if is_last:
                 break
+            if not records:
+                raise ExecutionError(f"{origin} is not a rebalance journal: its first line is "
+                                     f"not a JSON record ({exc}); give the run's "
+                                     "PLAN.json.journal file") from exc
             raise ExecutionError(f"journal {origin}: line {number} is not a JSON record ({exc}); "
                                  "the journal is corrupt, not torn; inspect it by hand") from exc
         records.append(record)

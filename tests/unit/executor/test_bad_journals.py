@@ -184,3 +184,14 @@ def test_resume_max_mbps_must_be_finite(tmp_path: Path, rebalance: Rebalance) ->
     journal = write_journal(tmp_path / "p.json.journal", [header()])
     code, error = rebalance("resume", "--journal", str(journal), *CONN, "--max-mbps", "nan")
     assert (code, "--max-mbps must be a finite number" in error) == (2, True), error
+
+
+@pytest.mark.parametrize("command", ["status", "resume", "cancel", "clear-throttles"])
+def test_a_plan_file_given_as_journal_is_named(tmp_path: Path, rebalance: Rebalance,
+                                               command: str) -> None:
+    plan = _plan_file(tmp_path)
+    before = plan.read_bytes()
+    args = ["--journal", str(plan)] + ([] if command == "status" else CONN)
+    code, error = rebalance(command, *args)
+    assert (code, f"{plan} is not a rebalance journal" in error) == (6, True), error
+    assert plan.read_bytes() == before
