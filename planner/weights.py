@@ -20,6 +20,7 @@ from topology.model import Partition, TopicPartition, Topology
 WEIGHT_COLUMNS = ("topic", "partition", "bytes_in_per_sec", "bytes_out_per_sec", "size_bytes",
                   "size_growth_bytes_per_day")
 _NUMERIC = WEIGHT_COLUMNS[2:]
+_MAX_NUMBER = 1e24  # bytes or bytes/s beyond any real partition: a unit mix-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +78,15 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
                          f"{str(row['partition'])!r}; partitions are integers >= 0")
     for column in _NUMERIC:
         values = pd.to_numeric(frame[column], errors="coerce")
-        bad = (values.isna() & frame[column].notna()) | values.isin([np.inf, -np.inf])
+        bad = ((values.isna() & frame[column].notna()) | values.isin([np.inf, -np.inf])
+               | (values.abs() > _MAX_NUMBER))
         if column != "size_growth_bytes_per_day":
             bad |= values < 0
         if bad.any():
             row = frame[bad].iloc[0]
             raise InputError(f"weights {path}: partition {row['topic']}-{row['partition']} has "
                              f"a non-numeric or negative {column} ({row[column]}); give a finite "
-                             "number")
+                             f"number up to {_MAX_NUMBER:.0e}")
         frame[column] = values.astype(float)
     out: dict[TopicPartition, PartitionWeight] = {}
     for topic, number, *values in frame.itertuples(index=False, name=None):

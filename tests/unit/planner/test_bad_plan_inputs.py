@@ -147,6 +147,7 @@ WEIGHTS_CASES = {
     "fractional partition": (_weights_row(partition=0.5), "has partition '0.5'"),
     "infinite rate": (_weights_row(bytes_in_per_sec=float("inf")),
                       "negative bytes_in_per_sec (inf); give a finite"),
+    "absurd size": (_weights_row(size_bytes=1e300), "size_bytes (1e+300); give a finite number"),
     "infinite growth": (_weights_row(size_growth_bytes_per_day=float("inf")),
                         "size_growth_bytes_per_day (inf); give a finite"),
 }
