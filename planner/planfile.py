@@ -21,6 +21,7 @@ from topology.model import RESOURCES, Broker, Capacity, Load, Resource, TopicPar
 from topology.snapshot import read_json_object, write_json_atomic
 
 PLAN_VERSION = 1
+_MAX_SIZE = 10**24  # bytes: beyond any real partition, so a unit mix-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,9 +255,12 @@ def _move(raw: Any, index: int) -> Move:
     current = _broker_ids(doc, "current", where)
     if len(set(current)) != len(current):
         raise InputError(f"{where}: current replicas {list(current)} repeat a broker")
+    target = _broker_ids(doc, "target", where)
+    size = _get(doc, "size_bytes", int, where)
+    if size > _MAX_SIZE:
+        raise InputError(f"{where}: 'size_bytes' is implausibly large (over {_MAX_SIZE:.0e})")
     try:
-        move = Move(topic, number, current,
-                    _broker_ids(doc, "target", where), _get(doc, "size_bytes", int, where))
+        move = Move(topic, number, current, target, size)
     except PlanError as exc:
         raise InputError(str(exc)) from None
     return move

@@ -61,6 +61,7 @@ PLAN_CASES = {
     "partitions entry without move": (
         lambda doc: doc["partitions"].append({"topic": "x", "partition": 0, "replicas": [1]}),
         "x-0 has no entry in 'moves'"),
+    "absurd move size": (_move(size_bytes=10**30), "'size_bytes' is implausibly large"),
     "rack_aware as a string": (_section("goals", rack_aware="no"),
                                "'rack_aware' must be true or false"),
     "binding as a string": (_section("solver", binding="abc"),
