@@ -126,3 +126,28 @@ def add_broker(
         return
     console.print(f"broker {broker.id} started on rack {broker.rack} at 127.0.0.1:{broker.port}",
                   highlight=False)
+
+
+@app.command("kill-broker")
+def kill_broker(
+    broker_id: Annotated[int, typer.Argument(metavar="ID", help="The broker to kill.")],
+    sandbox_dir: DirOption = None,
+) -> None:
+    """Kill broker ID with SIGKILL, as a crash would.
+
+    For watching how a run copes with a broker failure; `start-broker ID` brings it back on its
+    own data.
+    """
+    cluster.kill_broker(_dir(sandbox_dir), broker_id)
+    console.print(f"broker {broker_id} killed", highlight=False)
+
+
+@app.command("start-broker")
+def start_broker(
+    broker_id: Annotated[int, typer.Argument(metavar="ID", help="The broker to start.")],
+    sandbox_dir: DirOption = None,
+) -> None:
+    """Start broker ID again after `kill-broker` (a running broker is left as it is)."""
+    broker = cluster.start_broker(_dir(sandbox_dir), broker_id, progress=_progress)
+    console.print(f"broker {broker.id} running on rack {broker.rack} at "
+                  f"127.0.0.1:{broker.port}", highlight=False)

@@ -350,3 +350,46 @@ def add_broker(sandbox_dir: Path, rack: str,
     ready.wait_for_brokers(info.bootstrap, {broker_id: rack}, READY_TIMEOUT_S, check)
     ready.wait_for_targets(info.prometheus_url, [broker.metrics_port], READY_TIMEOUT_S, check)
     return broker
+
+
+def _broker(info: SandboxInfo, broker_id: int) -> BrokerInfo:
+    for broker in info.brokers:
+        if broker.id == broker_id:
+            return broker
+    raise SandboxError(f"no broker {broker_id} in the sandbox (brokers "
+                       f"{[b.id for b in info.brokers]})")
+
+
+def kill_broker(sandbox_dir: Path, broker_id: int) -> None:
+    """SIGKILL one broker, as a crash would (no controlled shutdown); its data and config stay,
+    and `start_broker` brings it back."""
+    info = read_state(sandbox_dir.resolve())
+    if info is None:
+        raise SandboxError(f"no sandbox in {sandbox_dir}; start one with `rebalance sandbox up`")
+    broker = _broker(info, broker_id)
+    if not process.kill(broker.pid, _marker(info.dir)):
+        raise SandboxError(f"broker {broker_id} (pid {broker.pid}) is not running")
+
+
+def start_broker(sandbox_dir: Path, broker_id: int,
+                 progress: Callable[[str], None] = _quiet) -> BrokerInfo:
+    """Start a broker that was killed or stopped again, on its own data; waits until it is
+    registered and scraped. A running broker is left as it is."""
+    info = read_state(sandbox_dir.resolve())
+    if info is None:
+        raise SandboxError(f"no sandbox in {sandbox_dir}; start one with `rebalance sandbox up`")
+    broker = _broker(info, broker_id)
+    if process.is_ours(broker.pid, _marker(info.dir)):
+        return broker
+    _check_ports([(f"broker {broker_id}", broker.port),
+                  (f"broker {broker_id} exporter", broker.metrics_port)])
+    progress(f"starting broker {broker_id} again")
+    pid = process.spawn(_broker_command(info, broker_id, broker.metrics_port),
+                        info.dir / "logs" / f"broker-{broker_id}.log", info.dir)
+    broker = replace(broker, pid=pid)
+    info = replace(info, brokers=tuple(broker if b.id == broker_id else b for b in info.brokers))
+    write_state(info)
+    check = _alive_checker(info)
+    ready.wait_for_brokers(info.bootstrap, {broker_id: broker.rack}, READY_TIMEOUT_S, check)
+    ready.wait_for_targets(info.prometheus_url, [broker.metrics_port], READY_TIMEOUT_S, check)
+    return broker

@@ -146,6 +146,17 @@ def stop(pids: Iterable[int], marker: str, grace_s: float) -> list[int]:
     return killed
 
 
+def kill(pid: int, marker: str) -> bool:
+    """SIGKILL one process group at once, as a crash would; True when it was ours and is gone."""
+    if not is_ours(pid, marker):
+        return False
+    _signal_group(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and (is_ours(pid, marker) or _group_alive(pid)):
+        time.sleep(0.05)
+    return not _group_alive(pid)
+
+
 def tail(log_file: Path, lines: int = 3) -> str:
     """Last lines of a log, joined on one line for error messages."""
     try:
