@@ -9,6 +9,7 @@ become ClusterErrors whose messages name the bootstrap address and what to check
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -66,6 +67,7 @@ class KafkaClusterAdmin:
                                 "logger": _LOG, "error_cb": self._remember_error,
                                 **self._security.confluent_config()}
         self._last_error: KafkaError | None = None
+        self._conf = conf
         try:
             self._admin = AdminClient(conf)
         except (KafkaException, ValueError, TypeError) as exc:
@@ -82,11 +84,30 @@ class KafkaClusterAdmin:
         except ClusterError:
             raise
         except TimeoutError:
-            raise self._unreachable(action, f"no answer within {self._timeout_s:g} s") from None
+            error = self._unreachable(action, f"no answer within {self._timeout_s:g} s")
+            self._reconnect()
+            raise error from None
         except KafkaException as exc:
-            raise self._from_confluent(action, exc) from None
+            error = self._from_confluent(action, exc)
+            code = _kafka_error(exc)
+            if code is not None and code.code() in _UNREACHABLE:
+                self._reconnect()
+            raise error from None
         except kp_errors.KafkaError as exc:
+            self._reconnect()
             raise self._from_kafka_python(action, exc) from None
+
+    def _reconnect(self) -> None:
+        """New clients after a call found the cluster unreachable. Both clients keep the node
+        they took for the controller (in KRaft a broker named at random) until their next
+        metadata refresh, minutes away: when that broker dies, every controller-bound call
+        waits for it and times out. New clients bootstrap again and pick a live one."""
+        kp, self._kp = self._kp, None
+        if kp is not None:
+            with contextlib.suppress(Exception):
+                kp.close()
+        with contextlib.suppress(KafkaException, ValueError, TypeError):
+            self._admin = AdminClient(self._conf)
 
     def _remember_error(self, error: KafkaError) -> None:
         """librdkafka's background errors (e.g. failed SASL) explain a later timeout."""
@@ -212,7 +233,14 @@ class KafkaClusterAdmin:
             futures = [f for batch in _batches(resources) for f in
                        self._admin.describe_configs(batch, request_timeout=self._timeout_s).items()]
             for resource, future in futures:
-                entries: Mapping[str, ConfigEntry] = self._result(future)
+                try:
+                    entries: Mapping[str, ConfigEntry] = self._result(future)
+                except KafkaException as exc:
+                    err = _kafka_error(exc)
+                    if (resource.restype == ResourceType.TOPIC and err is not None
+                            and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+                        continue  # a deleted topic has no configs left to read or restore
+                    raise
                 out[resource.name] = {name: _dynamic_value(entries.get(name), dynamic)
                                       for name in names}
         return out
@@ -228,7 +256,8 @@ class KafkaClusterAdmin:
     def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[
         str, dict[str, str | None]
     ]:
-        """Topic-level dynamic values of `names` (None when the topic does not set one)."""
+        """Topic-level dynamic values of `names` (None when the topic does not set one); a topic
+        that does not exist (any more) is left out."""
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in sorted(set(topics))]
         return self._describe(resources, names, ConfigSource.DYNAMIC_TOPIC_CONFIG)
 

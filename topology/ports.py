@@ -75,7 +75,7 @@ class KafkaAdmin(Protocol):
     def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[
         str, dict[str, str | None]
     ]:
-        """Dynamic values of `names` per topic (None when not set)."""
+        """Dynamic values of `names` per topic (None when not set); unknown topics left out."""
         ...
 
     def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
