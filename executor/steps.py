@@ -124,19 +124,36 @@ class MoveDriver:
         return check_applied(plan, *self.read_throttles(plan))
 
     def restore_throttle(self, plan: ThrottlePlan) -> list[str]:
-        """Undo `plan` exactly and read back; the differences (or why it could not be done)."""
+        """Undo `plan` exactly and read back; the differences (or why it could not be done).
+
+        The topic lists go first, then each broker on its own: a dead broker (its configs are
+        written through it) leaves only its own rate behind for `clear-throttles` once it is
+        back, not the live brokers' rates too.
+        """
         if plan.empty:
             return []
         admin = self.ports.admin
         try:
             brokers, topics = restore_changes(plan, self._topic_throttles(plan))
-            if brokers:
-                admin.alter_broker_configs(brokers)
-            if topics:
-                admin.alter_topic_configs(topics)
-            return check_restored(plan, *self.read_throttles(plan))
         except ClusterError as exc:
             return [f"could not restore throttles ({exc})"]
+        problems = []
+        if topics:
+            try:
+                admin.alter_topic_configs(topics)
+            except ClusterError as exc:
+                problems.append(f"topic {plan.priors.topic}: could not restore ({exc})")
+        for broker, changes in sorted(brokers.items()):
+            try:
+                admin.alter_broker_configs({broker: changes})
+            except ClusterError as exc:
+                problems.append(f"broker {broker}: could not restore ({exc})")
+        if problems:
+            return problems
+        try:
+            return check_restored(plan, *self.read_throttles(plan))
+        except ClusterError as exc:
+            return [f"could not read the restored throttles back ({exc})"]
 
     # ---- starting --------------------------------------------------------------------------
     def start(self, move: Move) -> bool:

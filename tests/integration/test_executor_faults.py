@@ -33,7 +33,7 @@ from integration_topics import wait_for
 from executor.journal import RunOutcome, read_journal
 from executor.state import MoveState
 from planner.result import Move
-from sandbox import process
+from sandbox import cluster, process
 from sandbox.state import SandboxInfo, read_state, write_state
 from topology.kafka_admin import KafkaClusterAdmin
 
@@ -209,3 +209,51 @@ def test_ctrl_c_keeps_the_journal_then_cancel_reverts_and_clear_finds_nothing(
                         sandbox.bootstrap)
     assert cleared.returncode == 0, cleared.stdout + cleared.stderr
     assert run.throttles_now(admin) == run.before
+
+
+def test_target_broker_killed_mid_move_is_cancelled_and_only_its_throttle_waits(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    """A broker failure: the move's new broker dies (SIGKILL) while it copies. The executor
+    sees it offline (or making no progress), cancels the reassignment, restores every throttle
+    it can (the live brokers' and the topic lists) and stops with a report naming the broker;
+    the dead broker's own rate waits for `clear-throttles` once it is back."""
+    target = cluster.add_broker(sandbox.dir, "b").id
+    lay = layout(sandbox)
+    topic = create_topic(sandbox, "exec-dead", 1, [lay.leader, lay.follower], BIG_PARTITION)
+    everyone = [*lay.all_ids, target]
+    before = throttle_configs(admin, everyone, topic)
+    plan = tmp_path / "plan.json"
+    move = make_plan(sandbox, plan, [(topic, 0, (lay.leader, target))])[0]
+    journal, log = tmp_path / "run.journal", tmp_path / "execute.log"
+    proc = start_rebalance(log, *execute_args(sandbox, plan, journal, max_mbps=SLOW_MBPS))
+    try:
+        wait_for("the move copying", lambda: move_in(journal, move.name, MoveState.COPYING)
+                 or proc.poll() is not None)
+        assert throttle_configs(admin, [target], topic)[0][target][
+            "follower.replication.throttled.rate"] == "500000"
+        cluster.kill_broker(sandbox.dir, target)
+        code = proc.wait(180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = log.read_text()
+    assert code == 6, text
+    reason = read_journal(journal).moves[move.name].reason
+    assert f"[{target}] went offline" in reason or "no progress" in reason, reason
+    assert f"broker {target}: could not restore" in reason and "clear-throttles" in reason
+    assert read_journal(journal).state_of(move.name) is MoveState.FAILED
+    assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower)}  # reverted
+    assert not admin.list_partition_reassignments()
+    live_brokers, topic_values = throttle_configs(admin, lay.all_ids, topic)
+    assert live_brokers == {b: before[0][b] for b in lay.all_ids}
+    assert topic_values == before[1]
+
+    cluster.start_broker(sandbox.dir, target)
+    cleared = rebalance("clear-throttles", "--journal", str(journal), "--bootstrap",
+                        sandbox.bootstrap)
+    assert cleared.returncode == 0, cleared.stdout + cleared.stderr
+    fresh = KafkaClusterAdmin(sandbox.bootstrap)  # the fixture's client may still back off
+    try:
+        assert throttle_configs(fresh, everyone, topic) == before
+    finally:
+        fresh.close()

@@ -159,6 +159,12 @@ def test_broker_death_mid_move_cancels_restores_and_stops() -> None:
     assert "clear-throttles" in report.reasons["orders-1"]
     assert world.admin.replicas()["orders-1"] == (2, 3)  # reverted
     assert report.throttles_left == ("orders-1",)
+    # only the dead broker's own rate is left: the live brokers and the topic lists are restored
+    broker_cfg, topic_cfg = world.admin.configs()
+    assert {b: v for b, v in broker_cfg.items() if b != 4} == {
+        b: v for b, v in before[0].items() if b != 4}
+    assert topic_cfg == before[1]
+    assert "broker 4: could not restore" in report.reasons["orders-1"]
     world.admin.dead.clear()  # the broker is back: clear what was left
     assert clear_throttles_from(world.sink.records, world.sink, world.ports(),
                                 world.config) == []
