@@ -112,11 +112,12 @@ def weights(
 ) -> None:
     """Compute per-partition weights (rate quantiles, hourly profile, size growth) with Spark."""
     from spark_jobs.session import build_session
-    from spark_jobs.weights import WeightsParams, run
+    from spark_jobs.weights import WeightsParams, check_history, run
 
     params = WeightsParams(quantile=quantile)
     check_weights_paths(history, out)
     check_spark_flags(master, driver_memory)
+    checked = check_history(str(history))  # a local history's notes and files, before the JVM
     started = time.perf_counter()
     try:
         spark = build_session(master, driver_memory=driver_memory)
@@ -126,7 +127,7 @@ def weights(
                          "--master, --driver-memory and that Java is installed") from None
     try:
         with console.status(f"running the weights job on {master}"):
-            count = run(spark, str(history), str(out), params)
+            count = run(spark, str(history), str(out), params, checked)
     finally:
         spark.stop()
     elapsed = time.perf_counter() - started

@@ -58,5 +58,7 @@ def build_session(
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    # Failures reach the caller as exceptions (bad input as one-line InputErrors); Spark's own
+    # ERROR logs would print the same failure again as a JVM stack trace.
+    session.sparkContext.setLogLevel("FATAL")
     return session

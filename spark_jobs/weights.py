@@ -1,35 +1,50 @@
 """The weights job: per-partition traffic quantiles, hourly profile and size growth from history.
 
 `transform` is a pure DataFrame -> DataFrame function with a declared output schema; `main` only
-parses flags, reads the history dataset and writes the weights file.
+checks and reads the history (spark_jobs/history_input.py) and writes the weights file.
+
+Samples (what a history row counts as; real histories have gaps, repeats and counter glitches):
+- a row without ts, topic or a partition in 0..2^31-1 cannot be placed and is skipped;
+- a rate that is negative, NaN or infinite (a counter reset or a broken exporter) is not a
+  measurement: it counts as missing, like null; so is a negative or non-finite size;
+- with the history's step (from `_notes.json`), ts is snapped to the nearest point of the grid
+  start + k * step, so jittered or unaligned timestamps become their step;
+- rows of one partition at the same (snapped) ts are one sample, each column the largest of
+  their valid values (a repeated export, overlapping chunks); row order never matters;
+- a missing step is unknown, not zero traffic: nothing is filled in. A partition's weights come
+  from the steps where it has rows, so a partition created mid-window is weighed by its traffic
+  since then; a deleted one still gets a row (the planner ignores weights of partitions the
+  cluster no longer has).
 
 Definitions (the planner and the tests rely on them):
-- quantile: exact, linear interpolation between closest ranks over the non-null samples (the
+- quantile: exact, linear interpolation between closest ranks over the valid samples (the
   same as numpy's and pandas' default and Spark's exact `percentile`): with the samples sorted,
   position = q * (n - 1), value = v[floor] + (position - floor) * (v[floor + 1] - v[floor]).
-- hourly profile: 24 values, index = hour of day in UTC of `ts`; an hour with no samples gets
-  null (unknown is not zero traffic).
-- peak_hour: the hour with the highest bytes-in quantile, earliest on ties; null hours are skipped.
-- size_bytes: the non-null size with the latest `ts` (null when the partition never had one).
-- size_growth_bytes_per_day: least-squares slope of size over time, per day, over the rows whose
-  size is not null; 0.0 with fewer than 2 distinct timestamps (no growth can be measured, and the
-  planner's weights reader wants a number); null only when the partition never had a size.
+  So one absurd spike does not move the q-quantile once n >= 1 + 1 / (1 - q) (21 samples for
+  0.95); with fewer samples (an hourly value from a short window) it can.
+- hourly profile: 24 values, index = hour of day in UTC of `ts`; an hour with no valid sample
+  gets null (unknown is not zero traffic).
+- peak_hour: the hour with the highest bytes-in quantile, earliest on ties; null hours are
+  skipped; null when that highest value is 0 (a partition without traffic has no peak).
+- size_bytes: the valid size with the latest `ts` (null when the partition never had one).
+- size_growth_bytes_per_day: least-squares slope of size over time, per day, over the samples
+  with a valid size; 0.0 with fewer than 2 distinct timestamps (no growth can be measured, and
+  the planner's weights reader wants a number); null only when the partition never had a size.
 
-Performance: the history is shuffled once, hash-partitioned by (topic, partition); the hourly
-aggregation and the per-partition aggregations reuse that distribution, so no other exchange of
-raw rows happens. Quantiles come from sorted primitive arrays (no Python UDF, no boxed hash map).
+Performance: the history is shuffled once, hash-partitioned by (topic, partition) (not by topic:
+a topic with many partitions spreads over all tasks); the de-duplication, the hourly and the
+per-partition aggregations reuse that distribution, so no other exchange of raw rows happens.
+Quantiles come from sorted primitive arrays (no Python UDF, no boxed hash map).
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
+import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -40,6 +55,7 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
+    NullType,
     ShortType,
     StringType,
     StructField,
@@ -48,6 +64,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from spark_jobs.weights_io import (
+    CheckedHistory,
+    HistoryInputError,
+    check_local_history,
+    load_history,
+    local_directory,
+    read_failure,
+    write_weights,
+)
 from topology.errors import InputError
 
 HOURS_PER_DAY = 24
@@ -83,30 +108,39 @@ WEIGHTS_SCHEMA = StructType(
 """One row per partition: the rates the planner uses, the hourly profile, size and growth."""
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+_NUMBER = (DoubleType, FloatType, *_INTEGRAL, NullType)
 _ACCEPTED_TYPES: dict[str, tuple[type[DataType], ...]] = {
     "ts": (TimestampType, TimestampNTZType),
     "topic": (StringType,),
-    "partition": (ByteType, ShortType, IntegerType),
-    "bytes_in_per_sec": (DoubleType, FloatType, *_INTEGRAL),
-    "bytes_out_per_sec": (DoubleType, FloatType, *_INTEGRAL),
-    "size_bytes": _INTEGRAL,
+    "partition": _INTEGRAL,
+    "bytes_in_per_sec": _NUMBER,
+    "bytes_out_per_sec": _NUMBER,
+    "size_bytes": _NUMBER,
 }
 _KEYS = ("topic", "partition")
-
-
-class HistoryInputError(InputError):
-    """The history dataset does not have the columns, types or rows the weights job needs."""
+_MAX_PARTITION = 2**31 - 1
+_MAX_SIZE = 9.2e18  # below 2^63: larger floating sizes are not a long, so not a size
 
 
 @dataclass(frozen=True, slots=True)
 class WeightsParams:
-    """Parameters of the weights transform."""
+    """Parameters of the weights transform: the quantile, and the history's sampling grid.
+
+    With `step_seconds` set, timestamps snap to grid_start_seconds + k * step_seconds (unix
+    seconds); without it, only rows with exactly the same ts are one sample.
+    """
 
     quantile: float = 0.95
+    step_seconds: float | None = None
+    grid_start_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.quantile <= 1.0:
             raise InputError(f"--quantile must be between 0 and 1, got {self.quantile}")
+        if self.step_seconds is not None and not 0 < self.step_seconds < math.inf:
+            raise InputError(f"the history step must be positive, got {self.step_seconds}")
+        if not math.isfinite(self.grid_start_seconds):
+            raise InputError(f"the history start must be a time, got {self.grid_start_seconds}")
 
 
 def validate_history(history: DataFrame) -> None:
@@ -128,24 +162,64 @@ def validate_history(history: DataFrame) -> None:
 def transform(history: DataFrame, params: WeightsParams) -> DataFrame:
     """Per-partition weights from a history DataFrame (see the module docstring for definitions).
 
-    Raises HistoryInputError on missing or mistyped columns; emptiness is checked by `main`,
-    because checking it here would run a job.
+    Raises HistoryInputError on missing or mistyped columns; emptiness is checked before (by
+    the footers) or after (no output row), because checking it here would run a job.
     """
     validate_history(history)
-    micros = _epoch_micros(history)
-    rows = history.select(
-        F.col("topic"),
-        F.col("partition").cast(IntegerType()).alias("partition"),
-        micros.alias("ts_micros"),
-        F.floor((micros % _MICROS_PER_DAY) / _MICROS_PER_HOUR).cast(IntegerType()).alias("hour"),
-        F.col("bytes_in_per_sec").cast(DoubleType()).alias("bytes_in"),
-        F.col("bytes_out_per_sec").cast(DoubleType()).alias("bytes_out"),
-        F.col("size_bytes").cast(LongType()).alias("size"),
-    ).repartition(*_KEYS)
+    samples = _samples(history, params).repartition(*_KEYS)
+    # One sample per (partition, ts); the distribution by (topic, partition) is kept.
+    deduplicated = samples.groupBy(*_KEYS, "ts_micros").agg(
+        F.max("bytes_in").alias("bytes_in"),
+        F.max("bytes_out").alias("bytes_out"),
+        F.max("size").alias("size"),
+    )
+    hour = F.floor(F.pmod("ts_micros", F.lit(_MICROS_PER_DAY)) / _MICROS_PER_HOUR)
+    rows = deduplicated.withColumn("hour", hour.cast(IntegerType()))
     weights = _per_partition(_per_hour(rows, params.quantile), params.quantile)
     return weights.select(
         *[F.col(f.name).cast(f.dataType).alias(f.name) for f in WEIGHTS_SCHEMA.fields]
     )
+
+
+def _samples(history: DataFrame, params: WeightsParams) -> DataFrame:
+    """Placeable rows with snapped timestamps; invalid values become null (missing)."""
+    micros = _epoch_micros(history)
+    if params.step_seconds is not None:
+        micros = _snapped(micros, params.step_seconds, params.grid_start_seconds)
+    partition = F.col("partition")
+    placeable = (F.col("ts").isNotNull() & F.col("topic").isNotNull()
+                 & partition.between(0, _MAX_PARTITION))
+    return history.where(placeable).select(
+        F.col("topic"),
+        partition.cast(IntegerType()).alias("partition"),
+        micros.alias("ts_micros"),
+        _valid_rate("bytes_in_per_sec").alias("bytes_in"),
+        _valid_rate("bytes_out_per_sec").alias("bytes_out"),
+        _valid_size(history).alias("size"),
+    )
+
+
+def _valid_rate(name: str) -> Column:
+    """The rate when it is a finite number >= 0, else null (Spark orders NaN above +inf)."""
+    rate = F.col(name).cast(DoubleType())
+    return F.when((rate >= 0) & (rate < F.lit(math.inf)), rate)
+
+
+def _valid_size(history: DataFrame) -> Column:
+    """size_bytes as whole bytes when it is a finite number >= 0, else null."""
+    if isinstance(history.schema["size_bytes"].dataType, _INTEGRAL):
+        size = F.col("size_bytes").cast(LongType())
+        return F.when(size >= 0, size)
+    size = F.col("size_bytes").cast(DoubleType())
+    return F.when((size >= 0) & (size < _MAX_SIZE), F.round(size).cast(LongType()))
+
+
+def _snapped(micros: Column, step_seconds: float, start_seconds: float) -> Column:
+    """The nearest grid point start + k * step (in microseconds), by integer arithmetic."""
+    step = max(1, round(step_seconds * 1_000_000))
+    offset = round(start_seconds * 1_000_000) % step
+    shifted = micros - offset + step // 2
+    return shifted - F.pmod(shifted, F.lit(step)) + offset
 
 
 def _epoch_micros(history: DataFrame) -> Column:
@@ -211,7 +285,7 @@ def _per_partition(hourly: DataFrame, quantile: float) -> DataFrame:
         _quantile_of_sorted(F.col("all_out"), quantile).alias("bytes_out_per_sec"),
         F.transform(hours, lambda h: F.col("by_hour_in")[h]).alias("hourly_bytes_in_per_sec"),
         F.transform(hours, lambda h: F.col("by_hour_out")[h]).alias("hourly_bytes_out_per_sec"),
-        (-F.col("peak.h")).alias("peak_hour"),
+        F.when(F.col("peak.hour_in") > 0, -F.col("peak.h")).alias("peak_hour"),
         F.col("latest.size").alias("size_bytes"),
         _slope_per_day(F.col("moments")).alias("size_growth_bytes_per_day"),
     )
@@ -239,52 +313,60 @@ def _slope_per_day(moments: Column) -> Column:
     return F.when(n < 1, F.lit(None)).when(sxx > 0, sxy / sxx).otherwise(F.lit(0.0))
 
 
-def read_history(spark: SparkSession, path: str) -> DataFrame:
-    """Read the history Parquet dataset; a missing or unreadable path is an InputError."""
-    try:
-        return spark.read.parquet(path)
-    except AnalysisException as exc:
-        reason = exc.getMessage()
-        raise HistoryInputError(f"cannot read history dataset {path!r}: {reason}") from exc
+def run(
+    spark: SparkSession, history_path: str, out_path: str, params: WeightsParams,
+    checked: CheckedHistory | None = None,
+) -> int:
+    """Read, transform and write; returns the number of partitions written.
 
-
-def write_weights(weights: DataFrame, path: str) -> None:
-    """One file, rows sorted by (topic, partition): Parquet, or JSON lines for a `.json` name.
-
-    The rows are few (one per Kafka partition), so they are gathered into one task after the
-    aggregation; Spark writes a directory, which is replaced by the single file it holds.
+    The sampling grid comes from the history's notes; `checked` is the result of checking a
+    local history before Spark started (see `run_job`). A file Spark cannot read is a
+    HistoryInputError with one line.
     """
-    ordered = weights.repartition(1).sortWithinPartitions(*_KEYS)
-    is_json = path.endswith(".json")
-    target = Path(path)
-    staging = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    writer = ordered.write.mode("overwrite")
-    if is_json:
-        writer.json(str(staging), ignoreNullFields=False)
-    else:
-        writer.parquet(str(staging))
-    parts = sorted(staging.glob("part-*"))
-    if len(parts) != 1:
-        raise HistoryInputError(f"the weights job wrote {len(parts)} files, expected one")
-    if target.is_dir():
-        shutil.rmtree(target)
-    parts[0].replace(target)
-    shutil.rmtree(staging, ignore_errors=True)
-
-
-def run(spark: SparkSession, history_path: str, out_path: str, params: WeightsParams) -> int:
-    """Read, transform and write; returns the number of partitions written."""
-    history = read_history(spark, history_path)
-    weights = transform(history, params).cache()
+    history, notes = load_history(spark, history_path, checked)
+    on_grid = replace(params, step_seconds=notes.step_seconds,
+                      grid_start_seconds=notes.start_seconds)
+    weights = transform(history, on_grid).cache()
     try:
         count = weights.count()
         if count == 0:
-            raise HistoryInputError(f"history dataset {history_path!r} has no rows")
+            raise HistoryInputError(f"history dataset {history_path!r} has no rows with a ts, "
+                                    "a topic and a partition")
         write_weights(weights, out_path)
+    except Exception as exc:  # a Spark or Py4J error: only file-read failures are translated
+        failure = read_failure(exc)
+        if failure is None:
+            raise
+        raise failure from None
     finally:
         weights.unpersist()
     return count
+
+
+def check_history(history_path: str) -> CheckedHistory | None:
+    """Check a local history without Spark (None for other file systems: Spark reads those)."""
+    local = local_directory(history_path)
+    return check_local_history(local) if local is not None else None
+
+
+def run_job(
+    history_path: str, out_path: str, params: WeightsParams, master: str | None = None,
+    driver_memory: str | None = None,
+) -> int:
+    """Check a local history before Spark starts (bad input shows no JVM output), then run.
+
+    Uses the active session if there is one (spark-submit), else starts and stops its own.
+    """
+    from spark_jobs.session import build_session
+
+    checked = check_history(history_path)
+    started_here = SparkSession.getActiveSession() is None
+    spark = build_session(master, driver_memory=driver_memory)
+    try:
+        return run(spark, history_path, out_path, params, checked)
+    finally:
+        if started_here:
+            spark.stop()
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -300,18 +382,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point for spark-submit and `python -m`: exit code 0, or the error's exit code."""
-    from spark_jobs.session import build_session
-
     args = parse_args(argv)
     try:
-        params = WeightsParams(quantile=args.quantile)
-        started_here = SparkSession.getActiveSession() is None
-        spark = build_session(args.master)
-        try:
-            count = run(spark, args.history, args.out, params)
-        finally:
-            if started_here:
-                spark.stop()
+        count = run_job(args.history, args.out, WeightsParams(quantile=args.quantile),
+                        args.master)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -114,6 +114,8 @@ def _history(path: Path) -> None:
         "bytes_in_per_sec": rates, "bytes_out_per_sec": rates * 2,
         "size_bytes": pa.array(size, pa.int64(), mask=rng.random(len(ts)) < 0.05),
     }), path / "part-00000.parquet")
+    (path / "_notes.json").write_text(json.dumps(
+        {"version": 1, "start": "2026-01-05T00:00:00+00:00", "step_seconds": 60}))
 
 
 def _run_job(history: Path, out: Path, master: str, extra_env: dict[str, str]) -> None:

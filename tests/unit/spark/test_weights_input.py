@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from spark_jobs.weights import (
 from topology.errors import InputError
 
 T0 = datetime(2026, 1, 5, 13, 30, tzinfo=UTC)
+NOTES = {"version": 1, "start": "2026-01-05T00:00:00+00:00", "step_seconds": 60}
 
 
 def _schema_with(name: str, data_type: object | None) -> StructType:
@@ -46,8 +48,8 @@ def test_missing_column_is_named(spark: SparkSession, missing: str) -> None:
 
 @pytest.mark.parametrize(
     ("column", "wrong"),
-    [("bytes_in_per_sec", StringType()), ("partition", LongType()), ("ts", StringType()),
-     ("size_bytes", DoubleType()), ("topic", IntegerType())],
+    [("bytes_in_per_sec", StringType()), ("partition", DoubleType()), ("ts", LongType()),
+     ("size_bytes", StringType()), ("topic", IntegerType())],
 )
 def test_wrong_type_is_named(spark: SparkSession, column: str, wrong: object) -> None:
     df = spark.createDataFrame([], _schema_with(column, wrong))
@@ -76,12 +78,13 @@ def test_timestamp_without_zone_is_read_as_utc(spark: SparkSession) -> None:
 def test_no_rows_is_an_error(spark: SparkSession, tmp_path: Path) -> None:
     history = tmp_path / "history"
     spark.createDataFrame([], HISTORY_SCHEMA).write.parquet(str(history))
+    (history / "_notes.json").write_text(json.dumps(NOTES))
     with pytest.raises(HistoryInputError, match="no rows"):
         run(spark, str(history), str(tmp_path / "w.json"), WeightsParams())
 
 
 def test_missing_dataset_is_an_error(spark: SparkSession, tmp_path: Path) -> None:
-    with pytest.raises(HistoryInputError, match="cannot read history"):
+    with pytest.raises(HistoryInputError, match="does not exist"):
         run(spark, str(tmp_path / "nope"), str(tmp_path / "w.json"), WeightsParams())
 
 
@@ -89,6 +92,7 @@ def test_main_exits_non_zero_on_bad_input(tmp_path: Path, capsys: pytest.Capture
                                           spark: SparkSession) -> None:
     history = tmp_path / "history"
     spark.createDataFrame([], _schema_with("bytes_out_per_sec", None)).write.parquet(str(history))
+    (history / "_notes.json").write_text(json.dumps(NOTES))
     code = main(["--history", str(history), "--out", str(tmp_path / "w"), "--quantile", "0.9"])
     assert code == 2
     assert "bytes_out_per_sec" in capsys.readouterr().err
@@ -99,6 +103,7 @@ def test_run_writes_one_sorted_file(spark: SparkSession, tmp_path: Path, name: s
     rows = [(T0, "b", 1, 1.0, 2.0, 10), (T0, "a", 3, 5.0, 6.0, 20), (T0, "a", 0, 3.0, 4.0, None)]
     history = tmp_path / "history"
     spark.createDataFrame(rows, HISTORY_SCHEMA).write.parquet(str(history))
+    (history / "_notes.json").write_text(json.dumps(NOTES))
     out = tmp_path / name
     assert run(spark, str(history), str(out), WeightsParams()) == 3
     assert out.is_file()

@@ -97,7 +97,7 @@ def test_null_rates_are_missing_samples(spark: SparkSession) -> None:
 
 
 def test_quantile_zero_and_one_are_min_and_max(spark: SparkSession) -> None:
-    rows = [_row(T0 + timedelta(minutes=i), v) for i, v in enumerate([5.0, -1.0, 9.0, 2.0])]
+    rows = [_row(T0 + timedelta(minutes=i), v) for i, v in enumerate([5.0, 1.0, 9.0, 2.0])]
     df = spark.createDataFrame(rows, HISTORY_SCHEMA)
-    assert transform(df, WeightsParams(0.0)).collect()[0].bytes_in_per_sec == -1.0
+    assert transform(df, WeightsParams(0.0)).collect()[0].bytes_in_per_sec == 1.0
     assert transform(df, WeightsParams(1.0)).collect()[0].bytes_in_per_sec == 9.0
