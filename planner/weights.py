@@ -51,7 +51,8 @@ def _read_frame(path: Path) -> pd.DataFrame:
     try:
         if path.is_dir() or _is_parquet_file(path):
             return pd.read_parquet(path)
-        return pd.read_json(path, lines=True)
+        # Topic names are strings even when they look like numbers ("007", "1e3").
+        return pd.read_json(path, lines=True, dtype={"topic": object})
     except FileNotFoundError:
         raise InputError(f"weights file {path} does not exist") from None
     except (OSError, ValueError) as exc:

@@ -1,0 +1,69 @@
+"""The weights job's output as the planner reads it, on a cluster that changed since the history.
+
+The history has a topic deleted since ("gone"), numeric-looking topic names ("007"), and a
+partition without traffic; the snapshot has a partition the history never saw ("new"-0).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import SparkSession
+
+from planner.weights import PartitionWeight, apply_weights, read_weights
+from spark_jobs.weights import WeightsParams, run
+from topology.model import Broker, Capacity, Partition, TopicPartition, Topology
+
+T0_US = 1_767_571_200_000_000
+MINUTE_US = 60_000_000
+
+
+def _history() -> pa.Table:
+    rows = [("007", 0, 5.0, 7.0, 100), ("007", 0, 5.0, 7.0, 100), ("1e3", 1, 2.0, 3.0, 50),
+            ("gone", 0, 9.0, 9.0, 900), ("idle", 0, 0.0, 0.0, 0)]
+    return pa.table({
+        "ts": pa.array([T0_US + i * MINUTE_US for i in range(len(rows))],
+                       pa.timestamp("us", tz="UTC")),
+        "topic": [r[0] for r in rows], "partition": pa.array([r[1] for r in rows], pa.int32()),
+        "bytes_in_per_sec": [r[2] for r in rows], "bytes_out_per_sec": [r[3] for r in rows],
+        "size_bytes": pa.array([r[4] for r in rows], pa.int64()),
+    })
+
+
+def _snapshot() -> Topology:
+    brokers = (Broker(1, None, Capacity(10**9, 10**9, 10**9)),)
+    return Topology(brokers, (
+        Partition("007", 0, (1,), 1, 1.0, 1.0), Partition("1e3", 1, (1,), 1, 1.0, 1.0),
+        Partition("idle", 0, (1,), 1, 1.0, 1.0), Partition("new", 0, (1,), 77, 4.0, 6.0)))
+
+
+@pytest.mark.parametrize("name", ["weights.json", "weights.parquet"])
+def test_planner_applies_the_job_output_to_a_changed_cluster(
+    spark: SparkSession, history_dir: Any, tmp_path: Path, name: str
+) -> None:
+    out = tmp_path / name
+    assert run(spark, str(history_dir([_history()])), str(out), WeightsParams(0.95)) == 4
+    weights = read_weights(out)
+    assert weights[TopicPartition("007", 0)] == PartitionWeight(5.0, 7.0, 100.0, 0.0)
+    assert weights[TopicPartition("1e3", 1)] == PartitionWeight(2.0, 3.0, 50.0, 0.0)
+    weighted, notes = apply_weights(_snapshot(), weights, horizon_days=2)
+    by_key = {p.key: p for p in weighted.partitions}
+    assert (by_key[TopicPartition("007", 0)].bytes_in_per_sec,
+            by_key[TopicPartition("007", 0)].size_bytes) == (5.0, 100)
+    assert by_key[TopicPartition("idle", 0)].bytes_in_per_sec == 0.0  # measured idle, not unknown
+    new = by_key[TopicPartition("new", 0)]  # no weight: the snapshot's values
+    assert (new.size_bytes, new.bytes_in_per_sec, new.bytes_out_per_sec) == (77, 4.0, 6.0)
+    assert notes == ("1 partition(s) have no weight; their snapshot values are used",
+                     "1 weight row(s) name partitions the cluster does not have")
+
+
+def test_json_topic_names_that_look_like_numbers_stay_strings(tmp_path: Path) -> None:
+    path = tmp_path / "w.json"
+    path.write_text("\n".join(json.dumps(
+        {"topic": t, "partition": 0, "bytes_in_per_sec": 1.0, "bytes_out_per_sec": 1.0,
+         "size_bytes": 1, "size_growth_bytes_per_day": 0.0}) for t in ("007", "1e3", "12")))
+    assert sorted(k.topic for k in read_weights(path)) == ["007", "12", "1e3"]
