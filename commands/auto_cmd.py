@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from commands.execute_cmd import QueriesFile, RateWindow
 from commands.render import console
 from topology.errors import ExecutionError, InputError, RebalanceError
 
@@ -95,6 +96,19 @@ def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: floa
                           gate_timeout, None, poll_seconds, None, quota_window, False)
     return AutoSettings(schedule, Pace(int(max_mbps * MB), efficiency), Goals(tolerance),
                         config, time_limit, dry_run, min_improvement)
+
+
+def _with_queries(settings: AutoSettings, rate_window: str, queries_file: Path | None,
+                  prometheus: str) -> AutoSettings:
+    """The gate's queries from --queries / --rate-window ('auto': from the scrape interval)."""
+    from dataclasses import replace
+
+    from commands.execute_setup import read_queries, with_scrape_window
+
+    queries, derive = read_queries(rate_window, queries_file)
+    if derive:
+        queries = with_scrape_window(queries, prometheus)
+    return replace(settings, executor=replace(settings.executor, queries=queries))
 
 
 def _cycle(settings: AutoSettings, state: StateDir, lines: Lines, bootstrap: str,
@@ -179,6 +193,8 @@ def auto(
     gate_timeout: Annotated[float | None, typer.Option(
         help="Stop the run (resumed next cycle) when a gate stays closed this many seconds.")
     ] = 900.0,
+    rate_window: RateWindow = "auto",
+    queries_file: QueriesFile = None,
     poll_seconds: Annotated[float, typer.Option(
         help="Seconds between polls of the cluster.", hidden=True)] = 1.0,
 ) -> None:
@@ -214,6 +230,7 @@ def auto(
         from topology.capacities import read_capacities
 
         read_capacities(capacities)
+    settings = _with_queries(settings, rate_window, queries_file, prometheus)
     lines = Lines(zone)
     state = StateDir(state_dir)
     lines.say(f"windows: {settings.schedule.describe()}; state: {state_dir}"

@@ -35,9 +35,11 @@ from commands.execute_setup import (
     journal_in_use,
     live_topology,
     parse_finish_by,
+    read_queries,
     real_ports,
     serve_metrics,
     was_adaptive,
+    with_scrape_window,
 )
 from commands.render import console, err_console
 from executor.config import ExecutorConfig, Ports, Reporter
@@ -114,6 +116,14 @@ P99 = Annotated[float | None, typer.Option(
     help="Gate: also wait until the produce p99 latency is under this many ms.")]
 Poll = Annotated[float, typer.Option(help="Seconds between polls of the cluster.",
                                      hidden=True)]
+RateWindow = Annotated[str, typer.Option(
+    help="Rate window of the gate's PromQL queries, e.g. 30s or 2m. 'auto': four scrape "
+    "intervals of the Prometheus targets (at least 10s; 1m when they cannot be read).")]
+QueriesFile = Annotated[Path | None, typer.Option(
+    "--queries", help="YAML file overriding the gate's PromQL templates for exporters that "
+    "name series differently: net_in, net_out (per broker, bytes/s), traffic_in, traffic_out "
+    "(client traffic, for --adaptive), produce_p99_ms, broker_label, window. Templates use "
+    "{window} for the rate window; see topology/promql.py for the defaults.")]
 FinishBy = Annotated[str | None, typer.Option(
     help="End of the maintenance window: HH:MM (next such local time) or an ISO 8601 time. A "
     "move whose copy at the cap would end later is not started; the run stops there and "
@@ -162,6 +172,8 @@ def execute(
         help="Also wait for the gate after the last move, so the run ends on a settled "
         "cluster (useful when another run follows at once).")] = False,
     finish_by: FinishBy = None,
+    rate_window: RateWindow = "auto",
+    queries_file: QueriesFile = None,
     poll_seconds: Poll = 1.0,
 ) -> None:
     """Execute a plan one partition at a time under a replication throttle.
@@ -191,6 +203,8 @@ def execute(
                           None, quota_window, final_gate)
     if finish_by is not None:
         config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
+    queries, derive_window = read_queries(rate_window, queries_file)
+    config = _with(config, queries=queries)
     plan_file = read_plan(plan_path)
     plan = ExecutionPlan.from_plan_file(plan_file)
     journal_path = journal_for(plan_path, journal)
@@ -199,6 +213,10 @@ def execute(
     with real_ports(bootstrap, prometheus, command_config) as ports:
         topology = live_topology(ports, bootstrap, capacities)
         config = _with(config, capacities={b.id: b.capacity for b in topology.brokers})
+        if derive_window:
+            config = _with(config, queries=with_scrape_window(config.queries, prometheus))
+            err_console.print(f"gate rate window: {config.queries.window} (from the scrape "
+                              "interval; --rate-window sets it)", highlight=False)
         validator = planner_validator(topology, plan_file.goals)
         if topology.fingerprint() != plan.fingerprint:
             err_console.print("[yellow]note:[/] the cluster changed since the plan was made "

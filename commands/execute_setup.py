@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from topology.model import Topology
 
 if TYPE_CHECKING:
     from executor.journal import Record
+    from executor.readings import GateQueries
 
 MB = 1_000_000
 JOURNAL_SUFFIX = ".journal"
@@ -205,7 +207,16 @@ def _journal_config(s: Mapping[str, Any], max_mbps: float | None,
                           adaptive=False, gate=gate,
                           gate_timeout_seconds=_optional_float(s.get("gate_timeout_seconds")),
                           quota_window_seconds=float(s.get("quota_window_seconds", 0.0)),
-                          final_gate=bool(s.get("final_gate", False)))
+                          final_gate=bool(s.get("final_gate", False)),
+                          queries=_journal_queries(s.get("queries")))
+
+
+def _journal_queries(stored: Any) -> GateQueries:
+    from executor.readings import GateQueries
+
+    if not isinstance(stored, dict):
+        return GateQueries()  # a journal from before the queries were kept
+    return GateQueries.from_dict(stored, "the journal's gate queries")
 
 
 def _optional_float(value: Any) -> float | None:
@@ -248,3 +259,46 @@ def parse_finish_by(text: str, now: datetime) -> float:
     if at <= now:
         raise InputError(f"--finish-by {text!r} is already past (now {now:%Y-%m-%d %H:%M %Z})")
     return at.timestamp()
+
+
+AUTO_WINDOW = "auto"
+
+
+def read_queries(rate_window: str, queries_file: Path | None) -> tuple[GateQueries, bool]:
+    """The gate's PromQL templates from --queries (YAML, every key optional) and --rate-window;
+    True when the window is still to be derived from Prometheus' scrape interval."""
+    import yaml
+
+    from executor.readings import GateQueries
+    from topology.history import parse_duration
+
+    values: dict[str, object] = {}
+    if queries_file is not None:
+        try:
+            raw = yaml.safe_load(queries_file.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InputError(f"cannot read --queries file {queries_file}: {exc.strerror}") from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"--queries file {queries_file} is not valid YAML: "
+                             f"{str(exc).splitlines()[0]}") from None
+        if not isinstance(raw, dict):
+            raise InputError(f"--queries file {queries_file} must be a mapping of query names "
+                             "to PromQL templates")
+        values = {str(k): v for k, v in raw.items()}
+    queries = GateQueries.from_dict(values, f"--queries file {queries_file}")
+    if rate_window.strip() != AUTO_WINDOW:
+        parse_duration(rate_window, "--rate-window")
+        return replace(queries, window=rate_window.strip()), False
+    if "window" in values:
+        parse_duration(str(values["window"]), f"--queries file {queries_file}: window")
+        return queries, False
+    return queries, True
+
+
+def with_scrape_window(queries: GateQueries, prometheus: str) -> GateQueries:
+    """`queries` with the rate window derived from the Prometheus targets' scrape interval."""
+    from executor.readings import window_for_scrape_interval
+    from topology.prom_source import PrometheusMetrics
+
+    interval = PrometheusMetrics(prometheus).scrape_interval_seconds()
+    return replace(queries, window=window_for_scrape_interval(interval))

@@ -91,7 +91,8 @@ class ExecutorConfig:
                 "gate_timeout_seconds": self.gate_timeout_seconds,
                 "produce_p99_max_ms": self.gate.produce_p99_max_ms,
                 "quota_window_seconds": self.quota_window_seconds,
-                "final_gate": self.final_gate}
+                "final_gate": self.final_gate,
+                "queries": self.queries.to_dict()}
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,20 @@
 """Gather gate readings from the ports: PromQL templates over a MetricsSource, ISR from admin.
 
-The templates are configurable; the defaults are topology.promql's (they match the sandbox's JMX
-exporter series). The gate uses a short rate window (10s, scrapes are 1s apart) so that it sees
-traffic settle within seconds rather than a minute later.
+The templates are configurable (`execute --queries FILE`); the defaults are topology.promql's
+(they match the sandbox's JMX exporter series). The rate window follows the scrape interval
+(`window_for_scrape_interval`): 10s on the sandbox (1 s scrapes), so the gate sees traffic
+settle within seconds, and longer where scrapes are further apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from executor.gates import GateReading, NetworkSample
 from topology import promql
-from topology.errors import ClusterError, MetricsError
+from topology.errors import ClusterError, InputError, MetricsError
 from topology.model import TopicPartition
 from topology.ports import KafkaAdmin, MetricsSource, PartitionInfo
 
@@ -32,6 +34,47 @@ class GateQueries:
     def render(self, template: str) -> str:
         """The query for `template` (a topology.promql-style format string)."""
         return promql.render(template, window=self.window)
+
+
+    def to_dict(self) -> dict[str, str]:
+        """The templates, window and label (for the journal, so `resume` queries alike)."""
+        return {name: str(getattr(self, name)) for name in QUERY_KEYS}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, object], what: str) -> GateQueries:
+        """Templates from a mapping (a --queries file, a journal); unknown keys, non-strings
+        and templates that do not render are InputErrors naming the key."""
+        unknown = sorted(set(values) - set(QUERY_KEYS))
+        if unknown:
+            raise InputError(f"{what}: unknown key(s) {unknown}; known: {list(QUERY_KEYS)}")
+        for key, value in values.items():
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{what}: {key} must be a non-empty string")
+        queries = replace(cls(), **{k: str(v) for k, v in values.items()})
+        for key in ("net_in", "net_out", "traffic_in", "traffic_out", "produce_p99_ms"):
+            try:
+                queries.render(getattr(queries, key))
+            except (KeyError, IndexError, ValueError) as exc:
+                raise InputError(f"{what}: {key} is not a valid template ({exc!r}); use "
+                                 "{window} for the rate window, {selector} and {comma} for "
+                                 "label matchers, and double other braces") from None
+        return queries
+
+
+QUERY_KEYS = ("net_in", "net_out", "traffic_in", "traffic_out", "produce_p99_ms", "window",
+              "broker_label")
+MIN_GATE_WINDOW_S = 10
+SCRAPES_PER_WINDOW = 4
+
+
+def window_for_scrape_interval(interval_s: float | None) -> str:
+    """A rate window for the gate: at least four scrapes (rate() needs two, and one may be
+    missed), never under 10 s; 1m when the scrape interval is unknown. The sandbox's 1 s
+    scrapes give 10s; a production 30 s interval gives 2m (a shorter window would find no
+    series and hold the run)."""
+    if interval_s is None:
+        return "1m"
+    return f"{max(MIN_GATE_WINDOW_S, math.ceil(SCRAPES_PER_WINDOW * interval_s))}s"
 
 
 def per_broker(metrics: MetricsSource, queries: GateQueries, template: str) -> dict[int, float]:

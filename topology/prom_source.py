@@ -13,7 +13,7 @@ import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
-from topology.errors import MetricsError
+from topology.errors import InputError, MetricsError
 
 DEFAULT_TIMEOUT_S = 10
 
@@ -46,6 +46,22 @@ class PrometheusMetrics:
             raise MetricsError(f"Prometheus at {self._url} rejected the query {promql!r}: "
                                f"{_first_line(exc)}") from None
         return parse_vector(raw, promql)
+
+
+    def scrape_interval_seconds(self) -> float | None:
+        """The longest scrape interval among the server's active targets (None when the
+        targets API does not answer, as behind some query front ends)."""
+        from topology.history import parse_duration
+
+        try:
+            answer = requests.get(f"{self._url}/api/v1/targets", params={"state": "active"},
+                                  timeout=self._timeout_s).json()
+            intervals = [parse_duration(str(t["scrapeInterval"]), "scrape interval")
+                         for t in answer["data"]["activeTargets"] if t.get("scrapeInterval")]
+        except (requests.exceptions.RequestException, ValueError, KeyError, TypeError,
+                InputError):
+            return None
+        return max(intervals) if intervals else None
 
 
 def parse_vector(raw: Any, promql: str) -> list[tuple[dict[str, str], float]]:
