@@ -68,6 +68,9 @@ def initial_racks(brokers: int, racks: int) -> list[str]:
     """Rack of each broker 1..N, assigned round robin so racks stay even."""
     if brokers < 1:
         raise SandboxError(f"--brokers must be at least 1, got {brokers}")
+    if racks > brokers:
+        raise SandboxError(f"--racks {racks} is more than --brokers {brokers}: a rack would "
+                           "have no broker; use at most as many racks as brokers")
     names = rack_names(racks)
     return [names[i % len(names)] for i in range(brokers)]
 

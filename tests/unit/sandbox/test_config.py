@@ -52,6 +52,8 @@ def test_racks_are_assigned_round_robin() -> None:
         config.initial_racks(4, 0)
     with pytest.raises(SandboxError, match="--brokers"):
         config.initial_racks(0, 2)
+    with pytest.raises(SandboxError, match="--racks 3 is more than --brokers 2"):
+        config.initial_racks(2, 3)
 
 
 def test_broker_properties_carry_rack_listener_and_quorum() -> None:
