@@ -6,6 +6,7 @@ disjoint brokers at once and never two on one broker.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from executor.journal import RunOutcome, read_journal
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, LEADER_REPLICAS
 from sandbox.state import SandboxInfo
+from topology import promql
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
@@ -70,9 +72,12 @@ def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
     make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
     before = throttle_configs(admin, lay.all_ids, topic)
     journal = tmp_path / "run.journal"
+    # the gate's queries from a file (the default net in/out, written out, a 12 s window)
+    queries = tmp_path / "gate-queries.yaml"
+    queries.write_text(f"window: 12s\nnet_in: '{promql.BROKER_NETWORK_IN_RATE}'\n")
     end = (datetime.now().astimezone() + timedelta(seconds=25)).isoformat(timespec="seconds")
     first = rebalance(*execute_args(sandbox, plan, journal, "--finish-by", end,
-                                    "--quota-window", "30"))
+                                    "--quota-window", "30", "--queries", str(queries)))
     text = " ".join((first.stdout + first.stderr).split())
     assert first.returncode == 6, text  # stopped: an ExecutionError, resumable
     assert "not started; `rebalance resume` continues the run" in text, text
@@ -84,6 +89,8 @@ def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
     assert replicas_of(admin, topic)[1] == (lay.leader, lay.follower)  # not started
     assert throttle_configs(admin, lay.all_ids, topic) == before
 
+    header = json.loads(journal.read_text().splitlines()[0])
+    assert header["settings"]["queries"]["window"] == "12s"
     resumed = rebalance("resume", "--journal", str(journal), "--bootstrap", sandbox.bootstrap,
                         "--prometheus", sandbox.prometheus_url, "--poll-seconds", "0.5")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
