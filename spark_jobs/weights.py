@@ -34,7 +34,8 @@ Definitions (the planner and the tests rely on them):
 Performance: the history is shuffled once, hash-partitioned by (topic, partition) (not by topic:
 a topic with many partitions spreads over all tasks); the de-duplication, the hourly and the
 per-partition aggregations reuse that distribution, so no other exchange of raw rows happens.
-Quantiles come from sorted primitive arrays (no Python UDF, no boxed hash map).
+The de-duplication is one hash aggregation over the rows (about a tenth of the job's time on the
+1M-row benchmark). Quantiles come from sorted primitive arrays (no Python UDF, no boxed map).
 """
 
 from __future__ import annotations
