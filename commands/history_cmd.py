@@ -97,6 +97,11 @@ def check_weights_paths(history: Path, out: Path) -> None:
     if target == source or source in target.parents or target in source.parents:
         raise InputError(f"--out {out} would overwrite or sit inside the history dataset "
                          f"{history}; write the weights elsewhere")
+    from spark_jobs.weights_io import replaceable_output
+
+    if not replaceable_output(target):
+        raise InputError(f"--out {out} is a directory with other files in it; give the path of "
+                         "the weights file to write (an existing directory is never deleted)")
 
 
 def weights(

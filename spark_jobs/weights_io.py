@@ -258,6 +258,19 @@ def _widened(name: str) -> Column:
     return F.col(name).cast(wide).alias(name)
 
 
+_SPARK_OUTPUT_FILE = re.compile(r"(part-.*|_SUCCESS|\..*\.crc|_committed_.*|_started_.*)")
+
+
+def replaceable_output(path: Path) -> bool:
+    """True when `path` may be (over)written with the weights file: absent, a file, or a
+    directory holding only what a Spark write leaves (an earlier weights output written as a
+    directory). Any other directory is never deleted."""
+    if not path.is_dir():
+        return True
+    return all(_SPARK_OUTPUT_FILE.fullmatch(entry.name) and entry.is_file()
+               for entry in path.iterdir())
+
+
 def write_weights(weights: DataFrame, path: str) -> None:
     """One file, rows sorted by (topic, partition): Parquet, or JSON lines for a `.json` name.
 
@@ -267,6 +280,9 @@ def write_weights(weights: DataFrame, path: str) -> None:
     ordered = weights.repartition(1).sortWithinPartitions("topic", "partition")
     is_json = path.endswith(".json")
     target = Path(path)
+    if not replaceable_output(target):
+        raise HistoryInputError(f"--out {path} is a directory with other files in it; give "
+                                "the path of the weights file to write")
     staging = target.with_name(f".{target.name}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     writer = ordered.write.mode("overwrite")

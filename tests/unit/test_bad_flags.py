@@ -90,3 +90,32 @@ def test_weights_flags_are_checked_before_spark(tmp_path: Path, rebalance: Rebal
     code, error = rebalance("weights", "--history", str(history), *args)
     assert (code, message in error) == (2, True), error
     assert (history / "part-0.parquet").read_bytes() == b"PAR1"
+
+
+def test_weights_never_deletes_a_directory_given_as_out(tmp_path: Path,
+                                                        rebalance: Rebalance) -> None:
+    """--out naming a directory of other files (a home or project directory by mistake) is
+    refused before Spark starts; the directory and its files stay."""
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "part-0.parquet").write_bytes(b"PAR1")
+    mine = tmp_path / "project"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    code, error = rebalance("weights", "--history", str(history), "--out", str(mine))
+    assert (code, "is a directory with other files in it" in error) == (2, True), error
+    assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_an_earlier_spark_output_directory_may_be_replaced(tmp_path: Path) -> None:
+    from spark_jobs.weights_io import replaceable_output
+
+    out = tmp_path / "weights.parquet"
+    assert replaceable_output(out)  # absent
+    out.mkdir()
+    (out / "part-00000-abc.snappy.parquet").write_bytes(b"x")
+    (out / "_SUCCESS").write_bytes(b"")
+    (out / ".part-00000-abc.snappy.parquet.crc").write_bytes(b"")
+    assert replaceable_output(out)
+    (out / "README").write_text("mine")
+    assert not replaceable_output(out)
