@@ -152,7 +152,9 @@ def split_topic_rates(rates_in: Series, rates_out: Series, sizes: Series) -> pd.
     """One row per (step, partition): the topic rates split in proportion to partition size.
 
     A partition is known from its size series. At a step where none of a topic's partitions has
-    a size, the topic's rate is shared equally. Rows keep a null rate where the topic had none.
+    a size, the topic's rate is shared equally; a partition without a size while others have
+    one (added mid-window, or deleted) gets no row there. Rows keep a null rate where the topic
+    had none.
     """
     size = _frame(sizes, ["topic", "partition"], "size_bytes")
     size["partition"] = pd.to_numeric(size["partition"], errors="coerce")
@@ -163,6 +165,11 @@ def split_topic_rates(rates_in: Series, rates_out: Series, sizes: Series) -> pd.
     known = size[["topic", "partition"]].drop_duplicates()
     spread = rates.merge(known, on="topic", how="inner")
     rows = spread.merge(size, on=["ts", "topic", "partition"], how="outer")
+    # A partition without a size at a step where others of its topic have one did not exist
+    # yet (added mid-window) or is gone: no row, rather than a rate of 0 that reads as idle.
+    has_size = rows["size_bytes"].notna()
+    others = has_size.groupby([rows["ts"], rows["topic"]]).transform("any")
+    rows = rows[has_size | ~others].reset_index(drop=True)
     weight = rows["size_bytes"].fillna(0.0).clip(lower=0.0)
     group = [rows["ts"], rows["topic"]]
     total = weight.groupby(group).transform("sum")

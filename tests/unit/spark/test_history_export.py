@@ -81,6 +81,20 @@ def test_split_is_proportional_to_size_and_equal_without_size() -> None:
     assert frame["partition"].tolist() == [0, 1, 0, 1]
 
 
+def test_a_partition_added_mid_window_has_no_rows_before_it_existed() -> None:
+    """Partition 1 appears at the second step: before that its topic's whole rate is
+    partition 0's, and partition 1 has no row (not a rate of 0, which would read as idle)."""
+    steps = [T0, T0 + 60]
+    frame = split_topic_rates(
+        [({"topic": "t"}, [(s, 300.0) for s in steps])],
+        [({"topic": "t"}, [(s, 600.0) for s in steps])],
+        [({"topic": "t", "partition": "0"}, [(T0, 100.0), (T0 + 60, 100.0)]),
+         ({"topic": "t", "partition": "1"}, [(T0 + 60, 200.0)])])
+    assert frame["partition"].tolist() == [0, 0, 1]
+    assert frame["bytes_in_per_sec"].tolist() == [300.0, 100.0, 200.0]
+    assert frame["size_bytes"].tolist() == [100, 100, 200]
+
+
 def test_export_writes_dataset_and_notes(tmp_path: Path) -> None:
     source = FakeRange(_answers())
     progress: list[tuple[int, int]] = []
