@@ -31,7 +31,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KpTopicPartition
 
-from topology.errors import ClusterError
+from topology.errors import ClusterError, InputError
 from topology.model import TopicPartition
 from topology.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from topology.security import SecuritySettings
@@ -59,7 +59,7 @@ class KafkaClusterAdmin:
     def __init__(self, bootstrap: str, security: SecuritySettings | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         if not bootstrap.strip():
-            raise ClusterError("no bootstrap servers given: pass --bootstrap HOST:PORT")
+            raise InputError("no bootstrap servers given: pass --bootstrap HOST:PORT")
         self._bootstrap = bootstrap
         self._security = security or SecuritySettings()
         self._timeout_s = timeout_s

@@ -23,7 +23,7 @@ class PrometheusMetrics:
 
     def __init__(self, url: str, timeout_s: int = DEFAULT_TIMEOUT_S) -> None:
         if not url.startswith(("http://", "https://")):
-            raise MetricsError(f"Prometheus URL {url!r} must start with http:// or https://")
+            raise InputError(f"--prometheus {url!r} must start with http:// or https://")
         self._url = url.rstrip("/")
         self._timeout_s = timeout_s
         self._client = PrometheusConnect(url=self._url, disable_ssl=False, timeout=timeout_s)

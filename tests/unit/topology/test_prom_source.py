@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from topology.errors import MetricsError
+from topology.errors import InputError, MetricsError
 from topology.prom_source import PrometheusMetrics, parse_vector
 from topology.promql import TEMPLATES, TOPIC_BYTES_IN_RATE, render
 
@@ -30,7 +30,7 @@ def test_malformed_answers_are_metrics_errors_naming_the_query(raw: object) -> N
 
 
 def test_url_needs_a_scheme() -> None:
-    with pytest.raises(MetricsError, match="http://"):
+    with pytest.raises(InputError, match="http://"):
         PrometheusMetrics("127.0.0.1:9090")
 
 
