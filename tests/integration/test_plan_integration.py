@@ -102,7 +102,12 @@ def test_kafka_executes_the_plan_file_as_is(sandbox: SandboxInfo, tmp_path: Path
     plan = read_plan(plan_path)
     assert plan.fingerprint == read_plan(offline).fingerprint == topology.fingerprint()
     assert plan.moves, result.stdout
-    assert any(new.id in m.target for m in plan.moves)
+    # data goes to the new capacity: the added broker, or another broker that holds nothing
+    # (earlier tests on a shared sandbox may leave an added broker empty)
+    empty = set(topology.broker_ids) - {b for p in topology.partitions for b in p.replicas}
+    assert new.id in empty
+    assert any(set(m.target) & empty for m in plan.moves), (
+        sorted(empty), [(m.name, m.current, m.target) for m in plan.moves], result.stdout)
     assert validate_plan(topology, plan.moves, plan.goals).valid
 
     out = reassign_tool(info, plan_path, "--execute")
