@@ -20,6 +20,7 @@ import typer
 
 from commands.execute_cmd import QueriesFile, RateWindow
 from commands.render import console
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from topology.errors import ExecutionError, InputError, RebalanceError
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ def auto(
         help="Seconds to wait after each move before the gate is checked.")] = 0.0,
     quota_window: Annotated[float, typer.Option(
         help="Seconds after a move for Kafka's replication quota window to forget it.")
-    ] = 11.0,
+    ] = DEFAULT_QUOTA_WINDOW_SECONDS,
     gate_timeout: Annotated[float | None, typer.Option(
         help="Stop the run (resumed next cycle) when a gate stays closed this many seconds.")
     ] = 900.0,

@@ -42,7 +42,7 @@ from commands.execute_setup import (
     with_scrape_window,
 )
 from commands.render import console, err_console
-from executor.config import ExecutorConfig, Ports, Reporter
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, ExecutorConfig, Ports, Reporter
 from executor.state import MoveState
 from topology.errors import ExecutionError, InputError
 
@@ -167,7 +167,7 @@ def execute(
         help="Seconds the next move waits after a move (overlapping --cooldown) so that Kafka's "
         "replication quota window (replication.quota.window.num x .size.seconds) has forgotten "
         "it; otherwise the next move's first seconds run far above --max-mbps. 0 disables.")
-    ] = 11.0,
+    ] = DEFAULT_QUOTA_WINDOW_SECONDS,
     final_gate: Annotated[bool, typer.Option(
         help="Also wait for the gate after the last move, so the run ends on a settled "
         "cluster (useful when another run follows at once).")] = False,
