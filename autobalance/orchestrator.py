@@ -29,7 +29,8 @@ from executor.preflight import ClusterView, planner_validator, stale_moves
 from executor.runner import Executor, RunReport, clear_throttles
 from executor.state import MoveState
 from planner.goals import Budget, Goals
-from planner.planfile import PlanFile, write_plan
+from planner.planfile import PlanFile
+from planner.planfile_json import write_plan
 from planner.validate import validate_plan
 from topology.errors import ExecutionError, InputError
 from topology.model import Topology

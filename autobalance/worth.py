@@ -9,7 +9,9 @@ for a balance that hardly changes. A run is worth it when it
 - brings a resource that is outside the tolerance band back inside it, or
 - moves the worst broker of such a resource closer to the average by at least
   `min_improvement` (a fraction of the average, like the tolerance):
-      deviation = max(max/avg - 1, 1 - min/avg), improvement = deviation before - after.
+      deviation = the largest |utilization / target - 1| over the brokers (planner.balance:
+      the target is the average unless the rack rule forbids it),
+      improvement = deviation before - after.
 Resources already inside the band do not count: they did not make the run due.
 """
 
@@ -26,8 +28,9 @@ _EPS = 1e-9
 
 
 def deviation(stats: ResourceStats) -> float:
-    """How far the farthest broker lies from the average, as a fraction of it."""
-    return max(stats.max_over_avg - 1, 1 - stats.min_over_avg, 0.0)
+    """How far the farthest broker lies from its target (the average where the hard rules
+    allow it), as a fraction of the target."""
+    return stats.off_target
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,7 @@ class Gain:
 
     def describe(self) -> str:
         return (f"{self.resource.value}: worst broker {self.before:.1%} -> {self.after:.1%} "
-                f"from the average ({self.improvement * 100:+.1f} points)")
+                f"from its target ({self.improvement * 100:+.1f} points)")
 
 
 @dataclass(frozen=True, slots=True)

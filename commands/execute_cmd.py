@@ -190,7 +190,7 @@ def execute(
     from executor.plan import ExecutionPlan
     from executor.preflight import planner_validator
     from executor.runner import Executor
-    from planner.planfile import read_plan
+    from planner.planfile_json import read_plan
 
     # every flag is checked before the plan is read or the cluster contacted
     if adaptive and capacities is None:

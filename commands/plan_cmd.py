@@ -72,7 +72,7 @@ def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrde
     info = SolverInfo(result.status, result.lower_bound_bytes, result.gap,
                       result.solve_seconds, result.binding)
     return make_plan_file(topology, ordered, goals, budget, info, created_at,
-                          report.warnings)
+                          report.warnings, result.targets or report.targets)
 
 
 def load_topology(snapshot: Path | None, bootstrap: str | None, prometheus: str | None,
@@ -180,7 +180,7 @@ def plan(
                            ] = False,
 ) -> None:
     """Plan a rebalance, validate it, write the plan file and show the dry-run review."""
-    from planner.planfile import write_plan
+    from planner.planfile_json import write_plan
 
     check_review_flags(rate_mbps, show_moves)
     adds, removes = add_broker or [], remove_broker or []
@@ -219,7 +219,7 @@ def diff(
                            ] = False,
 ) -> None:
     """Show the review of a saved plan again; with --snapshot, check it still applies."""
-    from planner.planfile import read_plan
+    from planner.planfile_json import read_plan
 
     check_review_flags(rate_mbps, show_moves)
     if capacities is not None and snapshot is None:

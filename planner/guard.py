@@ -1,6 +1,6 @@
-"""The no-worse guard: a plan must not leave a resource outside the tolerance *and* more spread
-than it was (the validator's hard rule), even when trading it for another resource lowered the
-solver's total penalty.
+"""The no-worse guard: a plan must not leave a resource outside the tolerance of its targets
+*and* further from them than it was (the validator's hard rule), even when trading it for
+another resource lowered the solver's total penalty.
 
 The balancing stages minimise a weighted sum over resources, so on lumpy clusters a last move can
 fix disk while pushing network out just past the band. The guard undoes changed partitions, one
@@ -13,19 +13,15 @@ from __future__ import annotations
 import numpy as np
 
 from planner.arrays import FloatArray, broker_loads
+from planner.balance import deviation as balance_deviation
 from planner.state import SolverState
 
 _SLACK = 5e-7  # under the validator's 1e-6 "worse" margin, so its own float sums agree
 
 
 def deviation(state: SolverState, loads: FloatArray) -> FloatArray:
-    """Per resource: the largest relative distance of an eligible broker from the average."""
-    a = state.arrays
-    cap = a.capacity[a.eligible]
-    avg = loads[a.eligible].sum(axis=0) / np.maximum(cap.sum(axis=0), 1e-12)
-    ratio = loads[a.eligible] / np.maximum(cap, 1e-12) / np.maximum(avg, 1e-12)
-    spread: FloatArray = np.maximum(np.maximum(ratio.max(axis=0) - 1, 1 - ratio.min(axis=0)), 0)
-    return np.where(avg > 0, spread, 0.0)
+    """Per resource: the largest relative distance of an eligible broker from its target."""
+    return balance_deviation(state.arrays, state.targets, loads)
 
 
 def _excess(state: SolverState, loads: FloatArray, allowed: FloatArray) -> float:
@@ -37,7 +33,8 @@ def _extremes(state: SolverState, allowed: FloatArray) -> set[int]:
     partition on one of them (now or originally) can narrow that resource's spread."""
     a = state.arrays
     eligible = np.flatnonzero(a.eligible)
-    util = state.loads[eligible] / np.maximum(a.capacity[eligible], 1e-12)
+    util = (state.loads[eligible] / np.maximum(a.capacity[eligible], 1e-12)
+            / np.maximum(state.targets.utilization[eligible], 1e-12))
     over = deviation(state, state.loads) > allowed
     found: set[int] = set()
     for r in np.flatnonzero(over).tolist():

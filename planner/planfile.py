@@ -10,18 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
+import numpy as np
+
+from planner.arrays import ClusterArrays, to_arrays
+from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Budget, Goals
 from planner.result import Move, SolverStatus
-from planner.tally import Tally, balance_of, retally, tally
-from topology.errors import InputError, PlanError
+from planner.tally import Tally, balance_of, load_rows, retally, tally
 from topology.model import RESOURCES, Broker, Capacity, Load, Resource, TopicPartition, Topology
-from topology.snapshot import read_json_object, write_json_atomic
 
 PLAN_VERSION = 1
-_MAX_SIZE = 10**24  # bytes: beyond any real partition, so a unit mix-up
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,13 +41,38 @@ class BrokerStats:
 
 @dataclass(frozen=True, slots=True)
 class ResourceStats:
-    """Capacity-weighted average utilization of one resource and its spread."""
+    """Capacity-weighted average utilization of one resource, its spread and the largest
+    distance of a broker from its target (planner.balance) as a fraction of the target:
+    `deviation` is None in plan files written before targets existed."""
 
     resource: Resource
     average: float
     max_over_avg: float
     min_over_avg: float
     within_tolerance: bool
+    deviation: float | None = None
+    forced: bool = False
+
+    @property
+    def off_target(self) -> float:
+        """How far the farthest broker is from its target (from the average in old files)."""
+        if self.deviation is not None:
+            return self.deviation
+        return max(self.max_over_avg - 1, 1 - self.min_over_avg, 0.0)
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What the plan is balanced against: per broker id the target utilization of disk, net
+    in and net out, which resources the hard rules force off the average, and why."""
+
+    utilization: Mapping[int, tuple[float, float, float]]
+    forced: tuple[bool, bool, bool]
+    reasons: tuple[str, ...]
+
+    def of(self, broker_id: int, resource: Resource) -> float | None:
+        row = self.utilization.get(broker_id)
+        return None if row is None else row[RESOURCES.index(resource)]
 
 
 @dataclass(frozen=True)
@@ -86,6 +110,7 @@ class PlanFile:
     solver: SolverInfo
     created_at: str
     warnings: tuple[str, ...] = ()
+    targets: TargetInfo | None = None
 
     @property
     def bytes_moved(self) -> int:
@@ -101,22 +126,37 @@ class PlanFile:
 
 
 def cluster_stats(brokers: Sequence[Broker], counts: Tally, tolerance: float,
-                  members: Sequence[Broker]) -> ClusterStats:
-    """Statistics of one view of the cluster; the spread is over `members`."""
+                  members: Sequence[Broker], deviations: Sequence[float] | None = None,
+                  forced: Sequence[bool] = (False, False, False)) -> ClusterStats:
+    """Statistics of one view of the cluster; the spread is over `members`; `deviations`
+    per resource from the targets decide `within_tolerance` (the average's band without)."""
     stats = tuple(BrokerStats(b.id, b.rack, b.alive, counts.replicas(b.id),
                               counts.leaders(b.id), counts.load(b.id), b.capacity)
                   for b in brokers)
     bal = balance_of(counts, members)
-    resources = tuple(ResourceStats(res, bal[res].average, bal[res].max_over_avg,
-                                    bal[res].min_over_avg, bal[res].within(tolerance))
-                      for res in RESOURCES)
-    return ClusterStats(stats, resources)
+    resources = []
+    for index, res in enumerate(RESOURCES):
+        dev = None if deviations is None else float(deviations[index])
+        within = bal[res].within(tolerance) if dev is None else dev <= tolerance + 1e-9
+        resources.append(ResourceStats(res, bal[res].average, bal[res].max_over_avg,
+                                       bal[res].min_over_avg, within, dev, bool(forced[index])))
+    return ClusterStats(stats, tuple(resources))
+
+
+def target_info(arrays: ClusterArrays, targets: Targets) -> TargetInfo:
+    """The targets of the brokers that remain, by broker id."""
+    rows = {int(arrays.broker_ids[b]): (float(targets.utilization[b, 0]),
+                                        float(targets.utilization[b, 1]),
+                                        float(targets.utilization[b, 2]))
+            for b in np.flatnonzero(arrays.eligible).tolist()}
+    return TargetInfo(rows, targets.forced, targets.reasons)
 
 
 def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget: Budget,
-                   solver: SolverInfo, created_at: str,
-                   warnings: Sequence[str] = ()) -> PlanFile:
-    """A plan file value: before over every alive broker, after over those that remain.
+                   solver: SolverInfo, created_at: str, warnings: Sequence[str] = (),
+                   targets: Targets | None = None) -> PlanFile:
+    """A plan file value: before over every alive broker, after over those that remain;
+    deviations from the targets (computed here unless given) over those that remain.
 
     The moves must apply to `before` (validate_plan checks that first).
     """
@@ -128,282 +168,14 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
     counts_before = tally(before)
     counts_after = retally(counts_before, ((partitions[(m.topic, m.partition)], m.target)
                                            for m in moves))
+    arrays = to_arrays(before, goals)
+    targets = targets or targets_or_average(arrays, goals)
+    dev_before = deviation(arrays, targets, load_rows(counts_before, arrays.broker_ids))
+    dev_after = deviation(arrays, targets, load_rows(counts_after, arrays.broker_ids))
+    tol = goals.tolerance
     return PlanFile(tuple(moves), before.fingerprint(), goals, budget,
-                    cluster_stats(before.brokers, counts_before, goals.tolerance, alive),
-                    cluster_stats(before.brokers, counts_after, goals.tolerance, remaining),
-                    solver, created_at, tuple(warnings))
-
-
-# --- writing ---------------------------------------------------------------------------------
-
-
-def _move_dict(move: Move) -> dict[str, Any]:
-    return {"topic": move.topic, "partition": move.partition, "current": list(move.current),
-            "target": list(move.target), "size_bytes": move.size_bytes,
-            "bytes_moved": move.bytes_moved}
-
-
-def _stats_dict(stats: ClusterStats) -> dict[str, Any]:
-    return {
-        "resources": {r.resource.value: {"average": r.average, "max_over_avg": r.max_over_avg,
-                                         "min_over_avg": r.min_over_avg,
-                                         "within_tolerance": r.within_tolerance}
-                      for r in stats.resources},
-        "brokers": [{"id": b.id, "rack": b.rack, "alive": b.alive, "replicas": b.replicas,
-                     "leaders": b.leaders,
-                     "load": {res.value: b.load.of(res) for res in RESOURCES},
-                     "capacity": {res.value: b.capacity.of(res) for res in RESOURCES}}
-                    for b in stats.brokers],
-    }
-
-
-def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
-    """The plan file document (Kafka's `version` + `partitions` first)."""
-    g, b, s = plan.goals, plan.budget, plan.solver
-    return {
-        "version": PLAN_VERSION,
-        "partitions": [{"topic": m.topic, "partition": m.partition, "replicas": list(m.target)}
-                       for m in plan.moves],
-        "moves": [_move_dict(m) for m in plan.moves],
-        "fingerprint": plan.fingerprint,
-        "goals": {"tolerance": g.tolerance, "max_utilization": g.max_utilization,
-                  "add_brokers": sorted(g.add_brokers), "remove_brokers": sorted(g.remove_brokers),
-                  "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders},
-        "budget": {"max_bytes": b.max_bytes, "max_moves": b.max_moves,
-                   "time_limit_s": b.time_limit_s, "seed": b.seed},
-        "before": _stats_dict(plan.before),
-        "after": _stats_dict(plan.after),
-        "solver": {"status": s.status.value, "gap": s.gap,
-                   "lower_bound_bytes": s.lower_bound_bytes, "seconds": s.seconds,
-                   "binding": list(s.binding)},
-        "totals": {"bytes_moved": plan.bytes_moved, "moves": len(plan.moves),
-                   "data_moves": plan.data_moves},
-        "warnings": list(plan.warnings),
-        "created_at": plan.created_at,
-    }
-
-
-def write_plan(path: Path, plan: PlanFile) -> None:
-    """Write the plan file atomically (temp file, fsync, rename)."""
-    write_json_atomic(path, plan_to_dict(plan), indent=1)
-
-
-# --- reading ---------------------------------------------------------------------------------
-
-
-_KIND_NAMES = {list: "a list", str: "a string", int: "an integer", float: "a number",
-               bool: "true or false"}
-
-
-def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if key not in doc:
-        raise InputError(f"{where}: missing '{key}'")
-    value = doc[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise InputError(f"{where}: '{key}' has the wrong type ({value!r})")
-    if not isinstance(value, kinds):
-        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
-        raise InputError(f"{where}: '{key}' must be {names}, got {value!r}")
-    return value
-
-
-def _broker_ids(doc: Mapping[str, Any], key: str, where: str) -> tuple[int, ...]:
-    value = _get(doc, key, list, where)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        raise InputError(f"{where}: '{key}' must be a list of broker ids (integers >= 0), "
-                         f"got {value!r}")
-    return tuple(value)
-
-
-def _strings(doc: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = doc.get(key)
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InputError(f"{where}: '{key}' must be a list of strings, got {value!r}")
-    return tuple(value)
-
-
-def _flag(doc: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
-    value = doc.get(key, default)
-    if not isinstance(value, bool):
-        raise InputError(f"{where}: '{key}' must be true or false, got {value!r}")
-    return value
-
-
-def _optional_number(doc: Mapping[str, Any], key: str, where: str, default: float) -> float:
-    if doc.get(key) is None:
-        return default
-    return float(_get(doc, key, (int, float), where))
-
-
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InputError(f"{where}: expected an object, got {value!r}")
-    return value
-
-
-def _move(raw: Any, index: int) -> Move:
-    where = f"moves[{index}]"
-    doc = _object(raw, where)
-    topic = _get(doc, "topic", str, where)
-    number = _get(doc, "partition", int, where)
-    if not topic or number < 0:
-        raise InputError(f"{where}: needs a non-empty 'topic' and a 'partition' >= 0")
-    where = f"move {topic}-{number}"
-    current = _broker_ids(doc, "current", where)
-    if len(set(current)) != len(current):
-        raise InputError(f"{where}: current replicas {list(current)} repeat a broker")
-    target = _broker_ids(doc, "target", where)
-    size = _get(doc, "size_bytes", int, where)
-    if size > _MAX_SIZE:
-        raise InputError(f"{where}: 'size_bytes' is implausibly large (over {_MAX_SIZE:.0e})")
-    try:
-        move = Move(topic, number, current, target, size)
-    except PlanError as exc:
-        raise InputError(str(exc)) from None
-    return move
-
-
-def _check_partitions(doc: Mapping[str, Any], moves: Sequence[Move]) -> None:
-    """Kafka's `partitions` must list exactly the moves' targets."""
-    targets = {(m.topic, m.partition): m.target for m in moves}
-    if len(targets) != len(moves):
-        raise InputError("moves: a partition is moved more than once")
-    seen: set[tuple[str, int]] = set()
-    for index, raw in enumerate(_get(doc, "partitions", list, "plan")):
-        where = f"partitions[{index}]"
-        entry = _object(raw, where)
-        key = (_get(entry, "topic", str, where), _get(entry, "partition", int, where))
-        replicas = _broker_ids(entry, "replicas", where)
-        if key in seen:
-            raise InputError(f"{where}: partition {key[0]}-{key[1]} is listed twice")
-        seen.add(key)
-        if key not in targets:
-            raise InputError(f"{where}: partition {key[0]}-{key[1]} has no entry in 'moves'")
-        if targets[key] != replicas:
-            raise InputError(f"{where}: partition {key[0]}-{key[1]} replicas {list(replicas)} "
-                             "do not match its entry in 'moves'")
-    missing = sorted(set(targets) - seen)
-    if missing:
-        raise InputError(f"partitions: lacks {missing[0][0]}-{missing[0][1]} that 'moves' lists")
-
-
-def _goals(raw: Any) -> Goals:
-    doc = _object(raw, "goals")
-    return Goals(
-        tolerance=float(_get(doc, "tolerance", (int, float), "goals")),
-        max_utilization=float(_get(doc, "max_utilization", (int, float), "goals")),
-        add_brokers=frozenset(_broker_ids(doc, "add_brokers", "goals")),
-        remove_brokers=frozenset(_broker_ids(doc, "remove_brokers", "goals")),
-        rack_aware=_flag(doc, "rack_aware", "goals", True),
-        balance_leaders=_flag(doc, "balance_leaders", "goals", True),
-    )
-
-
-def _budget(raw: Any) -> Budget:
-    doc = _object(raw if raw is not None else {}, "budget")
-    max_bytes, max_moves = doc.get("max_bytes"), doc.get("max_moves")
-    for key, value in (("max_bytes", max_bytes), ("max_moves", max_moves)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 0):
-            raise InputError(f"budget: '{key}' must be an integer >= 0 or null, got {value!r}")
-    seed = _get(doc, "seed", int, "budget") if "seed" in doc else 0
-    return Budget(max_bytes, max_moves, _optional_number(doc, "time_limit_s", "budget", 60.0),
-                  seed)
-
-
-def _resource_map(raw: Any, where: str) -> dict[Resource, float]:
-    doc = _object(raw, where)
-    return {res: float(_get(doc, res.value, (int, float), where)) for res in RESOURCES}
-
-
-def _stats(raw: Any, where: str) -> ClusterStats:
-    doc = _object(raw, where)
-    resources = []
-    res_doc = _object(doc.get("resources"), f"{where}.resources")
-    for res in RESOURCES:
-        entry = _object(res_doc.get(res.value), f"{where}.resources.{res.value}")
-        w = f"{where}.resources.{res.value}"
-        resources.append(ResourceStats(
-            res, float(_get(entry, "average", (int, float), w)),
-            float(_get(entry, "max_over_avg", (int, float), w)),
-            float(_get(entry, "min_over_avg", (int, float), w)),
-            bool(_get(entry, "within_tolerance", bool, w))))
-    brokers = []
-    for index, raw_broker in enumerate(_get(doc, "brokers", list, where)):
-        w = f"{where}.brokers[{index}]"
-        entry = _object(raw_broker, w)
-        load = _resource_map(entry.get("load"), f"{w}.load")
-        cap = _resource_map(entry.get("capacity"), f"{w}.capacity")
-        rack = entry.get("rack")
-        brokers.append(BrokerStats(
-            _get(entry, "id", int, w), rack if isinstance(rack, str) else None,
-            bool(entry.get("alive", True)), _get(entry, "replicas", int, w),
-            _get(entry, "leaders", int, w), Load(*(load[r] for r in RESOURCES)),
-            Capacity(*(cap[r] for r in RESOURCES))))
-    return ClusterStats(tuple(brokers), tuple(resources))
-
-
-def _solver(raw: Any) -> SolverInfo:
-    doc = _object(raw, "solver")
-    status = _get(doc, "status", str, "solver")
-    try:
-        solver_status = SolverStatus(status)
-    except ValueError:
-        known = ", ".join(s.value for s in SolverStatus)
-        raise InputError(f"solver: unknown status {status!r} (expected one of {known})") from None
-    gap = doc.get("gap")
-    if gap is not None and (isinstance(gap, bool) or not isinstance(gap, int | float)):
-        raise InputError(f"solver: 'gap' must be a number or null, got {gap!r}")
-    return SolverInfo(solver_status, _get(doc, "lower_bound_bytes", int, "solver"),
-                      None if gap is None else float(gap),
-                      _optional_number(doc, "seconds", "solver", 0.0),
-                      _strings(doc, "binding", "solver"))
-
-
-def plan_from_dict(doc: Mapping[str, Any]) -> PlanFile:
-    """Validate a plan document; InputError names the first thing that is wrong."""
-    version = doc.get("version")
-    if version != PLAN_VERSION:
-        raise InputError(f"unsupported plan version {version!r} (expected {PLAN_VERSION})")
-    if "moves" not in doc:
-        raise InputError("not a rebalance plan: it has no 'moves' (a bare Kafka reassignment "
-                         "file?); make one with `rebalance plan`")
-    moves = tuple(_move(m, i) for i, m in enumerate(_get(doc, "moves", list, "plan")))
-    _check_partitions(doc, moves)
-    before = _stats(doc.get("before"), "before")
-    _check_brokers(moves, before)
-    return PlanFile(
-        moves=moves,
-        fingerprint=_get(doc, "fingerprint", str, "plan"),
-        goals=_goals(doc.get("goals")),
-        budget=_budget(doc.get("budget")),
-        before=before,
-        after=_stats(doc.get("after"), "after"),
-        solver=_solver(doc.get("solver")),
-        created_at=str(doc.get("created_at", "")),
-        warnings=_strings(doc, "warnings", "plan"),
-    )
-
-
-def _check_brokers(moves: Sequence[Move], before: ClusterStats) -> None:
-    """Every broker a move names must be one of the cluster the plan was made for."""
-    known = {b.id for b in before.brokers}
-    for move in moves:
-        unknown = sorted(set(move.current + move.target) - known)
-        if unknown:
-            raise InputError(f"move {move.name}: broker {unknown[0]} is not in the cluster the "
-                             f"plan was made for (brokers {sorted(known)})")
-
-
-def read_plan(path: Path) -> PlanFile:
-    """Read and validate a plan file."""
-    doc = read_json_object(path, "plan", "version, partitions, moves")
-    try:
-        return plan_from_dict(doc)
-    except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{path}: malformed plan ({exc})") from None
+                    cluster_stats(before.brokers, counts_before, tol, alive,
+                                  dev_before.tolist(), targets.forced),
+                    cluster_stats(before.brokers, counts_after, tol, remaining,
+                                  dev_after.tolist(), targets.forced),
+                    solver, created_at, tuple(warnings), target_info(arrays, targets))

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from topology.errors import PlanError
 from topology.model import TopicPartition, Topology
+
+if TYPE_CHECKING:
+    from planner.balance import Targets
 
 
 class SolverStatus(StrEnum):
@@ -81,6 +85,7 @@ class PlanResult:
     gap: float | None = None
     binding: tuple[str, ...] = field(default=())
     solve_seconds: float = 0.0
+    targets: Targets | None = None
 
     @property
     def bytes_moved(self) -> int:

@@ -33,7 +33,8 @@ from planner.arrays import (
     to_arrays,
     to_moves,
 )
-from planner.bounds import band, disk_lower_bound_arrays
+from planner.balance import Targets, achievable_targets, band, deviation
+from planner.bounds import disk_lower_bound_arrays
 from planner.capacity import relieve_overloads
 from planner.goals import Budget, Goals
 from planner.greedy import rebalance_replicas
@@ -49,34 +50,26 @@ from topology.model import TopicPartition, Topology, replace_replicas
 _NAMES = {DISK: "disk", NET_IN: "net in", NET_OUT: "net out"}
 
 
-def _in_band(arrays: ClusterArrays, replicas: IntArray, goals: Goals) -> bool:
+def _in_band(arrays: ClusterArrays, replicas: IntArray, goals: Goals, targets: Targets) -> bool:
     """True when no hard rule is broken and every eligible broker is within tolerance."""
     if not rack_ok(arrays, replicas).all():
         return False
     if (~np.append(arrays.eligible, True)[replicas]).any():
         return False
     loads = broker_loads(arrays, replicas)
-    lower, upper = band(arrays, loads, goals)
+    lower, upper = band(arrays, targets, goals.tolerance, goals.max_utilization)
     eps = 1e-9 * np.maximum(upper, 1.0)
     ok = (loads >= lower - eps) & (loads <= upper + eps)
     return bool(ok[arrays.eligible].all())
 
 
-def _spread(state: SolverState) -> dict[int, tuple[float, float]]:
-    """Per resource: max/avg and min/avg utilization over eligible brokers."""
-    a = state.arrays
-    util = state.loads[a.eligible] / a.capacity[a.eligible]
-    avg = state.loads.sum(axis=0) / a.capacity[a.eligible].sum(axis=0)
-    return {r: (float(util[:, r].max() / avg[r]) if avg[r] > 0 else 1.0,
-                float(util[:, r].min() / avg[r]) if avg[r] > 0 else 1.0) for r in range(3)}
-
-
 def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
-    """Which constraint keeps the plan from full balance, and by how much."""
+    """Which constraint keeps the plan from its targets, and by how much."""
     notes: list[str] = []
-    spread = _spread(state)
-    off = [f"{_NAMES[r]} max/avg {hi:.3f} min/avg {lo:.3f}" for r, (hi, lo) in spread.items()
-           if hi > 1 + goals.tolerance + 1e-9 or lo < 1 - goals.tolerance - 1e-9]
+    dev = deviation(state.arrays, state.targets, state.loads)
+    what = "target" if any(state.targets.forced) else "average"
+    off = [f"{_NAMES[r]} {dev[r]:.1%} off its {what}" for r in range(3)
+           if dev[r] > goals.tolerance + 1e-9]
     if not off:
         return ()
     gap = "; ".join(off)
@@ -86,8 +79,8 @@ def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
     if "moves" in state.budget_hit:
         notes.append(f"max_moves: the move budget {state.max_moves} is spent; still off: {gap}")
     if not notes:
-        notes.append(f"racks/capacity: no rack-aware move improves further; still off "
-                     f"(target +/-{goals.tolerance:.0%}): {gap}")
+        notes.append(f"partition sizes: no rack-aware move brings every broker within "
+                     f"+/-{goals.tolerance:.0%} of its {what}; still off: {gap}")
     return tuple(notes)
 
 
@@ -107,7 +100,8 @@ def _solve_state(state: SolverState, budget: Budget, deadline: float, lower_boun
     rebalance_replicas(state)
     state.resource_weight = np.array([1.0, 1.0, 1.0])
     _balance_all(state)
-    if not _in_band(state.arrays, state.replicas, state.goals) and not state.budget_hit:
+    if (not _in_band(state.arrays, state.replicas, state.goals, state.targets)
+            and not state.budget_hit):
         state.set_margin(RETRY_MARGIN)
         _balance_all(state)
         state.set_margin(BAND_MARGIN)
@@ -124,11 +118,12 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     start = time.monotonic()
     arrays = to_arrays(topology, goals)
     check_racks_feasible(arrays)
-    lower_bound = disk_lower_bound_arrays(arrays, goals)
-    if _in_band(arrays, arrays.replicas, goals):
+    targets = achievable_targets(arrays, goals)
+    lower_bound = disk_lower_bound_arrays(arrays, goals, targets)
+    if _in_band(arrays, arrays.replicas, goals, targets):
         return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
-                          0.0, (), time.monotonic() - start)
-    state = SolverState(arrays, goals, budget)
+                          0.0, (), time.monotonic() - start, targets)
+    state = SolverState(arrays, goals, budget, targets)
     improved = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
     undo_worsening(state)
     if not relieve_overloads(state):
@@ -140,10 +135,19 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
                                         for m in moves})
     binding = _binding(state, goals)
     moved = sum(m.bytes_moved for m in moves)
-    gap = moved / lower_bound - 1.0 if lower_bound > 0 else None
     if binding:
         status = SolverStatus.BEST_EFFORT
     else:
         status = SolverStatus.FEASIBLE if improved else SolverStatus.GREEDY
-    return PlanResult(topology, after, moves, status, lower_bound, gap, binding,
-                      time.monotonic() - start)
+    return PlanResult(topology, after, moves, status, lower_bound,
+                      bound_ratio(moved, lower_bound), binding, time.monotonic() - start,
+                      targets)
+
+
+def bound_ratio(moved: int, lower_bound: int) -> float | None:
+    """Bytes moved over the lower bound, minus one: how much more than the least any plan
+    reaching the aimed band must move. None when the bound is 0, or when the plan moved less
+    (it stopped short of that band, so the bound says nothing about it)."""
+    if lower_bound <= 0 or moved < lower_bound:
+        return None
+    return moved / lower_bound - 1.0

@@ -20,7 +20,7 @@ from planner.arrays import (
     IntArray,
     broker_loads,
 )
-from planner.bounds import averages, band
+from planner.balance import Targets, aim, averages
 from planner.goals import Budget, Goals
 
 INELIGIBLE_WEIGHT = 20.0  # removed / offline brokers drain before anything else
@@ -32,12 +32,15 @@ MOVE_COST = 1e-4  # one move costs as much as 0.01% of an average broker's disk
 class SolverState:
     """Mutable assignment with incremental loads; owned by one solver run."""
 
-    def __init__(self, arrays: ClusterArrays, goals: Goals, budget: Budget) -> None:
+    def __init__(self, arrays: ClusterArrays, goals: Goals, budget: Budget,
+                 targets: Targets) -> None:
         self.arrays = arrays
         self.goals = goals
+        self.targets = targets
         self.replicas: IntArray = arrays.replicas.copy()
         self.loads: FloatArray = broker_loads(arrays, self.replicas)
-        self.lower, self.upper = band(arrays, self.loads, goals, BAND_MARGIN)
+        self.lower, self.upper = aim(arrays, targets, goals.tolerance, goals.max_utilization,
+                                     BAND_MARGIN)
         avg = averages(arrays, self.loads)
         norm = np.maximum(avg[None, :] * arrays.capacity, 1e-12)
         self.inv_norm: FloatArray = 1.0 / norm
@@ -62,7 +65,8 @@ class SolverState:
 
     def set_margin(self, margin: float) -> None:
         """Aim `margin` (fraction of the average) inside the tolerance band from now on."""
-        self.lower, self.upper = band(self.arrays, self.loads, self.goals, margin)
+        self.lower, self.upper = aim(self.arrays, self.targets, self.goals.tolerance,
+                                     self.goals.max_utilization, margin)
 
     def hosted_array(self, broker: int) -> IntArray:
         """Partitions with a replica on `broker`, sorted."""

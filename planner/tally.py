@@ -123,6 +123,13 @@ def retally(base: Tally, changes: Iterable[tuple[Partition, Sequence[int]]]) -> 
     return Tally(out)
 
 
+def load_rows(counts: Tally, broker_ids: IntArray) -> FloatArray:
+    """Load [B, 3] (disk, net in, net out) of the brokers in `broker_ids` order."""
+    rows: FloatArray = np.array([counts.rows[int(i)][:3] for i in broker_ids.tolist()],
+                                dtype=np.float64).reshape(-1, 3)
+    return rows
+
+
 def balance_of(counts: Tally, members: Sequence[Broker]) -> dict[Resource, ResourceBalance]:
     """Capacity-weighted balance of each resource over `members` (topology.load.balance)."""
     out: dict[Resource, ResourceBalance] = {}

@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from planner.arrays import ClusterArrays, FloatArray, to_arrays
+from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Goals
 from planner.result import Move
-from planner.tally import FlatReplicas, Tally, balance_of, flatten, retally, tally_flat
+from planner.tally import (
+    FlatReplicas,
+    Tally,
+    balance_of,
+    flatten,
+    load_rows,
+    retally,
+    tally_flat,
+)
 from topology.errors import PlanError
-from topology.load import ResourceBalance
 from topology.model import (
     RESOURCES,
     Broker,
@@ -31,11 +40,14 @@ Assignment = Mapping[TopicPartition, Sequence[int]]
 
 _EPS = 1e-9
 _MAX_LISTED = 20
+WORSE_MARGIN = 1e-6  # float sums of the solver and of this module differ by less
 
 
 @dataclass(frozen=True, slots=True)
 class ResourceReport:
-    """Balance of one resource before and after: max/avg and min/avg of utilization."""
+    """Balance of one resource before and after: max/avg and min/avg of utilization, and the
+    largest distance of a broker from its target (planner.balance: the average, or where the
+    rack rule forbids that, the best any placement reaches), as a fraction of the target."""
 
     resource: Resource
     tolerance: float
@@ -45,15 +57,9 @@ class ResourceReport:
     average_after: float
     max_over_avg_after: float
     min_over_avg_after: float
-
-    @property
-    def deviation_before(self) -> float:
-        """Largest relative distance of any broker from the average, before."""
-        return max(self.max_over_avg_before - 1, 1 - self.min_over_avg_before, 0.0)
-
-    @property
-    def deviation_after(self) -> float:
-        return max(self.max_over_avg_after - 1, 1 - self.min_over_avg_after, 0.0)
+    deviation_before: float
+    deviation_after: float
+    forced: bool = False
 
     @property
     def within_tolerance_before(self) -> bool:
@@ -65,9 +71,9 @@ class ResourceReport:
 
     @property
     def worse(self) -> bool:
-        """True when the plan leaves this resource unbalanced and more spread than before."""
+        """True when the plan leaves this resource unbalanced and further from its targets."""
         return (not self.within_tolerance_after
-                and self.deviation_after > self.deviation_before + 1e-6)
+                and self.deviation_after > self.deviation_before + WORSE_MARGIN)
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ class ValidationReport:
     resources: tuple[ResourceReport, ...]
     moves: int
     bytes_moved: int
+    targets: Targets | None = field(default=None, compare=False)
 
     @property
     def valid(self) -> bool:
@@ -121,8 +128,16 @@ def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignmen
         counts_before = tally_flat(arrays)
         counts_after = retally(counts_before, changed)
         _check_capacity(before.brokers, counts_after, goals, errors)
-        resources = _balance_report(before.brokers, counts_before, counts_after, goals)
+        known_goals = replace(goals, add_brokers=goals.add_brokers & known,
+                              remove_brokers=goals.remove_brokers & known)
+        cluster = to_arrays(before, known_goals)
+        targets = targets_or_average(cluster, known_goals)
+        resources = _balance_report(before.brokers, counts_before, counts_after, goals,
+                                    _deviations(cluster, targets, counts_before, counts_after),
+                                    targets.forced)
         _judge_balance(resources, goals, errors, warnings)
+        return ValidationReport(tuple(errors), tuple(warnings), resources, len(changed), moved,
+                                targets)
     return ValidationReport(tuple(errors), tuple(warnings), resources, len(changed), moved)
 
 
@@ -274,37 +289,47 @@ def _check_capacity(brokers: Sequence[Broker], counts: Tally, goals: Goals,
                               f"the maximum {goals.max_utilization:.0%}")
 
 
-def _balance_report(brokers: Sequence[Broker], before: Tally, after: Tally,
-                    goals: Goals) -> tuple[ResourceReport, ...]:
-    """Before: every alive broker; after: the alive brokers that remain."""
+def _deviations(cluster: ClusterArrays, targets: Targets, before: Tally,
+                after: Tally) -> tuple[FloatArray, FloatArray]:
+    """Per resource, the largest distance of a broker from its target, before and after."""
+    return (deviation(cluster, targets, load_rows(before, cluster.broker_ids)),
+            deviation(cluster, targets, load_rows(after, cluster.broker_ids)))
+
+
+def _balance_report(brokers: Sequence[Broker], before: Tally, after: Tally, goals: Goals,
+                    deviations: tuple[FloatArray, FloatArray],
+                    forced: tuple[bool, bool, bool]) -> tuple[ResourceReport, ...]:
+    """Spread before over every alive broker, after over the alive brokers that remain;
+    deviations from the targets over the brokers that remain, both times."""
     alive = [b for b in brokers if b.alive]
     remaining = [b for b in alive if b.id not in goals.remove_brokers]
     bal_before = balance_of(before, alive)
     bal_after = balance_of(after, remaining or alive)
-    return tuple(_resource_report(res, goals.tolerance, bal_before[res], bal_after[res])
-                 for res in RESOURCES)
-
-
-def _resource_report(res: Resource, tolerance: float, before: ResourceBalance,
-                     after: ResourceBalance) -> ResourceReport:
-    return ResourceReport(res, tolerance, before.average, before.max_over_avg,
-                          before.min_over_avg, after.average, after.max_over_avg,
-                          after.min_over_avg)
+    out = []
+    for index, res in enumerate(RESOURCES):
+        b, a = bal_before[res], bal_after[res]
+        out.append(ResourceReport(res, goals.tolerance, b.average, b.max_over_avg,
+                                  b.min_over_avg, a.average, a.max_over_avg, a.min_over_avg,
+                                  float(deviations[0][index]), float(deviations[1][index]),
+                                  forced[index]))
+    return tuple(out)
 
 
 def _judge_balance(resources: tuple[ResourceReport, ...], goals: Goals, errors: list[str],
                    warnings: list[str]) -> None:
     """Worse balance is a hard violation unless removing brokers forces it."""
     for r in resources:
+        what = "its target" if r.forced else "the average"
         if r.worse:
-            text = (f"{r.resource.value} balance gets worse: max/avg {r.max_over_avg_before:.3f}"
-                    f" -> {r.max_over_avg_after:.3f}, min/avg {r.min_over_avg_before:.3f} -> "
-                    f"{r.min_over_avg_after:.3f}")
+            text = (f"{r.resource.value} balance gets worse: the broker furthest from {what} "
+                    f"is {r.deviation_before:.1%} off before and {r.deviation_after:.1%} after "
+                    f"(max/avg {r.max_over_avg_before:.3f} -> {r.max_over_avg_after:.3f})")
             if goals.remove_brokers:
                 warnings.append(text + " (forced by removing brokers)")
             else:
                 errors.append(text)
         elif not r.within_tolerance_after:
-            warnings.append(f"{r.resource.value} is not within +/-{goals.tolerance:.0%} after "
-                            f"the plan: max/avg {r.max_over_avg_after:.3f}, min/avg "
-                            f"{r.min_over_avg_after:.3f}")
+            warnings.append(f"{r.resource.value} is not within +/-{goals.tolerance:.0%} of "
+                            f"{what} after the plan: a broker is {r.deviation_after:.1%} off "
+                            f"(max/avg {r.max_over_avg_after:.3f}, min/avg "
+                            f"{r.min_over_avg_after:.3f})")

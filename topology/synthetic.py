@@ -177,3 +177,38 @@ def _build(rack_of: IntArray, caps: FloatArray, topic_of: IntArray, topic_counts
         for i in range(topic_of.size)
     )
     return Topology(broker_list, parts)
+
+
+def generate_zoned(zones: tuple[int, ...], added: tuple[int, ...] = (), rf: int = 3,
+                   partitions: int = 300, seed: int = 0, lumpy: bool = False,
+                   mixed: bool = False, utilization: float = 0.55) -> Topology:
+    """A zone-bound cluster: `zones[k]` old brokers in zone k, `added[k]` empty new brokers in
+    zone k (ids after the old ones), RF over the zones with the rack rule, a rack-aware and
+    size-blind history over the old brokers. `lumpy` draws few, large partitions (Pareto
+    sizes); `mixed` gives brokers 1x / 1.5x / 2x capacity. Same arguments, same cluster."""
+    added = added or (0,) * len(zones)
+    if len(added) != len(zones) or min(zones) < 1 or min(added) < 0 or rf < 1 or partitions < 1:
+        raise InputError("generate_zoned: one positive broker count per zone, added >= 0")
+    racks = len(zones)
+    per_rack = -(-rf // racks)
+    if sum(min(per_rack, n) for n in zones) < rf:
+        raise InputError(f"generate_zoned: zones {zones} cannot hold RF {rf} rack-aware")
+    rng = np.random.default_rng(seed)
+    rack_old = np.repeat(np.arange(racks), zones).astype(np.int64)
+    rack_new = np.repeat(np.arange(racks), added).astype(np.int64)
+    rack_of = np.concatenate([rack_old, rack_new])
+    classes = (rng.integers(0, 3, rack_of.size) if mixed
+               else np.zeros(rack_of.size, dtype=np.int64))
+    topic_of = np.arange(partitions, dtype=np.int64) // 8
+    topics = int(topic_of.max()) + 1
+    if lumpy:
+        size = np.minimum(rng.pareto(1.5, partitions) + 0.2, 5.0) * _MEAN_PARTITION_BYTES
+    else:
+        size = rng.lognormal(0.0, 0.5, partitions) * _MEAN_PARTITION_BYTES
+    bytes_in = size / (7 * 86400) * rng.lognormal(0.0, 0.4, partitions)
+    bytes_out = bytes_in * rng.uniform(1.0, 3.0, topics)[topic_of]
+    weight = _CLASS_SCALE[classes[: rack_old.size]] * rng.lognormal(0.0, 0.05, rack_old.size)
+    replicas = _place(partitions, rf, rack_old, weight, rng)
+    caps = _capacities(classes, size, bytes_in, bytes_out, rf, utilization)
+    return _build(rack_of, caps, topic_of, np.bincount(topic_of), replicas, size, bytes_in,
+                  bytes_out)

@@ -47,7 +47,8 @@ from executor.throttle import (
     TOPIC_THROTTLE_CONFIGS,
 )
 from planner.goals import Goals
-from planner.planfile import PlanFile, read_plan
+from planner.planfile import PlanFile
+from planner.planfile_json import read_plan
 from sandbox import cluster
 from sandbox.state import BrokerInfo, SandboxInfo
 from topology.capacities import CAPACITY_KEYS, Capacities

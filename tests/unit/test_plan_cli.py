@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import cli
 from commands import plan_cmd
 from planner.goals import Budget, Goals
-from planner.planfile import read_plan
+from planner.planfile_json import read_plan
 from planner.result import Move, PlanResult, SolverStatus
 from planner.validate import validate_plan
 from topology.errors import InputError, PlanError

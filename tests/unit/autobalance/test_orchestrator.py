@@ -166,7 +166,7 @@ def test_a_plan_not_worth_its_bytes_is_skipped_and_nothing_moves(tmp_path: Path)
     result = run_cycle(replace(settings, min_improvement=0.5), edge)
     assert result.decision.action is Action.REBALANCE and len(planner.budgets) == 1
     assert result.report is None and result.plan_path is None and not result.failed
-    assert "disk: worst broker 100.0% -> 63.0% from the average" in result.skipped
+    assert "disk: worst broker 100.0% -> 63.0% from its target" in result.skipped
     assert any(line.startswith("nothing worth doing: ") and "50.0 points" in line
                for line in said)
     assert world.admin.replicas() == before and not list(tmp_path.iterdir())

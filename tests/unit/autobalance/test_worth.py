@@ -40,7 +40,7 @@ def test_a_best_effort_plan_that_hardly_improves_is_not_worth_it() -> None:
     stuck = plan({Resource.DISK: (1.40, 0.80)}, {Resource.DISK: (1.39, 0.80)})
     verdict = judge_plan(stuck, 0, 0, min_improvement=0.02)
     assert not verdict.worth
-    assert "disk: worst broker 40.0% -> 39.0% from the average (+1.0 points)" in verdict.reason
+    assert "disk: worst broker 40.0% -> 39.0% from its target (+1.0 points)" in verdict.reason
     assert "less than --min-improvement 2.0 points" in verdict.reason
     assert "1 move(s), 5.0 MB (best_effort)" in verdict.reason
 

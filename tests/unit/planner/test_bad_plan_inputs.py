@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from planner.goals import Budget, Goals
-from planner.planfile import SolverInfo, make_plan_file, plan_to_dict
+from planner.planfile import SolverInfo, make_plan_file
+from planner.planfile_json import plan_to_dict
 from planner.result import Move, SolverStatus
 from topology.snapshot import topology_from_dict
 

@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from planner.arrays import rack_ok, to_arrays
+from planner.balance import achievable_targets
 from planner.goals import Budget, Goals
 from planner.lns import improve
 from planner.state import SolverState
@@ -25,7 +26,8 @@ def _wasteful_state() -> SolverState:
     parts = tuple(Partition("t", i, (1,), size) for i, size in enumerate([46, 20, 20, 14]))
     topology = Topology(brokers, parts)
     goals = Goals(tolerance=0.1)
-    state = SolverState(to_arrays(topology, goals), goals, Budget())
+    arrays = to_arrays(topology, goals)
+    state = SolverState(arrays, goals, Budget(), achievable_targets(arrays, goals))
     for p in (1, 2, 3):
         state.move_replica(p, 0, 1)
     return state
