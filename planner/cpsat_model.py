@@ -3,7 +3,7 @@ candidate brokers, every other partition fixed. It re-chooses replicas and leade
 fewer bytes while every touched broker stays within its band (or no worse than now).
 
 One function builds the variables, one adds each constraint family, one adds each objective
-term; floats become integers in `_scale` only. The current assignment is a complete hint.
+term; floats become integers in `scale` only. The current assignment is a complete hint.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ class Neighbourhood:
 
 
 @dataclass
-class _Vars:
+class ModelVars:
     replica: dict[tuple[int, int], cp_model.IntVar]  # (partition index in nbhd, broker)
     leader: dict[tuple[int, int], cp_model.IntVar]
     changed: list[cp_model.IntVar]
 
 
-def _scale(state: SolverState) -> tuple[FloatArray, float]:
+def scale(state: SolverState) -> tuple[FloatArray, float]:
     """The one float -> integer scaling: per-resource load unit and the byte unit."""
     a = state.arrays
     avg_load = state.loads.sum(axis=0) / max(int(a.eligible.sum()), 1)
@@ -44,7 +44,7 @@ def _scale(state: SolverState) -> tuple[FloatArray, float]:
     return load_unit, state.disk_unit / BYTE_STEPS
 
 
-def _variables(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood) -> _Vars:
+def variables(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood) -> ModelVars:
     replica: dict[tuple[int, int], cp_model.IntVar] = {}
     leader: dict[tuple[int, int], cp_model.IntVar] = {}
     changed: list[cp_model.IntVar] = []
@@ -53,11 +53,11 @@ def _variables(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood) -
             replica[i, b] = model.new_bool_var(f"x{i}_{b}")
             leader[i, b] = model.new_bool_var(f"l{i}_{b}")
         changed.append(model.new_bool_var(f"c{i}"))
-    return _Vars(replica, leader, changed)
+    return ModelVars(replica, leader, changed)
 
 
-def _add_replica_count(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
-                       v: _Vars) -> None:
+def add_replica_count(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
+                       v: ModelVars) -> None:
     """RF kept; exactly one leader, which must be one of the replicas."""
     for i, (p, cands) in enumerate(zip(nb.parts, nb.candidates, strict=True)):
         model.add(sum(v.replica[i, b] for b in cands) == int(state.arrays.rf[p]))
@@ -66,8 +66,8 @@ def _add_replica_count(model: cp_model.CpModel, state: SolverState, nb: Neighbou
             model.add_implication(v.leader[i, b], v.replica[i, b])
 
 
-def _add_rack_rule(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
-                   v: _Vars) -> None:
+def add_rack_rule(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
+                   v: ModelVars) -> None:
     a = state.arrays
     if a.rack_count == 0:
         return
@@ -80,8 +80,8 @@ def _add_rack_rule(model: cp_model.CpModel, state: SolverState, nb: Neighbourhoo
                 model.add(sum(v.replica[i, b] for b in members) <= int(a.rack_limit[p]))
 
 
-def _add_changed(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
-                 v: _Vars) -> None:
+def add_changed(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
+                 v: ModelVars) -> None:
     """changed[i] is 1 when the partition leaves an original broker or changes its leader."""
     for i, (p, cands) in enumerate(zip(nb.parts, nb.candidates, strict=True)):
         orig = state.original_row(p)
@@ -94,35 +94,51 @@ def _add_changed(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
             model.add_implication(v.leader[i, orig[0]].Not(), v.changed[i])
 
 
-def _add_broker_bands(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
-                      v: _Vars, load_unit: FloatArray) -> None:
-    """Each touched broker's load within its band, or no worse than now when outside it."""
+@dataclass
+class LoadTerms:
+    """Per (broker, resource): the load of the fixed partitions (float) and the linear term of
+    the free ones (integer load units); brokers are those any candidate list names."""
+
+    fixed: dict[tuple[int, int], float]
+    free: dict[tuple[int, int], list[cp_model.LinearExpr]]
+
+
+def load_terms(state: SolverState, nb: Neighbourhood, v: ModelVars,
+               load_unit: FloatArray) -> LoadTerms:
     a = state.arrays
     touched = sorted({b for cands in nb.candidates for b in cands})
-    fixed = state.loads[touched].copy()
-    terms: dict[tuple[int, int], list[cp_model.LinearExpr]] = {}
-    index = {b: k for k, b in enumerate(touched)}
+    fixed = {(b, r): float(state.loads[b, r]) for b in touched for r in range(3)}
+    free: dict[tuple[int, int], list[cp_model.LinearExpr]] = {}
     for i, (p, cands) in enumerate(zip(nb.parts, nb.candidates, strict=True)):
         row = state.replicas[p, : int(a.rf[p])].tolist()
         for b in row:
-            fixed[index[b], DISK] -= a.size[p]
-            fixed[index[b], NET_IN] -= a.net_in[p]
-        fixed[index[row[0]], NET_OUT] -= a.leader_out[p]
+            if (b, DISK) in fixed:
+                fixed[b, DISK] -= a.size[p]
+                fixed[b, NET_IN] -= a.net_in[p]
+        if (row[0], NET_OUT) in fixed:
+            fixed[row[0], NET_OUT] -= a.leader_out[p]
         coef = (round(a.size[p] / load_unit[DISK]), round(a.net_in[p] / load_unit[NET_IN]),
                 round(a.leader_out[p] / load_unit[NET_OUT]))
         for b in cands:
-            terms.setdefault((b, DISK), []).append(coef[DISK] * v.replica[i, b])
-            terms.setdefault((b, NET_IN), []).append(coef[NET_IN] * v.replica[i, b])
-            terms.setdefault((b, NET_OUT), []).append(coef[NET_OUT] * v.leader[i, b])
-    for (b, r), expr in terms.items():
+            free.setdefault((b, DISK), []).append(coef[DISK] * v.replica[i, b])
+            free.setdefault((b, NET_IN), []).append(coef[NET_IN] * v.replica[i, b])
+            free.setdefault((b, NET_OUT), []).append(coef[NET_OUT] * v.leader[i, b])
+    return LoadTerms(fixed, free)
+
+
+def _add_broker_bands(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood,
+                      v: ModelVars, load_unit: FloatArray) -> None:
+    """Each touched broker's load within its band, or no worse than now when outside it."""
+    terms = load_terms(state, nb, v, load_unit)
+    for (b, r), expr in terms.free.items():
         now = state.loads[b, r]
-        low = min(state.lower[b, r], now) - fixed[index[b], r]
-        high = max(state.upper[b, r], now) - fixed[index[b], r]
+        low = min(state.lower[b, r], now) - terms.fixed[b, r]
+        high = max(state.upper[b, r], now) - terms.fixed[b, r]
         model.add_linear_constraint(sum(expr), math.ceil(low / load_unit[r]),
                                     math.floor(high / load_unit[r]))
 
 
-def _add_budget(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood, v: _Vars,
+def add_budget(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood, v: ModelVars,
                 byte_unit: float) -> None:
     """The neighbourhood may spend what it spends now plus what the budget has left."""
     if state.max_moves < state.arrays.partitions:
@@ -130,11 +146,11 @@ def _add_budget(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood, 
         model.add(sum(v.changed) <= now + state.max_moves - len(state.changed))
     if math.isfinite(state.max_bytes):
         spare = state.max_bytes - state.bytes_moved
-        model.add(_bytes_term(state, nb, v, byte_unit)
-                  <= math.floor((_current_bytes(state, nb) + spare) / byte_unit))
+        model.add(bytes_term(state, nb, v, byte_unit)
+                  <= math.floor((current_bytes(state, nb) + spare) / byte_unit))
 
 
-def _current_bytes(state: SolverState, nb: Neighbourhood) -> float:
+def current_bytes(state: SolverState, nb: Neighbourhood) -> float:
     total = 0.0
     for p in nb.parts:
         orig = state.original_row(p)
@@ -143,7 +159,7 @@ def _current_bytes(state: SolverState, nb: Neighbourhood) -> float:
     return total
 
 
-def _bytes_term(state: SolverState, nb: Neighbourhood, v: _Vars,
+def bytes_term(state: SolverState, nb: Neighbourhood, v: ModelVars,
                 byte_unit: float) -> cp_model.LinearExpr:
     """Bytes copied: size of each replica placed on a broker that did not hold it."""
     terms: list[cp_model.LinearExpr] = []
@@ -154,12 +170,12 @@ def _bytes_term(state: SolverState, nb: Neighbourhood, v: _Vars,
     return sum(terms, cp_model.LinearExpr.constant(0))
 
 
-def _moves_term(v: _Vars) -> cp_model.LinearExpr:
+def moves_term(v: ModelVars) -> cp_model.LinearExpr:
     """Partitions whose replica list changes (each is one reassignment)."""
     return sum(v.changed, cp_model.LinearExpr.constant(0))
 
 
-def _add_hints(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood, v: _Vars) -> None:
+def add_hints(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood, v: ModelVars) -> None:
     for i, (p, cands) in enumerate(zip(nb.parts, nb.candidates, strict=True)):
         row = state.replicas[p, : int(state.arrays.rf[p])].tolist()
         for b in cands:
@@ -172,16 +188,16 @@ def solve_neighbourhood(state: SolverState, nb: Neighbourhood, seed: int,
                         work_limit: float) -> list[list[int]] | None:
     """New replica rows (leader first) for the neighbourhood, or None when none is found."""
     model = cp_model.CpModel()
-    load_unit, byte_unit = _scale(state)
-    v = _variables(model, state, nb)
-    _add_replica_count(model, state, nb, v)
-    _add_rack_rule(model, state, nb, v)
-    _add_changed(model, state, nb, v)
+    load_unit, byte_unit = scale(state)
+    v = variables(model, state, nb)
+    add_replica_count(model, state, nb, v)
+    add_rack_rule(model, state, nb, v)
+    add_changed(model, state, nb, v)
     _add_broker_bands(model, state, nb, v, load_unit)
-    _add_budget(model, state, nb, v, byte_unit)
+    add_budget(model, state, nb, v, byte_unit)
     move_weight = max(1, round(MOVE_COST * BYTE_STEPS))
-    model.minimize(_bytes_term(state, nb, v, byte_unit) + move_weight * _moves_term(v))
-    _add_hints(model, state, nb, v)
+    model.minimize(bytes_term(state, nb, v, byte_unit) + move_weight * moves_term(v))
+    add_hints(model, state, nb, v)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
@@ -193,11 +209,11 @@ def solve_neighbourhood(state: SolverState, nb: Neighbourhood, seed: int,
     for i, (p, cands) in enumerate(zip(nb.parts, nb.candidates, strict=True)):
         chosen = [b for b in cands if solver.value(v.replica[i, b])]
         lead = next(b for b in cands if solver.value(v.leader[i, b]))
-        rows.append(_ordered_row(state, p, chosen, lead))
+        rows.append(ordered_row(state, p, chosen, lead))
     return rows
 
 
-def _ordered_row(state: SolverState, p: int, chosen: list[int], lead: int) -> list[int]:
+def ordered_row(state: SolverState, p: int, chosen: list[int], lead: int) -> list[int]:
     """Leader first, then original replicas in their original order, then the rest."""
     orig = state.original_row(p)
     rest = [b for b in orig if b in chosen and b != lead]

@@ -86,6 +86,7 @@ class PlanResult:
     binding: tuple[str, ...] = field(default=())
     solve_seconds: float = 0.0
     targets: Targets | None = None
+    proven_gap: float | None = None  # CP-SAT's own gap to its bound, whole-cluster model only
 
     @property
     def bytes_moved(self) -> int:

@@ -19,9 +19,11 @@ rounds before the wall-clock limit (then fewer rounds run; the plan is still val
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from planner import exact
 from planner.arrays import (
     DISK,
     NET_IN,
@@ -93,8 +95,19 @@ def _balance_all(state: SolverState) -> None:
         rebalance_leaders(state)
 
 
-def _solve_state(state: SolverState, budget: Budget, deadline: float, lower_bound: int) -> bool:
-    """Run the pipeline on `state`; returns True when CP-SAT improved the greedy plan."""
+@dataclass(frozen=True)
+class _Search:
+    """What the search after the greedy stages achieved."""
+
+    improved: bool  # CP-SAT changed the greedy plan
+    optimal: bool = False  # the whole-cluster model proved the plan optimal
+    proven_gap: float | None = None  # CP-SAT's relative gap to its bound (whole model)
+
+
+def _solve_state(state: SolverState, budget: Budget, deadline: float,
+                 lower_bound: int) -> _Search:
+    """Run the pipeline on `state`: greedy stages, then CP-SAT on the whole cluster when it is
+    small enough (exact), else CP-SAT neighbourhoods."""
     repair(state)
     state.resource_weight = np.array([1.0, 1.0, 0.2])
     rebalance_replicas(state)
@@ -110,7 +123,23 @@ def _solve_state(state: SolverState, budget: Budget, deadline: float, lower_boun
     if (state.bytes_moved, len(state.changed)) != moves_before:
         _balance_all(state)  # fill what relief emptied; the greedy never pushes a broker over
         relieve_overloads(state)
-    return improve(state, deadline, budget.seed, lower_bound, rounds_for(budget.time_limit_s))
+    if exact.fits(state):
+        return _solve_exact(state, budget, deadline)
+    return _Search(improve(state, deadline, budget.seed, lower_bound,
+                           rounds_for(budget.time_limit_s)))
+
+
+def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search:
+    """Replace the greedy plan by the whole-cluster CP-SAT solution (hinted with it)."""
+    seconds = max(min(budget.time_limit_s, deadline - time.monotonic()) - 1.0, 0.5)
+    found = exact.solve_exact(state, seconds, budget.seed)
+    if found is None:
+        return _Search(False)
+    before = state.replicas.copy()
+    for p, row in enumerate(found.rows):
+        state.assign(p, row)
+    return _Search(not np.array_equal(before, state.replicas), found.optimal,
+                   found.proven_gap)
 
 
 def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
@@ -124,7 +153,8 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
         return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
                           0.0, (), time.monotonic() - start, targets)
     state = SolverState(arrays, goals, budget, targets)
-    improved = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
+    search = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
+    searched = state.replicas.copy()
     undo_worsening(state)
     if not relieve_overloads(state):
         raise PlanError("no plan keeps every broker under the maximum utilization "
@@ -135,13 +165,15 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
                                         for m in moves})
     binding = _binding(state, goals)
     moved = sum(m.bytes_moved for m in moves)
-    if binding:
+    if search.optimal and np.array_equal(searched, state.replicas):
+        status = SolverStatus.OPTIMAL
+    elif binding:
         status = SolverStatus.BEST_EFFORT
     else:
-        status = SolverStatus.FEASIBLE if improved else SolverStatus.GREEDY
+        status = SolverStatus.FEASIBLE if search.improved else SolverStatus.GREEDY
     return PlanResult(topology, after, moves, status, lower_bound,
                       bound_ratio(moved, lower_bound), binding, time.monotonic() - start,
-                      targets)
+                      targets, search.proven_gap)
 
 
 def bound_ratio(moved: int, lower_bound: int) -> float | None:
