@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from commands.plan_render import review, summary
 from commands.render import console, err_console
@@ -70,7 +71,7 @@ def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrde
     report.raise_if_invalid()
     ordered = order_moves(result.moves, order)
     info = SolverInfo(result.status, result.lower_bound_bytes, result.gap,
-                      result.solve_seconds, result.binding)
+                      result.solve_seconds, result.binding, result.proven_gap)
     return make_plan_file(topology, ordered, goals, budget, info, created_at,
                           report.warnings, result.targets or report.targets)
 
@@ -141,7 +142,7 @@ def _say_outcome(plan_file: PlanFile, out: Path) -> None:
                   f"`rebalance diff {out}`.", highlight=False)
     if status is SolverStatus.BEST_EFFORT:
         console.print("[yellow]Full balance is not reachable:[/] "
-                      + ("; ".join(plan_file.solver.binding) or "see the balance table"),
+                      + (escape("; ".join(plan_file.solver.binding)) or "see the balance table"),
                       highlight=False)
 
 

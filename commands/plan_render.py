@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 
 from commands.render import human_bytes
@@ -41,10 +42,22 @@ def _util(stats: BrokerStats | None, res: Resource) -> str:
     return "-" if stats is None else f"{stats.utilization(res):.1%}"
 
 
+def _with_target(plan: PlanFile, broker_id: int, res: Resource, text: str) -> str:
+    """'text (43%)' where the hard rules force this resource off the average."""
+    targets = plan.targets
+    if targets is None or not targets.forced[RESOURCES.index(res)]:
+        return text
+    target = targets.of(broker_id, res)
+    return text if target is None else f"{text} ({target:.0%})"
+
+
 def broker_table(plan: PlanFile) -> Table:
-    """One row per broker: rack, replicas, leaders and utilization per resource, before -> after."""
+    """One row per broker: rack, replicas, leaders and utilization per resource, before -> after
+    (and the target in brackets where the rack rule keeps it off the average)."""
     after = {b.id: b for b in plan.after.brokers}
-    table = Table(title="Brokers (before -> after)")
+    forced = plan.targets is not None and any(plan.targets.forced)
+    title = "Brokers (before -> after" + (", target in brackets)" if forced else ")")
+    table = Table(title=title)
     for header in ("rack", "broker", "replicas", "leaders", *(_TITLES[r] for r in RESOURCES)):
         table.add_column(header, justify="left" if header == "rack" else "right")
     rows = sorted(plan.before.brokers, key=lambda b: (b.rack is not None, b.rack or "", b.id))
@@ -54,29 +67,46 @@ def broker_table(plan: PlanFile) -> Table:
                " (removed)" if b.id in plan.goals.remove_brokers else
                "" if b.alive else " (offline)")
         table.add_row(
-            str(b.rack), f"{b.id}{tag}",
+            escape(str(b.rack)), f"{b.id}{tag}",
             _arrow(str(b.replicas), str(a.replicas if a else "-")),
             _arrow(str(b.leaders), str(a.leaders if a else "-")),
-            *(_arrow(_util(b, r), _util(a, r)) for r in RESOURCES),
+            *(_with_target(plan, b.id, r, _arrow(_util(b, r), _util(a, r))) for r in RESOURCES),
         )
     return table
 
 
 def spread_table(plan: PlanFile) -> Table:
-    """Per resource: average utilization, max/avg and min/avg before -> after, in tolerance."""
+    """Per resource: average utilization, max/avg and min/avg before -> after, the farthest
+    broker's distance from its target, and whether every broker is within tolerance."""
     tol = plan.goals.tolerance
-    table = Table(title=f"Balance (goal: every broker within +/-{tol:.0%} of the average)")
-    for header in ("resource", "avg util", "max/avg", "min/avg", "balanced"):
+    table = Table(title=f"Balance (goal: every broker within +/-{tol:.0%} of its target: the "
+                        "average, or where the rack rule forbids it, the best any placement "
+                        "reaches)")
+    for header in ("resource", "avg util", "max/avg", "min/avg", "off target", "balanced"):
         table.add_column(header, justify="right")
     for res in RESOURCES:
         b, a = plan.before.resource(res), plan.after.resource(res)
         table.add_row(
-            _TITLES[res], _arrow(f"{b.average:.1%}", f"{a.average:.1%}"),
+            _TITLES[res] + (" (forced)" if a.forced else ""),
+            _arrow(f"{b.average:.1%}", f"{a.average:.1%}"),
             f"{b.max_over_avg:.3f} -> {a.max_over_avg:.3f}",
             f"{b.min_over_avg:.3f} -> {a.min_over_avg:.3f}",
+            f"{_percent(b.off_target)} -> {_percent(a.off_target)}",
             _arrow("yes" if b.within_tolerance else "no", "yes" if a.within_tolerance else "no"),
         )
     return table
+
+
+def _percent(value: float) -> str:
+    return "all" if value >= 1e5 else f"{value:.1%}"
+
+
+def targets_text(plan: PlanFile) -> list[str]:
+    """Why targets differ from the average (the rack rule, in the operator's words)."""
+    if plan.targets is None or not plan.targets.reasons:
+        return []
+    return ["[bold]Targets[/]: the average is out of reach for some brokers:",
+            *(f"  - {escape(reason)}" for reason in plan.targets.reasons)]
 
 
 def describe_move(move: Move) -> str:
@@ -128,16 +158,19 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
     table.add_column("value", justify="right")
     ratio = (f"{plan.bytes_moved / s.lower_bound_bytes:.3f}" if s.lower_bound_bytes > 0
              else "-")
+    if s.lower_bound_bytes > 0 and s.gap is None:
+        ratio += " (the plan stops short of the aimed band, so the bound does not apply)"
     table.add_row("bytes moved", human_bytes(plan.bytes_moved))
-    table.add_row("lower bound (disk goal)", human_bytes(s.lower_bound_bytes))
+    table.add_row("lower bound (disk into the aimed band)", human_bytes(s.lower_bound_bytes))
     table.add_row("moved / lower bound", ratio)
     table.add_row("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
                            f"{len(plan.moves) - plan.data_moves} leadership only)")
     table.add_row("ETA", eta_text(plan, rate_bytes_per_sec))
-    table.add_row("solver", f"{s.status.value}"
-                            + (f", gap {s.gap:.2%}" if s.gap is not None else "")
-                            + f", {s.seconds:.1f} s")
-    table.add_row("binding", "; ".join(s.binding) if s.binding else "none")
+    proof = ("" if s.proven_gap is None else
+             f", within {s.proven_gap:.2%} of CP-SAT's proven bound" if s.proven_gap > 0 else
+             ", proven by CP-SAT")
+    table.add_row("solver", f"{s.status.value}{proof}, {s.seconds:.1f} s")
+    table.add_row("binding", escape("; ".join(s.binding)) if s.binding else "none")
     return table
 
 
@@ -147,7 +180,8 @@ def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float) -> Group:
     if plan.moves and show_moves > 0:
         parts.append(moves_table(plan, show_moves, rate_bytes_per_sec))
     parts.append(totals_table(plan, rate_bytes_per_sec))
-    parts.extend(f"[yellow]warning:[/] {w}" for w in plan.warnings)
+    parts.extend(targets_text(plan))
+    parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in plan.warnings)
     return Group(*parts)
 
 
@@ -162,6 +196,7 @@ def summary(plan: PlanFile) -> dict[str, Any]:
         "lower_bound_bytes": s.lower_bound_bytes,
         "status": s.status.value,
         "gap": s.gap,
+        "proven_gap": s.proven_gap,
         "binding": list(s.binding),
         "seconds": s.seconds,
         "balanced": all(r.within_tolerance for r in plan.after.resources),
@@ -169,6 +204,9 @@ def summary(plan: PlanFile) -> dict[str, Any]:
             "max_over_avg_before": plan.before.resource(r.resource).max_over_avg,
             "min_over_avg_before": plan.before.resource(r.resource).min_over_avg,
             "max_over_avg_after": r.max_over_avg, "min_over_avg_after": r.min_over_avg,
+            "off_target_before": plan.before.resource(r.resource).off_target,
+            "off_target_after": r.off_target, "forced": r.forced,
         } for r in plan.after.resources},
+        "target_reasons": list(plan.targets.reasons) if plan.targets else [],
         "warnings": list(plan.warnings),
     }

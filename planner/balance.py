@@ -221,38 +221,48 @@ def _too_full(r: int, average: float, goals: Goals) -> str:
 
 def _reasons(arrays: ClusterArrays, relative: FloatArray, average: FloatArray,
              forced: list[bool]) -> tuple[str, ...]:
-    """Per forced resource and rack: the rack's target against the average, and why."""
+    """Per rack whose targets are off the average: its brokers' targets and the rule that
+    sets them, e.g. "rack a holds exactly 1 replica of every partition (RF 3 over 3 racks) on
+    3 brokers: they can carry no more than 43% disk, 43% net in (cluster average 55%)"."""
     out: list[str] = []
-    for r in range(3):
-        if not forced[r]:
+    resources = [r for r in range(3) if forced[r]]
+    if not resources:
+        return ()
+    for rack in sorted({int(arrays.rack[b]) for b in np.flatnonzero(arrays.eligible)}):
+        members = np.flatnonzero(arrays.eligible & (arrays.rack == rack))
+        levels = {r: float(relative[members, r].mean()) for r in resources}
+        off = [r for r in resources if abs(levels[r] - 1.0) >= 0.005]
+        if not off:
             continue
-        for rack in sorted({int(arrays.rack[b]) for b in np.flatnonzero(arrays.eligible)}):
-            members = np.flatnonzero(arrays.eligible & (arrays.rack == rack))
-            level = float(relative[members, r].mean())
-            if abs(level - 1.0) < 0.005:
-                continue
-            name = arrays.rack_names[rack] if arrays.rack_names else f"broker {members[0]}"
-            out.append(_rack_reason(arrays, r, name, members, level, float(average[r])))
+        name = (arrays.rack_names[rack] if arrays.rack_names
+                else f"broker {int(arrays.broker_ids[members[0]])}")
+        below = levels[off[0]] < 1.0
+        values = ", ".join(f"{levels[r] * average[r]:.0%} {RESOURCE_NAMES[r]}" for r in off)
+        averages_text = ", ".join(dict.fromkeys(f"{average[r]:.0%}" for r in off))
+        verb = "can carry no more than" if below else "cannot get below"
+        out.append(f"{_rack_rule(arrays, name, below)} on {_brokers(members.size)}: they "
+                   f"{verb} {values} (cluster average {averages_text})")
     return tuple(out)
 
 
-def _rack_reason(arrays: ClusterArrays, r: int, name: str, members: IntArray, level: float,
-                 average: float) -> str:
-    count = members.size
-    brokers = f"{count} broker{'s' if count != 1 else ''}"
+def _brokers(count: int) -> str:
+    return f"{count} broker{'s' if count != 1 else ''}"
+
+
+def _rack_rule(arrays: ClusterArrays, name: str, below: bool) -> str:
+    """What the rack rule makes `name` hold, for the most common RF."""
     rf = int(np.bincount(arrays.rf).argmax())
-    limit = int(np.bincount(arrays.rack_limit).argmax())
-    racks = arrays.rack_count
-    least = max(rf - limit * (racks - 1), 0)
-    rule = (f"the rack rule with {racks} racks and RF {rf}" if arrays.rack_count
-            else f"RF {rf}")
-    if level < 1.0:
-        return (f"{RESOURCE_NAMES[r]}: rack {name} holds at most {limit} replica(s) of each "
-                f"partition ({rule}) on {brokers}: {level * average:.0%} is the most its "
-                f"brokers can carry (cluster average {average:.0%})")
-    return (f"{RESOURCE_NAMES[r]}: rack {name} holds at least {least} replica(s) of each "
-            f"partition ({rule}) on {brokers}: {level * average:.0%} is the least its "
-            f"brokers can reach (cluster average {average:.0%})")
+    if arrays.rack_count == 0:
+        return f"{name} holds its share of RF {rf} with at most one replica per broker"
+    limit = -(-rf // arrays.rack_count)
+    least = max(rf - limit * (arrays.rack_count - 1), 0)
+    rule = f"(RF {rf} over {arrays.rack_count} racks)"
+    replicas = f"replica{'s' if limit != 1 else ''}"
+    if least == limit:
+        return f"rack {name} holds exactly {limit} {replicas} of every partition {rule}"
+    if below:
+        return f"rack {name} holds at most {limit} {replicas} of each partition {rule}"
+    return f"rack {name} holds at least {least} of each partition's replicas {rule}"
 
 
 def band(arrays: ClusterArrays, targets: Targets, tolerance: float,

@@ -92,9 +92,10 @@ class SolverInfo:
 
     status: SolverStatus
     lower_bound_bytes: int
-    gap: float | None = None
+    gap: float | None = None  # bytes moved over the lower bound, minus one
     seconds: float = 0.0
     binding: tuple[str, ...] = ()
+    proven_gap: float | None = None  # CP-SAT's relative gap to its proven bound (exact model)
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         "after": _stats_dict(plan.after),
         "solver": {"status": s.status.value, "gap": s.gap,
                    "lower_bound_bytes": s.lower_bound_bytes, "seconds": s.seconds,
-                   "binding": list(s.binding)},
+                   "binding": list(s.binding), "proven_gap": s.proven_gap},
         "totals": {"bytes_moved": plan.bytes_moved, "moves": len(plan.moves),
                    "data_moves": plan.data_moves},
         "warnings": list(plan.warnings),
@@ -261,13 +261,17 @@ def _solver(raw: Any) -> SolverInfo:
     except ValueError:
         known = ", ".join(s.value for s in SolverStatus)
         raise InputError(f"solver: unknown status {status!r} (expected one of {known})") from None
-    gap = doc.get("gap")
-    if gap is not None and (isinstance(gap, bool) or not isinstance(gap, int | float)):
-        raise InputError(f"solver: 'gap' must be a number or null, got {gap!r}")
+    gaps = []
+    for key in ("gap", "proven_gap"):
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not math.isfinite(value)):
+            raise InputError(f"solver: '{key}' must be a number or null, got {value!r}")
+        # plans written before the bound was honest carry a negative gap: it meant nothing
+        gaps.append(None if value is None or value < 0 else float(value))
     return SolverInfo(solver_status, _get(doc, "lower_bound_bytes", int, "solver"),
-                      None if gap is None else float(gap),
-                      _optional_number(doc, "seconds", "solver", 0.0),
-                      _strings(doc, "binding", "solver"))
+                      gaps[0], _optional_number(doc, "seconds", "solver", 0.0),
+                      _strings(doc, "binding", "solver"), gaps[1])
 
 
 def plan_from_dict(doc: Mapping[str, Any]) -> PlanFile:

@@ -130,9 +130,11 @@ def _solve_state(state: SolverState, budget: Budget, deadline: float,
 
 
 def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search:
-    """Replace the greedy plan by the whole-cluster CP-SAT solution (hinted with it)."""
-    seconds = max(min(budget.time_limit_s, deadline - time.monotonic()) - 1.0, 0.5)
-    found = exact.solve_exact(state, seconds, budget.seed)
+    """Replace the greedy plan by the whole-cluster CP-SAT solution (hinted with it). Its
+    work limit follows from the time limit alone, so the same input gives the same plan."""
+    work = max(budget.time_limit_s - 1.0, 0.5) * exact.DETERMINISTIC_SHARE
+    wall = max(deadline - time.monotonic() - 0.5, 2 * work)
+    found = exact.solve_exact(state, work, wall, budget.seed)
     if found is None:
         return _Search(False)
     before = state.replicas.copy()
