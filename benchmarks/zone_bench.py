@@ -5,7 +5,9 @@ replica of every partition in each zone), with brokers added to or removed from 
 zones of unequal size, RF 2 over two zones and few large partitions. Per case it prints the
 fullest broker against the least any placement can reach (the fractional relaxation's target,
 a lower bound on every plan's fullest broker), the largest distance of a broker from its zone's
-mean utilization, bytes moved against the bound, moves, status, validity and time.
+mean utilization (planner.balance.zone_levels: judged for the resources the rack rule forces
+off the average; the others are balanced within +/-tolerance of the average and their zone
+spread is shown in brackets), bytes moved against the bound, moves, status, validity, time.
 
 Targets (issue: zone-bound shapes): fullest broker within 5% of the best any plan reaches,
 every broker within 10% of its zone's mean, the plan valid.
@@ -18,10 +20,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from planner.arrays import broker_loads, to_arrays
-from planner.balance import achievable_targets
+from planner.balance import achievable_targets, zone_levels
 from planner.goals import Budget, Goals
 from planner.solve import plan
 from planner.validate import validate_plan
@@ -63,42 +63,6 @@ SHAPES = (
 )
 
 
-def zone_spread(topology: Topology, after: Topology,
-                goals: Goals) -> tuple[float, float, float]:
-    """(fullest, zone spread of forced resources, of the others) over the three resources.
-
-    fullest: where the hard rules force a resource off the average, the fullest broker over
-    the least any placement can reach; elsewhere the fullest broker over the top of the
-    +/-tolerance band (<= 1 is inside it). Zone spread: the largest |util / zone mean - 1|,
-    zone means capacity-weighted over the brokers that remain. A resource that is not forced
-    is balanced within +/-tolerance of the cluster average, so its zone spread is reported
-    but not judged."""
-    arrays = to_arrays(topology, goals)
-    targets = achievable_targets(arrays, goals)
-    after_arrays = to_arrays(after, goals)
-    loads = broker_loads(arrays, after_arrays.replicas)
-    util = loads / arrays.capacity
-    keep = arrays.eligible
-    fullest = 0.0
-    for r in range(3):
-        if targets.average[r] <= 0:
-            continue
-        top = float(util[keep, r].max())
-        if targets.forced[r]:
-            fullest = max(fullest, top / float(targets.utilization[keep, r].max()))
-        else:
-            fullest = max(fullest, top / (float(targets.average[r]) * (1 + goals.tolerance)))
-    spread = np.zeros(3)
-    for rack in np.unique(arrays.rack[keep]).tolist():
-        members = keep & (arrays.rack == rack)
-        mean = loads[members].sum(axis=0) / arrays.capacity[members].sum(axis=0)
-        rel = np.abs(util[members] / np.where(mean > 0, mean, 1.0) - 1.0)
-        spread = np.maximum(spread, rel.max(axis=0))
-    forced = np.array(targets.forced)
-    return (fullest, float(spread[forced].max(initial=0.0)),
-            float(spread[~forced].max(initial=0.0)))
-
-
 def run(shape: Shape, seed: int, time_limit: float) -> bool:
     topology, goals = shape.cluster(seed)
     start = time.monotonic()
@@ -106,7 +70,10 @@ def run(shape: Shape, seed: int, time_limit: float) -> bool:
     seconds = time.monotonic() - start
     after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
                                         for m in result.moves})
-    fullest, spread, others = zone_spread(topology, after, goals)
+    arrays = to_arrays(topology, goals)
+    loads = broker_loads(arrays, to_arrays(after, goals).replicas)
+    levels = zone_levels(arrays, achievable_targets(arrays, goals), loads, goals.tolerance)
+    fullest, spread, others = levels.fullest, levels.forced_spread, levels.other_spread
     valid = validate_plan(topology, result.moves, goals).valid
     ratio = (result.bytes_moved / result.lower_bound_bytes if result.lower_bound_bytes
              else float("nan"))

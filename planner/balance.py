@@ -307,3 +307,40 @@ def deviation(arrays: ClusterArrays, targets: Targets, loads: FloatArray) -> Flo
     return out
 
 
+@dataclass(frozen=True)
+class ZoneLevels:
+    """How a placement sits against the targets, rack by rack.
+
+    fullest: over the resources, where forced the fullest broker over the least any placement
+    can give the fullest (the largest target), elsewhere over the top of the tolerance band
+    around the average (<= 1 is inside it). forced_spread / other_spread: the largest
+    |utilization / rack mean - 1| of the forced resources and of the others, rack means
+    capacity-weighted over the brokers that remain."""
+
+    fullest: float
+    forced_spread: float
+    other_spread: float
+
+
+def zone_levels(arrays: ClusterArrays, targets: Targets, loads: FloatArray,
+                tolerance: float) -> ZoneLevels:
+    util = loads / arrays.capacity
+    keep = arrays.eligible
+    fullest = 0.0
+    for r in range(3):
+        if targets.average[r] <= 0:
+            continue
+        top = float(util[keep, r].max())
+        best = (float(targets.utilization[keep, r].max()) if targets.forced[r]
+                else float(targets.average[r]) * (1 + tolerance))
+        fullest = max(fullest, top / best)
+    spread = np.zeros(3)
+    for rack in np.unique(arrays.rack[keep]).tolist():
+        members = keep & (arrays.rack == rack)
+        mean = loads[members].sum(axis=0) / arrays.capacity[members].sum(axis=0)
+        rel = np.abs(util[members] / np.where(mean > 0, mean, 1.0) - 1.0)
+        spread = np.maximum(spread, rel.max(axis=0))
+    forced = np.array(targets.forced)
+    return ZoneLevels(fullest, float(spread[forced].max(initial=0.0)),
+                      float(spread[~forced].max(initial=0.0)))
+

@@ -2,10 +2,12 @@
 
 Every (partition, eligible broker) pair is a replica variable and a leader variable. The
 objective is lexicographic, in one weighted sum: first the worst excess of any broker and
-resource beyond the band the planner aims at (planner.balance.aim, in thousandths of the
-target), then bytes moved plus a small cost per changed partition. So when the aimed band is
-reachable the result is the fewest bytes that reach it, and when it is not, the placement
-whose worst broker is as close to its target as any placement can be. CP-SAT proves either
+resource above the band the planner aims at (planner.balance.aim, in thousandths of the
+target: the fullest broker), then the total excess of all brokers above and below it (every
+zone as level as it can be), then bytes moved plus a small cost per changed partition. So when
+the aimed band is reachable the result is the fewest bytes that reach it, and when it is not,
+the fullest broker is as low as any placement can make it and the rest as close as they can
+be to their targets. CP-SAT proves either
 to within PROVEN_GAP of its bound (OPTIMAL, the gap reported) or reports the gap it reached
 at the time limit. The greedy plan is the hint.
 
@@ -23,7 +25,6 @@ from ortools.sat.python import cp_model
 
 from planner.balance import aim
 from planner.cpsat_model import (
-    BYTE_STEPS,
     ModelVars,
     Neighbourhood,
     add_budget,
@@ -42,7 +43,7 @@ from planner.state import MOVE_COST, SolverState
 
 MAX_PAIRS = 12_000  # (partition, broker) pairs up to which the whole model is solved
 PER_MILLE = 1000
-MAX_EXCESS = 10 * PER_MILLE  # beyond 10x the target nothing is worth distinguishing
+MAX_EXCESS = 5 * PER_MILLE  # beyond 5x its target a broker is simply far too full
 WORKERS = 2
 DETERMINISTIC_SHARE = 0.5  # work limit per second of time limit: about half on a busy 2-core
 # machine, so the deterministic limit (reproducible) stops the search before the clock does
@@ -57,7 +58,7 @@ class ExactResult:
     rows: list[list[int]]
     optimal: bool
     proven_gap: float
-    excess_per_mille: int
+    worst_excess_per_mille: int  # of the fullest broker above its aimed band
 
 
 def fits(state: SolverState) -> bool:
@@ -66,17 +67,27 @@ def fits(state: SolverState) -> bool:
     return a.partitions * int(a.eligible.sum()) <= MAX_PAIRS
 
 
+@dataclass
+class _Excess:
+    """Thousandths of its target by which each broker and resource lies beyond the aimed
+    band, above (`up`) and below (`down`), and the largest one above."""
+
+    up: list[cp_model.IntVar]
+    down: list[cp_model.IntVar]
+    worst_up: cp_model.IntVar
+
+
 def _add_band_excess(model: cp_model.CpModel, state: SolverState, v: ModelVars,
-                     nb: Neighbourhood) -> cp_model.IntVar:
-    """Every broker and resource within the aimed band widened by `excess` thousandths of its
-    target, and under the utilization cap; returns `excess`."""
+                     nb: Neighbourhood) -> _Excess:
+    """Every broker and resource within the aimed band widened by its excess, and under the
+    utilization cap."""
     a = state.arrays
     load_unit, _ = scale(state)
-    excess = model.new_int_var(0, MAX_EXCESS, "excess")
     lower, upper = aim(a, state.targets, state.goals.tolerance, state.goals.max_utilization)
     target = state.targets.utilization * a.capacity
     cap = state.goals.max_utilization * a.capacity
     terms = load_terms(state, nb, v, load_unit)
+    found = _Excess([], [], model.new_int_var(0, MAX_EXCESS, "worst_up"))
     for (b, r), expr in terms.free.items():
         unit = load_unit[r]
         load = sum(expr) + round(terms.fixed[b, r] / unit)
@@ -85,9 +96,33 @@ def _add_band_excess(model: cp_model.CpModel, state: SolverState, v: ModelVars,
         if t <= 0:
             model.add(load <= math.floor(upper[b, r] / unit))
             continue
-        model.add(PER_MILLE * load <= math.floor(PER_MILLE * upper[b, r] / unit) + t * excess)
-        model.add(PER_MILLE * load >= math.ceil(PER_MILLE * lower[b, r] / unit) - t * excess)
-    return excess
+        up = model.new_int_var(0, MAX_EXCESS, f"up{b}_{r}")
+        down = model.new_int_var(0, PER_MILLE, f"down{b}_{r}")
+        model.add(PER_MILLE * load <= math.floor(PER_MILLE * upper[b, r] / unit) + t * up)
+        model.add(PER_MILLE * load >= math.ceil(PER_MILLE * lower[b, r] / unit) - t * down)
+        model.add(found.worst_up >= up)
+        found.up.append(up)
+        found.down.append(down)
+    return found
+
+
+def _objective(state: SolverState, nb: Neighbourhood, v: ModelVars,
+               excess: _Excess) -> cp_model.LinearExpr:
+    """Lexicographic in one sum: the worst excess above the band (the fullest broker), then
+    the total excess of every broker both ways (level inside each zone), then bytes moved
+    and a small cost per changed partition. Bytes are counted in millionths of all replica
+    bytes so that the weights stay far inside 64-bit integers."""
+    a = state.arrays
+    byte_unit = max(float((a.size * a.rf).sum()) / 1e6, 1e-9)
+    move_weight = max(1, round(MOVE_COST * state.disk_unit / byte_unit))
+    moved = bytes_term(state, nb, v, byte_unit) + move_weight * moves_term(v)
+    level_weight = 2_000_000 + move_weight * a.partitions + 1
+    total_excess = cp_model.LinearExpr.sum([*excess.up, *excess.down])
+    most_excess = len(excess.up) * MAX_EXCESS + len(excess.down) * PER_MILLE
+    worst_weight = level_weight * (most_excess + 1)
+    objective: cp_model.LinearExpr = (worst_weight * excess.worst_up
+                                       + level_weight * total_excess + moved)
+    return objective
 
 
 def solve_exact(state: SolverState, work: float, seconds: float,
@@ -106,11 +141,7 @@ def solve_exact(state: SolverState, work: float, seconds: float,
     add_changed(model, state, nb, v)
     add_budget(model, state, nb, v, byte_unit)
     excess = _add_band_excess(model, state, v, nb)
-    moved = bytes_term(state, nb, v, byte_unit)
-    move_weight = max(1, round(MOVE_COST * BYTE_STEPS))
-    most_bytes = sum(round(float(a.size[p]) / byte_unit) for p in range(a.partitions))
-    weight = int(most_bytes * int(a.rf.max())) + move_weight * a.partitions + 1
-    model.minimize(weight * excess + moved + move_weight * moves_term(v))
+    model.minimize(_objective(state, nb, v, excess))
     add_hints(model, state, nb, v)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = WORKERS
@@ -130,4 +161,4 @@ def solve_exact(state: SolverState, work: float, seconds: float,
     objective = solver.objective_value
     gap = (objective - solver.best_objective_bound) / max(abs(objective), 1.0)
     return ExactResult(rows, status == cp_model.OPTIMAL, max(gap, 0.0),
-                       int(solver.value(excess)))
+                       int(solver.value(excess.worst_up)))

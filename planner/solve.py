@@ -43,6 +43,7 @@ from planner.greedy import rebalance_replicas
 from planner.guard import undo_worsening
 from planner.leaders import rebalance_leaders
 from planner.lns import improve, rounds_for
+from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
 from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
@@ -157,6 +158,7 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     state = SolverState(arrays, goals, budget, targets)
     search = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
     searched = state.replicas.copy()
+    prune_moves(state)
     undo_worsening(state)
     if not relieve_overloads(state):
         raise PlanError("no plan keeps every broker under the maximum utilization "
