@@ -71,7 +71,8 @@ def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrde
     report.raise_if_invalid()
     ordered = order_moves(result.moves, order)
     info = SolverInfo(result.status, result.lower_bound_bytes, result.gap,
-                      result.solve_seconds, result.binding, result.proven_gap)
+                      result.solve_seconds, result.binding, result.proven_gap,
+                      result.disk_lower_bound_bytes)
     return make_plan_file(topology, ordered, goals, budget, info, created_at,
                           report.warnings, result.targets or report.targets)
 

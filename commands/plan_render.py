@@ -161,7 +161,10 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
     if s.lower_bound_bytes > 0 and s.gap is None:
         ratio += " (the plan stops short of the aimed band, so the bound does not apply)"
     table.add_row("bytes moved", human_bytes(plan.bytes_moved))
-    table.add_row("lower bound (disk into the aimed band)", human_bytes(s.lower_bound_bytes))
+    table.add_row("lower bound (disk and net in into the aimed band)",
+                  human_bytes(s.lower_bound_bytes))
+    if s.disk_lower_bound_bytes is not None:
+        table.add_row("lower bound, disk alone", human_bytes(s.disk_lower_bound_bytes))
     table.add_row("moved / lower bound", ratio)
     table.add_row("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
                            f"{len(plan.moves) - plan.data_moves} leadership only)")
@@ -194,6 +197,7 @@ def summary(plan: PlanFile) -> dict[str, Any]:
         "data_moves": plan.data_moves,
         "bytes_moved": plan.bytes_moved,
         "lower_bound_bytes": s.lower_bound_bytes,
+        "disk_lower_bound_bytes": s.disk_lower_bound_bytes,
         "status": s.status.value,
         "gap": s.gap,
         "proven_gap": s.proven_gap,

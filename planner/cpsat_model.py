@@ -15,7 +15,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from planner.arrays import DISK, NET_IN, NET_OUT, FloatArray
-from planner.state import MOVE_COST, SolverState
+from planner.state import SolverState
 
 LOAD_STEPS = 1_000_000  # integer steps per average broker load of a resource
 BYTE_STEPS = 1_000_000  # integer steps per average broker disk in the objective
@@ -195,7 +195,7 @@ def solve_neighbourhood(state: SolverState, nb: Neighbourhood, seed: int,
     add_changed(model, state, nb, v)
     _add_broker_bands(model, state, nb, v, load_unit)
     add_budget(model, state, nb, v, byte_unit)
-    move_weight = max(1, round(MOVE_COST * BYTE_STEPS))
+    move_weight = max(1, round(state.move_cost * BYTE_STEPS))
     model.minimize(bytes_term(state, nb, v, byte_unit) + move_weight * moves_term(v))
     add_hints(model, state, nb, v)
     solver = cp_model.CpSolver()

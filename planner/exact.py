@@ -39,7 +39,7 @@ from planner.cpsat_model import (
     scale,
     variables,
 )
-from planner.state import MOVE_COST, SolverState
+from planner.state import SolverState
 
 MAX_PAIRS = 12_000  # (partition, broker) pairs up to which the whole model is solved
 PER_MILLE = 1000
@@ -114,7 +114,7 @@ def _objective(state: SolverState, nb: Neighbourhood, v: ModelVars,
     bytes so that the weights stay far inside 64-bit integers."""
     a = state.arrays
     byte_unit = max(float((a.size * a.rf).sum()) / 1e6, 1e-9)
-    move_weight = max(1, round(MOVE_COST * state.disk_unit / byte_unit))
+    move_weight = max(1, round(state.move_cost * state.disk_unit / byte_unit))
     moved = bytes_term(state, nb, v, byte_unit) + move_weight * moves_term(v)
     level_weight = 2_000_000 + move_weight * a.partitions + 1
     total_excess = cp_model.LinearExpr.sum([*excess.up, *excess.down])

@@ -96,6 +96,7 @@ class SolverInfo:
     seconds: float = 0.0
     binding: tuple[str, ...] = ()
     proven_gap: float | None = None  # CP-SAT's relative gap to its proven bound (exact model)
+    disk_lower_bound_bytes: int | None = None  # the disk-only bound (lower_bound_bytes: all)
 
 
 @dataclass(frozen=True)

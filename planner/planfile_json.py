@@ -71,7 +71,8 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         "after": _stats_dict(plan.after),
         "solver": {"status": s.status.value, "gap": s.gap,
                    "lower_bound_bytes": s.lower_bound_bytes, "seconds": s.seconds,
-                   "binding": list(s.binding), "proven_gap": s.proven_gap},
+                   "binding": list(s.binding), "proven_gap": s.proven_gap,
+                   "disk_lower_bound_bytes": s.disk_lower_bound_bytes},
         "totals": {"bytes_moved": plan.bytes_moved, "moves": len(plan.moves),
                    "data_moves": plan.data_moves},
         "warnings": list(plan.warnings),
@@ -269,9 +270,12 @@ def _solver(raw: Any) -> SolverInfo:
             raise InputError(f"solver: '{key}' must be a number or null, got {value!r}")
         # plans written before the bound was honest carry a negative gap: it meant nothing
         gaps.append(None if value is None or value < 0 else float(value))
+    disk_bound = doc.get("disk_lower_bound_bytes")
+    if disk_bound is not None:
+        disk_bound = _get(doc, "disk_lower_bound_bytes", int, "solver")
     return SolverInfo(solver_status, _get(doc, "lower_bound_bytes", int, "solver"),
                       gaps[0], _optional_number(doc, "seconds", "solver", 0.0),
-                      _strings(doc, "binding", "solver"), gaps[1])
+                      _strings(doc, "binding", "solver"), gaps[1], disk_bound)
 
 
 def plan_from_dict(doc: Mapping[str, Any]) -> PlanFile:

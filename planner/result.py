@@ -87,6 +87,7 @@ class PlanResult:
     solve_seconds: float = 0.0
     targets: Targets | None = None
     proven_gap: float | None = None  # CP-SAT's own gap to its bound, whole-cluster model only
+    disk_lower_bound_bytes: int | None = None  # lower_bound_bytes counts net in as well
 
     @property
     def bytes_moved(self) -> int:

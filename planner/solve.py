@@ -36,7 +36,7 @@ from planner.arrays import (
     to_moves,
 )
 from planner.balance import Targets, achievable_targets, band, deviation
-from planner.bounds import disk_lower_bound_arrays
+from planner.bounds import lower_bounds
 from planner.capacity import relieve_overloads
 from planner.goals import Budget, Goals
 from planner.greedy import rebalance_replicas
@@ -151,11 +151,13 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     arrays = to_arrays(topology, goals)
     check_racks_feasible(arrays)
     targets = achievable_targets(arrays, goals)
-    lower_bound = disk_lower_bound_arrays(arrays, goals, targets)
+    bounds = lower_bounds(arrays, goals, targets)
+    lower_bound = bounds.combined
     if _in_band(arrays, arrays.replicas, goals, targets):
         return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
-                          0.0, (), time.monotonic() - start, targets)
+                          0.0, (), time.monotonic() - start, targets, None, bounds.disk)
     state = SolverState(arrays, goals, budget, targets)
+    state.price_moves(lower_bound)
     search = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
     searched = state.replicas.copy()
     prune_moves(state)
@@ -177,7 +179,7 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
         status = SolverStatus.FEASIBLE if search.improved else SolverStatus.GREEDY
     return PlanResult(topology, after, moves, status, lower_bound,
                       bound_ratio(moved, lower_bound), binding, time.monotonic() - start,
-                      targets, search.proven_gap)
+                      targets, search.proven_gap, bounds.disk)
 
 
 def bound_ratio(moved: int, lower_bound: int) -> float | None:

@@ -50,6 +50,7 @@ class SolverState:
         self.disk_unit = max(float(avg[DISK]) * eligible_disk / arrays.eligible.sum(), 1.0)
         self.max_bytes = float("inf") if budget.max_bytes is None else float(budget.max_bytes)
         self.max_moves = arrays.partitions if budget.max_moves is None else budget.max_moves
+        self.move_cost = MOVE_COST
         self.bytes_moved = 0.0
         self.changed: set[int] = set()
         self.budget_hit: set[str] = set()
@@ -62,6 +63,14 @@ class SolverState:
         everyone = np.flatnonzero(arrays.eligible)
         self.allowance: FloatArray = self.outside(everyone, self.loads[everyone]).max(axis=0)
         self._orig_sets = [frozenset(row[row >= 0].tolist()) for row in arrays.replicas]
+
+    def price_moves(self, bytes_needed: float) -> None:
+        """Under a move budget, charge each move the bytes every allowed move must carry on
+        average to move `bytes_needed`, so the stages spend scarce moves on large partitions
+        instead of many small ones."""
+        if self.max_moves < self.arrays.partitions and self.max_moves > 0:
+            per_move = bytes_needed / self.max_moves / self.disk_unit
+            self.move_cost = max(MOVE_COST, per_move)
 
     def set_margin(self, margin: float) -> None:
         """Aim `margin` (fraction of the average) inside the tolerance band from now on."""

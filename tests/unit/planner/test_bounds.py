@@ -1,10 +1,15 @@
-"""The disk lower bound on small hand-built clusters."""
+"""Lower bounds on bytes moved: disk alone on small hand-built clusters, and disk with net in
+(the fractional knapsack per broker), which plans inside the aimed band never beat."""
 
 from __future__ import annotations
 
-from planner.bounds import disk_lower_bound
-from planner.goals import Goals
+from planner.arrays import to_arrays
+from planner.balance import achievable_targets
+from planner.bounds import disk_lower_bound, lower_bounds
+from planner.goals import Budget, Goals
+from planner.solve import plan
 from topology.model import Broker, Capacity, Partition, Topology
+from topology.synthetic import generate_cluster
 
 CAP = Capacity(1000, 1000, 1000)
 
@@ -42,3 +47,31 @@ def test_removed_broker_counts_its_whole_disk_as_excess() -> None:
     topo = _cluster({1: [50], 2: [50], 3: [30]})
     # remaining avg 65: bounds [58.5, 71.5]; excess = 30 (broker 3), deficit = 8.5 * 2 = 17
     assert disk_lower_bound(topo, Goals(tolerance=0.1, remove_brokers=frozenset({3}))) == 30
+
+
+def test_net_in_raises_the_bound_where_disk_alone_is_level() -> None:
+    """Disk is level (110 / 110) but broker 1 takes all the produce traffic: 45 B/s of net in
+    must leave it, at best as 45% of the hot 10-byte partition (fractions allowed)."""
+    cap = Capacity(1000.0, 1000.0, 1000.0)
+    brokers = (Broker(1, None, cap), Broker(2, None, cap))
+    parts = (Partition("t", 0, (1,), 100, 0.0), Partition("t", 1, (1,), 10, 100.0),
+             Partition("t", 2, (2,), 110, 0.0))
+    topology = Topology(brokers, parts)
+    goals = Goals(tolerance=0.1)
+    arrays = to_arrays(topology, goals)
+    bounds = lower_bounds(arrays, goals, achievable_targets(arrays, goals))
+    assert bounds.disk == 0
+    assert bounds.combined == 5  # ceil(0.45 * 10)
+
+
+def test_plans_inside_the_aimed_band_move_at_least_the_bound() -> None:
+    for seed in range(3):
+        topology = generate_cluster(8, 2, 2, 400, 2, seed=seed)
+        goals = Goals()
+        result = plan(topology, goals, Budget(time_limit_s=3))
+        arrays = to_arrays(topology, goals)
+        bounds = lower_bounds(arrays, goals, achievable_targets(arrays, goals))
+        assert result.lower_bound_bytes == bounds.combined >= bounds.disk
+        if result.gap is not None:
+            assert result.bytes_moved >= bounds.combined
+            assert result.gap >= 0
