@@ -56,6 +56,10 @@ def _spread_reason(report: ResourceReport, detail: ResourceBalance) -> str:
 
     Brokers are shown relative to the average: without a capacities file every broker has the
     same nominal capacity and absolute utilization means nothing."""
+    if report.forced:
+        return (f"{report.resource.value}: a broker is {report.deviation_before:.1%} off its "
+                f"target, outside +/-{report.tolerance:.0%} (the rack rule keeps the targets "
+                "off the average; `rebalance plan` shows them)")
     average = report.average_before
     low, high = average * (1 - report.tolerance), average * (1 + report.tolerance)
     brokers = sorted(b for b, u in detail.utilization.items() if not low <= u <= high)

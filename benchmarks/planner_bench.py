@@ -69,16 +69,16 @@ def _timed(fn: Callable[[], Topology]) -> tuple[Topology, float]:
     return out, time.monotonic() - start
 
 
-def run_case(case: Case) -> bool:
+def run_case(case: Case, seed: int = 0) -> bool:
     """Run one case, print the table, return True when every target is met."""
     topology, gen_s = _timed(lambda: generate_cluster(case.brokers, case.new_brokers, 3,
-                                                      case.partitions, 3, seed=0))
+                                                      case.partitions, 3, seed=seed))
     goals = Goals(tolerance=0.10)
     arrays = to_arrays(topology, goals)
     bounds = lower_bounds(arrays, goals, achievable_targets(arrays, goals))
     lower_bound = bounds.combined
-    print(f"== {case.name}: {case.brokers}+{case.new_brokers} brokers, {case.partitions} "
-          f"partitions, RF 3, 3 racks (generated in {gen_s:.1f}s); lower bound "
+    print(f"== {case.name} (seed {seed}): {case.brokers}+{case.new_brokers} brokers, "
+          f"{case.partitions} partitions, RF 3, 3 racks (generated in {gen_s:.1f}s); lower bound "
           f"{lower_bound / 1e12:.2f} TB (disk alone {bounds.disk / 1e12:.2f} TB)")
     start, cpu_start = time.monotonic(), time.process_time()
     result = plan(topology, goals, Budget(time_limit_s=case.time_limit_s))
@@ -110,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--case", choices=sorted(CASES), action="append",
                         help="case to run (repeatable); default: small and medium")
+    parser.add_argument("--seed", type=int, action="append",
+                        help="cluster seed (repeatable); default: 0")
     args = parser.parse_args(argv)
     names = args.case or ["small", "medium"]
-    results = [run_case(CASES[name]) for name in names]
+    results = [run_case(CASES[name], seed) for name in names for seed in args.seed or [0]]
     return 0 if all(results) else 1
 
 

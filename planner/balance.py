@@ -30,6 +30,8 @@ from topology.errors import PlanError
 RESOURCE_NAMES = ("disk", "net in", "net out")
 SLACK_PROBE = 1e-3  # relative utilization a broker must be able to drop to count as not tight
 MAX_LEVELS = 24  # lexicographic levels solved exactly; later brokers keep the LP's values
+WORSE_MARGIN = 1e-6  # a deviation from target grows ("gets worse") only beyond this: float
+# sums of the solver and the validator differ by less
 _EPS = 1e-9
 _NO_TARGET = 1e6  # deviation of a broker holding load where its target is none (finite: JSON)
 

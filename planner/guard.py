@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from planner.arrays import FloatArray, broker_loads
+from planner.balance import WORSE_MARGIN
 from planner.balance import deviation as balance_deviation
 from planner.state import SolverState
 
-_SLACK = 5e-7  # under the validator's 1e-6 "worse" margin, so its own float sums agree
+_SLACK = WORSE_MARGIN / 2  # inside the validator's "worse" margin, so its float sums agree
 
 
 def deviation(state: SolverState, loads: FloatArray) -> FloatArray:

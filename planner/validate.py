@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.arrays import ClusterArrays, FloatArray, to_arrays
-from planner.balance import Targets, deviation, targets_or_average
+from planner.balance import WORSE_MARGIN, Targets, deviation, targets_or_average
 from planner.goals import Goals
 from planner.result import Move
 from planner.tally import (
@@ -40,7 +40,6 @@ Assignment = Mapping[TopicPartition, Sequence[int]]
 
 _EPS = 1e-9
 _MAX_LISTED = 20
-WORSE_MARGIN = 1e-6  # float sums of the solver and of this module differ by less
 
 
 @dataclass(frozen=True, slots=True)

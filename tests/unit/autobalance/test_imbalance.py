@@ -4,8 +4,10 @@ balanced cluster gets none."""
 from __future__ import annotations
 
 from autobalance.imbalance import imbalance_verdict
-from planner.goals import Goals
-from topology.model import Broker, Capacity, Partition, Topology
+from planner.goals import Budget, Goals
+from planner.solve import plan
+from topology.model import Broker, Capacity, Partition, Topology, replace_replicas
+from topology.synthetic import generate_zoned
 
 CAP = Capacity(1000, 1000, 1000)
 
@@ -58,3 +60,17 @@ def test_a_rack_rule_violation_makes_it_due() -> None:
     assert verdict.due
     assert any("rack a holds 2" in r for r in verdict.reasons)
     assert not any(r.startswith("disk:") for r in verdict.reasons)
+
+
+def test_zone_bound_clusters_are_judged_against_their_targets() -> None:
+    """Three zones, RF 3, a third broker in zone a: once the plan levels each zone, the
+    cluster is balanced although zone a sits below the average; before, the empty broker
+    makes it due, and the reason speaks of targets."""
+    topology = generate_zoned((2, 2, 2), (1, 0, 0))
+    goals = Goals(add_brokers=frozenset({7}))
+    before = imbalance_verdict(topology, goals)
+    assert before.due
+    assert any("off its target" in r for r in before.reasons), before.reasons
+    result = plan(topology, goals, Budget(time_limit_s=4))
+    after = replace_replicas(topology, {m.key: m.target for m in result.moves})
+    assert not imbalance_verdict(after, Goals()).due
