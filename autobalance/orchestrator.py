@@ -25,7 +25,7 @@ from autobalance.worth import DEFAULT_MIN_IMPROVEMENT, judge_plan
 from executor.config import ExecutorConfig, Ports, Reporter
 from executor.journal import JournalFile, Record, RunOutcome, replay
 from executor.plan import ExecutionPlan
-from executor.preflight import ClusterView, planner_validator, stale_moves
+from executor.preflight import ClusterView, done_not_in_place, planner_validator, stale_moves
 from executor.runner import Executor, RunReport, clear_throttles
 from executor.state import MoveState
 from planner.goals import Budget, Goals
@@ -148,10 +148,13 @@ def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
 
 
 def _stale(records: list[Record], ports: Ports) -> str:
-    """Why the run's pending moves no longer apply to the cluster ('' when they do)."""
+    """Why the run no longer applies to the cluster ('' when it does): pending moves whose
+    replicas changed, or moves marked done that are not in place."""
     run = replay(records)
+    view = ClusterView.read(ports.admin)
     pending = run.in_state(frozenset({MoveState.PENDING}))
-    return "; ".join(stale_moves(pending, ClusterView.read(ports.admin))[:5])
+    done = run.in_state(frozenset({MoveState.DONE}))
+    return "; ".join((stale_moves(pending, view) + done_not_in_place(done, view))[:5])
 
 
 def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,

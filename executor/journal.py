@@ -283,10 +283,17 @@ class JournalFile:
             raise ExecutionError(f"cannot open the journal {path}: {exc.strerror}; give the "
                                  "journal file (--journal PATH)") from None
         handle = _locked(raw, path)
-        records, good = parse_lines(handle.read(), str(path))
-        handle.truncate(good)
+        data = handle.read()
+        records, good = parse_lines(data, str(path))
+        try:
+            _require_header(records, path)
+        except ExecutionError:
+            handle.close()
+            raise
+        if good < len(data):  # repair a torn tail only on a file proven to be a journal
+            handle.truncate(good)
+            os.fsync(handle.fileno())
         handle.seek(good)
-        os.fsync(handle.fileno())
         return cls(path, handle), records
 
     def append(self, record: Record) -> None:
@@ -307,6 +314,17 @@ class JournalFile:
 
     def close(self) -> None:
         self._handle.close()
+
+
+def _require_header(records: Sequence[Record], path: Path) -> None:
+    """Refuse (changing nothing) a file whose first complete record is not a valid journal
+    header: a file cut inside its header, a plan or any other JSON given as --journal."""
+    if not records:
+        raise ExecutionError(f"{path} holds no complete journal record (cut inside its header, "
+                             "or not a journal at all); nothing was changed. A run that never "
+                             "wrote its header changed nothing on the cluster; give the run's "
+                             "PLAN.json.journal otherwise")
+    replay(records[:1])
 
 
 def request_cancel(path: Path) -> None:

@@ -67,17 +67,39 @@ def stale_moves(moves: Iterable[Move], view: ClusterView) -> list[str]:
     return problems
 
 
+def done_not_in_place(moves: Iterable[Move], view: ClusterView) -> list[str]:
+    """Moves a journal marks done whose partition does not hold the move's target replicas:
+    the journal does not describe this cluster (damaged, or the cluster was put back)."""
+    problems = []
+    for m in moves:
+        live = view.partitions.get(m.key)
+        if live is None:
+            problems.append(f"{m.name} (no longer exists)")
+        elif set(live.replicas) != set(m.target):
+            problems.append(f"{m.name} (target {list(m.target)}, cluster has "
+                            f"{list(live.replicas)})")
+    return problems
+
+
 def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
                        allow_under_replicated: bool = False,
                        validation: Sequence[str] = (),
                        own_in_flight: frozenset[TopicPartition] = frozenset(),
-                       pending: Sequence[Move] | None = None) -> list[str]:
+                       pending: Sequence[Move] | None = None,
+                       done: Sequence[Move] = ()) -> list[str]:
     """Every reason not to start (or resume): empty means go.
 
     `own_in_flight`: reassignments this run itself has in flight (resume); `pending`: the moves
-    still to start (default: all of them).
+    still to start (default: all of them); `done`: moves the journal says are done (resume),
+    which must be in place on the cluster.
     """
     problems: list[str] = []
+    missing = done_not_in_place(done, view)
+    if missing:
+        problems.append("moves the journal marks done are not in place on the cluster: "
+                        + "; ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+                        + "; the journal does not describe this cluster (damaged, or the "
+                        "cluster changed since): make a new plan")
     foreign = set(view.reassignments) - own_in_flight
     if foreign:
         problems.append(f"a reassignment is already in progress for {_names(foreign)}; "

@@ -105,7 +105,8 @@ class Executor:
         require_preflight(preflight_problems(
             ExecutionPlan(tuple(run.unfinished)), ClusterView.read(ports.admin),
             allow_under_replicated=config.allow_under_replicated, own_in_flight=own,
-            pending=run.in_state(frozenset({S.PENDING}))))
+            pending=run.in_state(frozenset({S.PENDING})),
+            done=run.in_state(frozenset({S.DONE}))))
         executor = cls(ports, config, Journal(run, sink), reporter)
         if run.outcome is not None:
             executor.journal.reopen(ports.clock.now())

@@ -102,7 +102,30 @@ def test_empty_journal_says_so_rather_than_asking_for_a_cap(tmp_path: Path,
     journal = tmp_path / "p.json.journal"
     journal.write_text("")
     code, error = rebalance(command, "--journal", str(journal), *CONN)
-    assert (code, error) == (6, "journal is empty: the run never started")
+    assert code == 6 and "holds no complete journal record" in error, error
+    assert "never wrote its header changed nothing" in error
+
+
+NOT_JOURNALS = {
+    "cut inside the header": lambda: json.dumps(header())[:60],
+    "one JSON object, no newline": lambda: json.dumps({"version": 1, "partitions": []}),
+    "JSON lines of something else": lambda: '{"a": 1}\n{"b": 2}\n{"c": 3}',
+}
+
+
+@pytest.mark.parametrize("content", NOT_JOURNALS.values(), ids=NOT_JOURNALS.keys())
+@pytest.mark.parametrize("command", ["status", "resume", "cancel", "clear-throttles"])
+def test_a_refused_journal_is_never_written(tmp_path: Path, rebalance: Rebalance, command: str,
+                                            content: Callable[[], str]) -> None:
+    """The torn-tail repair runs only on a file proven to be a journal (a valid header):
+    a refusal leaves every byte of the file as it was."""
+    journal = tmp_path / "p.json.journal"
+    journal.write_text(content())
+    before = journal.read_bytes()
+    args = ["--journal", str(journal)] + ([] if command == "status" else CONN)
+    code, error = rebalance(command, *args)
+    assert code == 6, error
+    assert journal.read_bytes() == before
 
 
 @pytest.mark.parametrize("command", ["resume", "cancel", "clear-throttles"])

@@ -17,6 +17,7 @@ from executor.journal import JournalFile, RunOutcome, header_record
 from executor.runner import Executor, clear_throttles_from
 from executor.state import TERMINAL
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE, LEADER_REPLICAS
+from topology.errors import ExecutionError
 
 
 def prepared() -> World:
@@ -175,3 +176,26 @@ def test_crash_during_cancel_then_cancel_again_is_clean() -> None:
             assert second.run().outcome is RunOutcome.CANCELLED
             assert world.admin.replicas()["orders-0"] == (1, 2), (j, after)
             assert_clean(world, before)
+
+
+def test_resume_refuses_a_journal_whose_done_moves_are_not_on_the_cluster() -> None:
+    """A finished run's journal cut in half after the cluster was put back: the moves it marks
+    done sit at their original replicas. Resume names them and changes nothing."""
+    world = prepared()
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink).run()
+    records: list[dict[str, object]] = json.loads(json.dumps(world.sink.records))
+    for move in world.plan.moves:  # an operator puts the cluster back
+        part = world.admin.parts[move.key]
+        part.replicas = part.isr = move.current
+        part.leader = move.current[0]
+    done_first = next(i for i, r in enumerate(records)
+                      if r.get("kind") == "state" and r.get("state") == "done")
+    cut = records[: done_first + 1]
+    before_calls = list(world.admin.calls)
+    before = world.admin.configs()
+    with pytest.raises(ExecutionError, match="marks done are not in place"):
+        Executor.resume(cut, world.sink, world.ports(), world.config)
+    assert world.admin.configs() == before
+    assert world.admin.moving == {}
+    new_calls = [name for name, _ in world.admin.calls[len(before_calls):]]
+    assert not [c for c in new_calls if c.startswith(("alter", "elect"))], new_calls
