@@ -369,6 +369,20 @@ class MoveDriver:
         """A gate protects the next move: needed while a move is pending, or when asked for."""
         return self.config.final_gate or bool(self.journal.run.in_state(frozenset({S.PENDING})))
 
+    def _restore_order(self, move: Move) -> bool:
+        """Kafka's cancel puts the original replicas back but in the in-flight order (target
+        first), which changes the preferred leader. Reorder them as they were (a reassignment
+        that copies nothing) and elect the preferred leader; True while that is under way."""
+        live = self._partition(move)
+        if live is None or set(live.replicas) != set(move.current):
+            return False
+        if live.replicas != move.current:
+            self.ports.admin.alter_partition_reassignments({move.key: move.current})
+            return True
+        if live.leader != move.current[0]:
+            self.ports.admin.elect_preferred_leaders([move.key])
+        return False
+
     def _settle(self, move: Move) -> float:
         """The wait before the gate may open: the quota window only matters when this move
         copied data (a leadership-only move has no throttled bytes) and another move follows."""
@@ -378,10 +392,15 @@ class MoveDriver:
 
     def _cancel(self, move: Move) -> bool:
         admin = self.ports.admin
-        if move.key in admin.list_partition_reassignments():
+        listed = admin.list_partition_reassignments().get(move.key)
+        if listed is not None:
+            if not listed.adding and set(listed.replicas) == set(move.current):
+                return False  # the reorder below is in flight: it copies nothing, let it end
             admin.alter_partition_reassignments({move.key: None})
             if move.key in admin.list_partition_reassignments():
                 return False  # the controller is reverting it; look again next poll
+        if self._restore_order(move):
+            return False
         problems = self.restore_throttle(self._throttle_plan(move))
         reason = self._record(move).reason
         if problems:

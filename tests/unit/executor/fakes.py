@@ -210,10 +210,18 @@ class FakeAdmin:
     ) -> None:
         def write() -> None:
             for tp, target in targets.items():
+                part = self.parts[tp]
                 if target is None:
-                    self.moving.pop(tp, None)  # KIP-455 cancel: back to the original replicas
-                elif tp not in self.moving and tuple(target) != self.parts[tp].replicas:
-                    self.moving[tp] = _Reassignment(self.parts[tp].replicas, tuple(target))
+                    r = self.moving.pop(tp, None)
+                    if r is not None:  # KIP-455 cancel, as Kafka does it: the original replicas
+                        # in the in-flight order (target first), so the preferred leader moves
+                        part.replicas = tuple(b for b in r.target + r.removing
+                                              if b not in r.adding)
+                        part.isr = tuple(b for b in part.replicas if b in part.isr)
+                elif tp not in self.moving and set(target) == set(part.replicas):
+                    part.replicas = tuple(target)  # order only: nothing to copy, done at once
+                elif tp not in self.moving and tuple(target) != part.replicas:
+                    self.moving[tp] = _Reassignment(part.replicas, tuple(target))
         self._call("alter_partition_reassignments", dict(targets), write)
 
     def list_partition_reassignments(self) -> dict[TopicPartition, ReassignmentState]:
