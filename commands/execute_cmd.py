@@ -257,8 +257,9 @@ def status(plan_path: PlanArg = None, journal: JournalOpt = None) -> None:
 
     path = journal_for(plan_path, journal)
     run = read_journal(path)
-    console.print(status_table(summarize(run), str(path)))
-    if journal_in_use(path):
+    running = journal_in_use(path)
+    console.print(status_table(summarize(run), str(path), running))
+    if running:
         console.print("an executor is running on this journal", highlight=False)
 
 

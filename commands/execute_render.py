@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -196,15 +197,17 @@ def report_lines(report: RunReport) -> list[str]:
     return lines
 
 
-def status_table(status: RunStatus, journal: str) -> Group:
-    """`rebalance status`: counts, bytes, the notable moves and the next step."""
+def status_table(status: RunStatus, journal: str, running: bool) -> Group:
+    """`rebalance status`: counts, bytes, the notable moves and the next step; `running`: an
+    executor holds the journal's lock now."""
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("journal", journal)
-    head.add_row("plan", status.plan_id)
+    head.add_row("journal", escape(journal))
+    head.add_row("plan", escape(status.plan_id))
     head.add_row("outcome", status.outcome.value if status.outcome else
-                 "running (or interrupted)")
+                 "running" if running else
+                 "interrupted: no executor holds the journal (`rebalance resume` continues)")
     if status.end_reason:
         head.add_row("reason", status.end_reason)
     head.add_row("moves", ", ".join(f"{n} {s.value}" for s, n in sorted(

@@ -66,6 +66,7 @@ def test_status_reads_the_journal(tmp_path: Path) -> None:
     assert "0B of 8.0MB moved" in result.output
     assert "rebalance resume" in result.output  # killed run: the next step is named
     assert "an executor is running" not in result.output
+    assert "interrupted: no executor holds the journal" in " ".join(result.output.split())
 
 
 def test_cancel_while_an_executor_holds_the_journal_asks_it(tmp_path: Path) -> None:
@@ -79,6 +80,7 @@ def test_cancel_while_an_executor_holds_the_journal_asks_it(tmp_path: Path) -> N
         assert journal.cancel_requested()
         status = runner.invoke(cli.app, ["status", "--journal", str(path)])
         assert "an executor is running" in status.output
+        assert "interrupted" not in status.output and "running" in status.output
     finally:
         journal.close()
     assert not journal_in_use(path)
