@@ -11,7 +11,8 @@ returns (an interrupted run is cancelled, not left).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +24,16 @@ from autobalance.statedir import StateDir, run_left_of
 from autobalance.windows import Schedule
 from autobalance.worth import DEFAULT_MIN_IMPROVEMENT, judge_plan
 from executor.config import ExecutorConfig, Ports, Reporter
-from executor.journal import JournalFile, Record, RunOutcome, replay
+from executor.journal import (
+    JournalFile,
+    Record,
+    RunOutcome,
+    leaves_work,
+    new_run_id,
+    replay,
+    run_id_of,
+)
+from executor.lease import LeaseHold
 from executor.plan import ExecutionPlan
 from executor.preflight import ClusterView, done_not_in_place, planner_validator, stale_moves
 from executor.runner import Executor, RunReport, clear_throttles
@@ -56,6 +66,16 @@ class AutoSettings:
             raise InputError(f"--min-improvement must be in [0, 1), got {self.min_improvement}")
 
 
+LeaseFactory = Callable[[str, Path], AbstractContextManager[LeaseHold]]
+"""Holds the cluster's run lease for (run id, journal) while its block runs."""
+
+
+@contextmanager
+def no_lease(run_id: str, journal: Path) -> Iterator[LeaseHold]:
+    """No lease at all (tests of the cycle's logic, without a cluster)."""
+    yield LeaseHold()
+
+
 @dataclass(frozen=True)
 class Edge:
     """The outside world of a cycle."""
@@ -66,6 +86,7 @@ class Edge:
     state: StateDir
     say: Callable[[str], None]
     reporter: Reporter
+    lease: LeaseFactory = no_lease  # the cluster's run lease (one run per cluster)
 
 
 @dataclass(frozen=True)
@@ -128,20 +149,26 @@ def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
         return CycleResult(decision, journal_path=journal)
     sink, records = JournalFile.open(journal)
     try:
-        stale = _stale(records, edge.ports)
-        config = replace(settings.executor, finish_by=decision.finish_by.timestamp())
-        if stale:
-            edge.say(f"the cluster changed since {journal.name} was planned ({stale}); "
-                     "cancelling that run and planning afresh")
-            executor = Executor.for_cancel(records, sink, edge.ports, config, edge.reporter)
-            executor.cancel()
-            _drive(executor, edge)
-            return None
-        executor = Executor.resume(records, sink, edge.ports, config, edge.reporter)
-        started = records[0].get("settings") if records else None
-        edge.say(resume_line(journal.name, started if isinstance(started, dict) else {},
-                             config.summary()))
-        report = _drive(executor, edge)
+        with edge.lease(run_id_of(records, journal), journal) as hold:
+            hold.started = leaves_work(records)
+            stale = _stale(records, edge.ports)
+            config = replace(settings.executor, finish_by=decision.finish_by.timestamp())
+            if stale:
+                edge.say(f"the cluster changed since {journal.name} was planned ({stale}); "
+                         "cancelling that run and planning afresh")
+                executor = Executor.for_cancel(records, sink, edge.ports, config,
+                                               edge.reporter)
+                executor.cancel()
+                _drive(executor, edge)
+                hold.ended = True
+                return None
+            executor = Executor.resume(records, sink, edge.ports, config, edge.reporter)
+            hold.started = True
+            started = records[0].get("settings") if records else None
+            edge.say(resume_line(journal.name, started if isinstance(started, dict) else {},
+                                 config.summary()))
+            report = _drive(executor, edge)
+            hold.ended = True
     finally:
         sink.close()
     return CycleResult(decision, journal.with_suffix(""), journal, report)
@@ -195,12 +222,16 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
         sinks.append(JournalFile.create(journal, header))
         return sinks[0]
 
+    run_id = new_run_id()
     try:
-        executor = Executor.start(ExecutionPlan.from_plan_file(plan_file), edge.ports, config,
-                                  open_sink, validator=planner_validator(topology,
-                                                                         settings.goals),
-                                  reporter=edge.reporter)
-        report = _drive(executor, edge)
+        with edge.lease(run_id, journal) as hold:
+            executor = Executor.start(ExecutionPlan.from_plan_file(plan_file), edge.ports,
+                                      config, open_sink, reporter=edge.reporter,
+                                      validator=planner_validator(topology, settings.goals),
+                                      run_id=run_id)
+            hold.started = True
+            report = _drive(executor, edge)
+            hold.ended = True
     finally:
         for sink in sinks:
             sink.close()

@@ -116,7 +116,7 @@ def _cycle(settings: AutoSettings, state: StateDir, lines: Lines, bootstrap: str
            prometheus: str, command_config: Path | None,
            capacities: Path | None) -> CycleResult:
     from autobalance.orchestrator import Edge, run_cycle
-    from commands.execute_setup import live_topology, real_ports
+    from commands.execute_setup import cluster_lease, live_topology, real_ports
     from commands.plan_cmd import build_plan
     from planner.goals import Budget, Goals
     from planner.ordering import MoveOrder
@@ -129,7 +129,9 @@ def _cycle(settings: AutoSettings, state: StateDir, lines: Lines, bootstrap: str
 
     with real_ports(bootstrap, prometheus, command_config) as ports:
         edge = Edge(ports, lambda: live_topology(ports, bootstrap, capacities), planner, state,
-                    lines.say, lines.report)
+                    lines.say, lines.report,
+                    lambda run_id, journal: cluster_lease(bootstrap, command_config, run_id,
+                                                          journal, None))
         return run_cycle(settings, edge)
 
 

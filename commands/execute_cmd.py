@@ -30,6 +30,7 @@ from commands.execute_setup import (
     build_config,
     check_metrics_port,
     check_new_journal,
+    cluster_lease,
     journal_config,
     journal_for,
     journal_in_use,
@@ -130,6 +131,10 @@ FinishBy = Annotated[str | None, typer.Option(
     "`rebalance resume` continues it. Moves in flight always finish.")]
 MetricsPort = Annotated[int | None, typer.Option(
     help="Serve the executor's own Prometheus metrics on this port.")]
+TakeOver = Annotated[str | None, typer.Option(
+    "--take-over-lease", metavar="RUN_ID",
+    help="Take the cluster's run lease from run RUN_ID, which was killed and will not come "
+    "back (only a run you name; a live or other run is still refused).")]
 
 
 def execute(
@@ -175,6 +180,7 @@ def execute(
     rate_window: RateWindow = "auto",
     queries_file: QueriesFile = None,
     poll_seconds: Poll = 1.0,
+    take_over_lease: TakeOver = None,
 ) -> None:
     """Execute a plan one partition at a time under a replication throttle.
 
@@ -186,7 +192,7 @@ def execute(
     `rebalance cancel` reverts the move in flight and restores the throttles,
     `rebalance status` shows where the run stands.
     """
-    from executor.journal import JournalFile, header_record, replay
+    from executor.journal import JournalFile, header_record, new_run_id, replay
     from executor.plan import ExecutionPlan
     from executor.preflight import planner_validator
     from executor.runner import Executor
@@ -228,13 +234,19 @@ def execute(
         if not plan.moves:
             console.print("The plan has no moves: nothing to do.")
             return
+        run_id = new_run_id()
         view, reporter = progress_view(replay([header_record(plan, config.summary())]),
                                        config.max_bytes_per_sec, metrics_port)
-        executor = Executor.start(plan, ports, config,
-                                  lambda header: JournalFile.create(journal_path, header),
-                                  validator=validator, reporter=reporter)
-        err_console.print(f"journal: {journal_path}", highlight=False)
-        _conclude(_drive(executor, view, journal_path))
+        with cluster_lease(bootstrap, command_config, run_id, journal_path,
+                           take_over_lease) as hold:
+            executor = Executor.start(plan, ports, config,
+                                      lambda header: JournalFile.create(journal_path, header),
+                                      validator=validator, reporter=reporter, run_id=run_id)
+            hold.started = True
+            err_console.print(f"journal: {journal_path} (run {run_id})", highlight=False)
+            report = _drive(executor, view, journal_path)
+            hold.ended = True
+        _conclude(report)
 
 
 def _dry_run(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
@@ -279,13 +291,14 @@ def resume(
         help="Capacities YAML for --adaptive (capacities are not kept in the journal).")
     ] = None,
     command_config: CommandConfig = None,
+    take_over_lease: TakeOver = None,
     metrics_port: MetricsPort = None,
     finish_by: FinishBy = None,
     poll_seconds: Poll = 1.0,
 ) -> None:
     """Continue an interrupted or stopped run: reconcile the journal with the cluster (moves in
     flight, throttles present) and go on with the run's own settings."""
-    from executor.journal import JournalFile, replay
+    from executor.journal import JournalFile, leaves_work, replay, run_id_of
     from executor.runner import Executor
 
     check_metrics_port(metrics_port)
@@ -302,13 +315,19 @@ def resume(
         if adaptive and capacities is None:
             raise InputError("the run used --adaptive: pass --capacities FILE to keep it, or "
                              "--no-adaptive to resume at --max-mbps on every broker")
-        with real_ports(bootstrap, prometheus, command_config) as ports:
+        with (real_ports(bootstrap, prometheus, command_config) as ports,
+              cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
+                            take_over_lease) as hold):
+            hold.started = leaves_work(records)
             if adaptive and capacities is not None:
                 config = adaptive_config(config, ports, capacities)
             view, reporter = progress_view(replay(records), config.max_bytes_per_sec,
                                            metrics_port)
             executor = Executor.resume(records, sink, ports, config, reporter)
-            _conclude(_drive(executor, view, path))
+            hold.started = True
+            report = _drive(executor, view, path)
+            hold.ended = True
+        _conclude(report)
     finally:
         sink.close()
 
@@ -330,13 +349,14 @@ def cancel(
     plan_path: PlanArg = None,
     journal: JournalOpt = None,
     command_config: CommandConfig = None,
+    take_over_lease: TakeOver = None,
     poll_seconds: Poll = 1.0,
 ) -> None:
     """Cancel a run: revert the reassignment in flight (KIP-455) and restore the throttles.
 
     If an executor is running on the journal, it is asked to cancel and does the work itself.
     """
-    from executor.journal import JournalFile, replay, request_cancel
+    from executor.journal import JournalFile, leaves_work, replay, request_cancel, run_id_of
     from executor.runner import Executor
 
     path = journal_for(plan_path, journal)
@@ -350,11 +370,16 @@ def cancel(
     try:
         replay(records)  # a corrupt journal is refused before the cluster is contacted
         config = journal_config(records, None, poll_seconds)
-        with real_ports(bootstrap, prometheus, command_config) as ports:
+        with (real_ports(bootstrap, prometheus, command_config) as ports,
+              cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
+                            take_over_lease) as hold):
+            hold.started = leaves_work(records)
             view, reporter = progress_view(replay(records), config.max_bytes_per_sec, None)
             executor = Executor.for_cancel(records, sink, ports, config, reporter)
+            hold.started = True
             executor.cancel()
             report = _drive(executor, view, path)
+            hold.ended = True
     finally:
         sink.close()
     for line in report_lines(report):
@@ -371,10 +396,11 @@ def clear_throttles(
     plan_path: PlanArg = None,
     journal: JournalOpt = None,
     command_config: CommandConfig = None,
+    take_over_lease: TakeOver = None,
 ) -> None:
     """Restore every throttle config the journal says a run may have left on the cluster
     (operator values that existed before the run are put back exactly)."""
-    from executor.journal import JournalFile, replay
+    from executor.journal import JournalFile, leaves_work, replay, run_id_of
     from executor.runner import clear_throttles_from
 
     path = journal_for(plan_path, journal)
@@ -382,8 +408,12 @@ def clear_throttles(
     try:
         replay(records)  # a corrupt journal is refused before the cluster is contacted
         config = journal_config(records, None, 1.0)
-        with real_ports(bootstrap, prometheus, command_config) as ports:
+        with (real_ports(bootstrap, prometheus, command_config) as ports,
+              cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
+                            take_over_lease) as hold):
+            hold.started = leaves_work(records)
             problems = clear_throttles_from(records, sink, ports, config)
+            hold.ended = not problems
     finally:
         sink.close()
     if problems:

@@ -7,6 +7,7 @@ import fcntl
 import math
 import os
 import re
+import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -14,15 +15,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
+from commands.render import err_console
 from executor.clock import SystemClock
 from executor.config import Event, ExecutorConfig, Ports, Reporter
 from executor.gates import GatePolicy
 from topology.capacities import CAPACITY_KEYS, Capacities, read_capacities
-from topology.errors import InputError
+from topology.errors import InputError, RebalanceError
 from topology.model import Topology
 
 if TYPE_CHECKING:
     from executor.journal import Record
+    from executor.lease import LeaseHold
     from executor.readings import GateQueries
 
 MB = 1_000_000
@@ -95,6 +100,35 @@ def real_ports(bootstrap: str, prometheus: str | None,
         yield Ports(admin, metrics, SystemClock())
     finally:
         admin.close()
+
+
+@contextmanager
+def cluster_lease(bootstrap: str, command_config: Path | None, run_id: str, journal: Path,
+                  take_over: str | None) -> Iterator[LeaseHold]:
+    """Hold the cluster's run lease (executor.lease) while the body runs: a second run from
+    anywhere is refused before it changes anything."""
+    from executor.lease import LeaseHold, LeaseKeeper
+    from topology.kafka_lease import KafkaLeaseStore
+    from topology.security import load_security
+
+    store = KafkaLeaseStore(bootstrap, load_security(command_config, os.environ))
+    keeper = LeaseKeeper(store)
+    keeper.acquire(run_id, f"{socket.gethostname()} pid {os.getpid()}, journal {journal}",
+                   take_over)
+    hold = LeaseHold()
+    try:
+        yield hold
+    finally:
+        try:
+            if hold.release:
+                keeper.release()
+            else:
+                keeper.abandon()
+        except RebalanceError as exc:
+            err_console.print(f"[yellow]note:[/] the run lease of {run_id} could not be "
+                              f"released ({escape(str(exc))}); another run needs "
+                              f"--take-over-lease {run_id} once this one is over",
+                              highlight=False)
 
 
 # Without --capacities every broker counts as equal and unbounded: the validator then compares

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -69,14 +70,31 @@ class RunState:
         return [m for m in self.plan.moves if self.moves[m.name].state not in TERMINAL]
 
 
-def header_record(plan: ExecutionPlan, settings: Mapping[str, Any]) -> Record:
-    """The first record of a journal: the plan itself, so cancel/resume need only the journal."""
+def header_record(plan: ExecutionPlan, settings: Mapping[str, Any], run_id: str = "") -> Record:
+    """The first record of a journal: the plan itself, so cancel/resume need only the journal,
+    and the run's id (the name it holds the cluster's lease under)."""
     return {
         "kind": "run", "version": JOURNAL_VERSION, "plan_id": plan.plan_id,
         "fingerprint": plan.fingerprint, "settings": dict(settings),
         "moves": [{"topic": m.topic, "partition": m.partition, "current": list(m.current),
                    "target": list(m.target), "size_bytes": m.size_bytes} for m in plan.moves],
+        **({"run_id": run_id} if run_id else {}),
     }
+
+
+def new_run_id() -> str:
+    """A fresh run id: unique across machines, short enough to type."""
+    return uuid.uuid4().hex[:16]
+
+
+def run_id_of(records: Sequence[Record], journal: Path) -> str:
+    """The run's id from its header; journals written before run ids name the plan and the
+    journal file instead (unique enough: one journal is one run)."""
+    header = records[0] if records else {}
+    run_id = header.get("run_id")
+    if isinstance(run_id, str) and run_id:
+        return run_id
+    return f"{str(header.get('plan_id', ''))[:23]}@{journal.resolve()}"
 
 
 def state_record(move: str, state: MoveState, at: float, *, throttle: ThrottlePlan | None = None,
@@ -206,6 +224,15 @@ def replay(records: Sequence[Record]) -> RunState:
     for record in records[1:]:
         apply_record(run, record)
     return run
+
+
+def leaves_work(records: Sequence[Record]) -> bool:
+    """True when the journal has a move in flight or throttles that may be left: a process
+    that stops on it without ending the run keeps the lease for this run."""
+    run = replay(records)
+    idle = {MoveState.PENDING, MoveState.DONE, MoveState.CANCELLED, MoveState.FAILED}
+    return any(run.state_of(m.name) not in idle or run.moves[m.name].throttles_left
+               for m in run.plan.moves)
 
 
 class JournalSink(Protocol):

@@ -79,7 +79,7 @@ class Executor:
     def start(cls, plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
               open_sink: Callable[[Record], JournalSink], *,
               validator: PlanValidator | None = None,
-              reporter: Reporter = ignore_events) -> Executor:
+              reporter: Reporter = ignore_events, run_id: str = "") -> Executor:
         """Preflight `plan` (nothing changes if it fails), then create its journal."""
         view = ClusterView.read(ports.admin)
         validation = list(validator(plan)) if validator is not None else []
@@ -87,7 +87,7 @@ class Executor:
             plan, view, allow_under_replicated=config.allow_under_replicated,
             validation=validation))
         warnings = read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
-        header = header_record(plan, config.summary())
+        header = header_record(plan, config.summary(), run_id)
         executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
         for warning in warnings:
             executor._note(warning)

@@ -42,6 +42,10 @@ class ExecutionError(RebalanceError):
     exit_code = 6
 
 
+class LeaseRefused(ExecutionError):
+    """Another run holds the cluster's lease (or held it and was killed): nothing changed."""
+
+
 class SandboxError(RebalanceError):
     """The local sandbox cluster could not be started, found or stopped."""
 

@@ -118,7 +118,7 @@ def test_fullest_broker_within_5_percent_of_the_best_placement(
     best = brute_force_fullest(topology, goals)
     event(f"plan fullest / best placement's: {fullest / best:.2f}")
     targets = achievable_targets(arrays, goals)
-    if targets.forced[DISK] or result.status is SolverStatus.BEST_EFFORT:
+    if targets.forced[DISK] or result.binding:  # the band is out of reach: the best instead
         assert fullest <= best * 1.05 + 1e-9
     else:  # the band around the average is reachable: inside it is the goal
         assert report.balanced, report.warnings

@@ -1,0 +1,147 @@
+"""One run per cluster: the lease a run holds on the cluster itself, and who may take it.
+
+The lease lives in the cluster (a compacted topic, see topology.kafka_lease), so a second run
+from any machine, on the same plan or another, is refused before it changes anything. A run
+holds it while it works and refreshes it every HEARTBEAT_SECONDS; a lease not refreshed for
+TTL_SECONDS belongs to a run that was killed. Such a lease passes only to a process of the same
+run (`resume`, `cancel` or `clear-throttles` of its journal) or to an operator who names the
+run (`--take-over-lease RUN_ID`). These rules are pure; the adapter only reads and writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Protocol
+
+from topology.errors import LeaseRefused
+
+TTL_SECONDS = 45.0
+HEARTBEAT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """The lease's latest state: which run, where it runs, when it last said so."""
+
+    run_id: str
+    holder: str  # host, pid and journal, for the operator
+    at: float  # epoch seconds of the last claim or heartbeat
+    held: bool = True  # False once the run released it
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> LeaseRecord | None:
+        """The record, or None for anything that is not one (never trusted blindly)."""
+        try:
+            doc = json.loads(raw)
+            record = cls(str(doc["run_id"]), str(doc["holder"]), float(doc["at"]),
+                         bool(doc["held"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+        return record
+
+
+def claim_problem(current: LeaseRecord | None, run_id: str, now: float,
+                  take_over: str | None = None) -> str | None:
+    """None when `run_id` may take the lease now; otherwise why not, and what to do."""
+    if current is None or not current.held or current.run_id == run_id:
+        return None
+    if take_over is not None and take_over == current.run_id:
+        return None
+    age = max(now - current.at, 0.0)
+    if age <= TTL_SECONDS:
+        return (f"another run holds this cluster: run {current.run_id} ({current.holder}), "
+                f"alive {age:.0f} s ago; nothing was changed. Wait for it to end, or cancel it "
+                "(`rebalance cancel` with its journal)")
+    return (f"run {current.run_id} ({current.holder}) holds this cluster's lease but has not "
+            f"renewed it for {age:.0f} s (killed?); nothing was changed. `rebalance resume` or "
+            "`rebalance cancel` with that run's journal takes it over; if that run is gone for "
+            f"good, pass --take-over-lease {current.run_id}")
+
+
+class LeaseStore(Protocol):
+    """Where the lease lives. `claim` fences every other claimant, reads the latest value and
+    writes what `decide` returns, atomically with respect to other claims; `decide` raises to
+    refuse (nothing is written). `put` overwrites the value (heartbeat, release)."""
+
+    def claim(self, decide: Callable[[bytes | None], bytes]) -> None: ...
+
+    def put(self, value: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LeaseKeeper:
+    """Holds the lease for one run: claim, a heartbeat thread, release (the ClusterLease)."""
+
+    def __init__(self, store: LeaseStore, clock: Callable[[], float] = time.time,
+                 heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
+        self._store = store
+        self._clock = clock
+        self._every = heartbeat_seconds
+        self._record: LeaseRecord | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self, run_id: str, holder: str, take_over: str | None = None) -> None:
+        def decide(raw: bytes | None) -> bytes:
+            current = LeaseRecord.decode(raw) if raw is not None else None
+            problem = claim_problem(current, run_id, self._clock(), take_over)
+            if problem is not None:
+                raise LeaseRefused(problem)
+            return LeaseRecord(run_id, holder, self._clock()).encode()
+
+        self._store.claim(decide)
+        self._record = LeaseRecord(run_id, holder, self._clock())
+        self._thread = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._every):
+            record = self._record
+            if record is None:
+                return
+            with contextlib.suppress(Exception):  # a missed beat is retried; TTL covers 4
+                self._store.put(replace(record, at=self._clock()).encode())
+
+    def abandon(self) -> None:
+        """Stop renewing without releasing (a run interrupted mid-move): the lease goes stale
+        and passes only to this run's resume or cancel, or to a named take-over."""
+        self._stop_beating()
+        self._record = None
+        self._store.close()
+
+    def _stop_beating(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2 * self._every)
+
+    def release(self) -> None:
+        self._stop_beating()
+        record, self._record = self._record, None
+        try:
+            if record is not None:
+                self._store.put(replace(record, at=self._clock(), held=False).encode())
+        finally:
+            self._store.close()
+
+
+class LeaseHold:
+    """What happens to the lease when its block ends: released, unless the run got under way
+    (`started`) and did not reach an end (`ended`), e.g. Ctrl-C mid-move; then it is left to
+    go stale, for this run's resume or cancel."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.ended = False
+
+    @property
+    def release(self) -> bool:
+        return self.ended or not self.started

@@ -1,0 +1,89 @@
+"""One run per cluster, held on the cluster itself: a second run (the same plan under another
+file name, so another journal) is refused before it changes anything, and a killed run's lease
+passes to its own `resume`, not to another run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from integration_executor import (
+    create_topic,
+    execute_args,
+    layout,
+    make_plan,
+    rebalance,
+    replicas_of,
+    start_rebalance,
+    throttle_configs,
+)
+from integration_topics import wait_for
+
+from executor.journal import RunOutcome, read_journal
+from executor.state import MoveState
+from sandbox.state import SandboxInfo
+from topology.kafka_admin import KafkaClusterAdmin
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
+
+REFUSED = ("another run holds this cluster", "claimed this cluster at the same moment")
+
+
+def test_two_runs_started_together_one_is_refused_and_nothing_is_left(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    topic = create_topic(sandbox, "exec-lease", 2, [lay.leader, lay.follower])
+    before = throttle_configs(admin, lay.all_ids, topic)
+    first_plan, second_plan = tmp_path / "first.json", tmp_path / "second.json"
+    make_plan(sandbox, first_plan, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
+    second_plan.write_bytes(first_plan.read_bytes())
+    journals = [tmp_path / "first.journal", tmp_path / "second.journal"]
+    procs = [start_rebalance(tmp_path / "first.log",
+                             *execute_args(sandbox, first_plan, journals[0]))]
+    time.sleep(0.2)
+    procs.append(start_rebalance(tmp_path / "second.log",
+                                 *execute_args(sandbox, second_plan, journals[1])))
+    codes = [p.wait(300) for p in procs]
+    logs = [(tmp_path / name).read_text() for name in ("first.log", "second.log")]
+    assert sorted(codes) == [0, 6], logs
+    refused = codes.index(6)
+    assert any(text in logs[refused] for text in REFUSED), logs[refused]
+    assert not journals[refused].exists()  # refused before its journal was made
+    assert read_journal(journals[1 - refused]).outcome is RunOutcome.COMPLETED
+    assert replicas_of(admin, topic) == {0: (lay.leader, lay.spare), 1: (lay.leader, lay.spare)}
+    assert throttle_configs(admin, lay.all_ids, topic) == before
+
+
+def test_a_killed_runs_lease_goes_to_its_resume_not_to_another_run(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    topic = create_topic(sandbox, "exec-lease-kill", 1, [lay.leader, lay.follower], 8_000_000)
+    other = create_topic(sandbox, "exec-lease-other", 1, [lay.leader, lay.follower])
+    before = throttle_configs(admin, lay.all_ids, topic)
+    plan, other_plan = tmp_path / "plan.json", tmp_path / "other.json"
+    moves = make_plan(sandbox, plan, [(topic, 0, (lay.leader, lay.spare))])
+    make_plan(sandbox, other_plan, [(other, 0, (lay.leader, lay.spare))])
+    journal = tmp_path / "plan.journal"
+    proc = start_rebalance(tmp_path / "run.log",
+                           *execute_args(sandbox, plan, journal, max_mbps="0.5"))
+    try:
+        wait_for("the move to copy", lambda: journal.exists() and read_journal(journal)
+                 .state_of(moves[0].name) is MoveState.COPYING, 120)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    refused = rebalance(*execute_args(sandbox, other_plan, tmp_path / "other.journal"))
+    assert refused.returncode == 6, refused.stdout + refused.stderr
+    assert "another run holds this cluster" in refused.stderr, refused.stderr
+    assert not (tmp_path / "other.journal").exists()
+    assert replicas_of(admin, other) == {0: (lay.leader, lay.follower)}
+    resumed = rebalance("resume", "--journal", str(journal), "--bootstrap", sandbox.bootstrap,
+                        "--prometheus", sandbox.prometheus_url, "--poll-seconds", "0.5")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert replicas_of(admin, topic) == {0: (lay.leader, lay.spare)}
+    assert throttle_configs(admin, lay.all_ids, topic) == before
+    after = rebalance(*execute_args(sandbox, other_plan, tmp_path / "other2.journal"))
+    assert after.returncode == 0, after.stdout + after.stderr  # released at the run's end

@@ -1,0 +1,117 @@
+"""The run lease: who may take it (a pure table), and the keeper's claim, heartbeat, release
+and abandon over an in-memory store (the Kafka store is tested on the sandbox)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from executor.lease import TTL_SECONDS, LeaseKeeper, LeaseRecord, claim_problem
+from topology.errors import LeaseRefused
+
+NOW = 1_000_000.0
+LIVE = LeaseRecord("run-a", "host-1 pid 7, journal /x/plan.json.journal", NOW - 5)
+STALE = LeaseRecord("run-a", "host-1 pid 7, journal /x/plan.json.journal", NOW - TTL_SECONDS - 1)
+
+
+@pytest.mark.parametrize(("current", "take_over", "refused"), [
+    (None, None, None),
+    (LeaseRecord("run-a", "h", NOW - 5, held=False), None, None),  # released
+    (LIVE, None, "another run holds this cluster: run run-a"),
+    (STALE, None, "has not renewed it for 46 s (killed?)"),
+    (STALE, "run-a", None),  # the operator names the dead run
+    (STALE, "run-z", "--take-over-lease run-a"),  # naming another run takes nothing
+    (LIVE, "run-a", None),
+])
+def test_who_may_take_the_lease(current: LeaseRecord | None, take_over: str | None,
+                                refused: str | None) -> None:
+    problem = claim_problem(current, "run-b", NOW, take_over)
+    if refused is None:
+        assert problem is None
+    else:
+        assert problem is not None and refused in problem
+        assert "nothing was changed" in problem
+
+
+def test_the_same_run_takes_its_own_lease_back_live_or_stale() -> None:
+    assert claim_problem(LIVE, "run-a", NOW) is None
+    assert claim_problem(STALE, "run-a", NOW) is None
+
+
+def test_records_round_trip_and_garbage_is_no_record() -> None:
+    assert LeaseRecord.decode(LIVE.encode()) == LIVE
+    assert LeaseRecord.decode(b"not json") is None
+    assert LeaseRecord.decode(b'{"run_id": "x"}') is None
+
+
+class MemoryStore:
+    """A LeaseStore in memory; claims are serialized like the fenced Kafka claims."""
+
+    def __init__(self) -> None:
+        self.value: bytes | None = None
+        self.puts: list[LeaseRecord] = []
+        self._lock = threading.Lock()
+
+    def claim(self, decide: Callable[[bytes | None], bytes]) -> None:
+        with self._lock:
+            self.value = decide(self.value)
+
+    def put(self, value: bytes) -> None:
+        with self._lock:
+            self.value = value
+            record = LeaseRecord.decode(value)
+            assert record is not None
+            self.puts.append(record)
+
+    def close(self) -> None:
+        pass
+
+    def current(self) -> LeaseRecord | None:
+        return None if self.value is None else LeaseRecord.decode(self.value)
+
+
+def test_a_second_run_is_refused_until_the_first_releases() -> None:
+    store = MemoryStore()
+    first = LeaseKeeper(store, heartbeat_seconds=60)
+    first.acquire("run-a", "host-1")
+    with pytest.raises(LeaseRefused, match="another run holds this cluster: run run-a"):
+        LeaseKeeper(store, heartbeat_seconds=60).acquire("run-b", "host-2")
+    assert store.current() is not None and store.current().run_id == "run-a"  # type: ignore[union-attr]
+    first.release()
+    released = store.current()
+    assert released is not None and not released.held
+    second = LeaseKeeper(store, heartbeat_seconds=60)
+    second.acquire("run-b", "host-2")
+    second.release()
+
+
+def test_an_abandoned_lease_passes_only_to_its_run_or_a_named_take_over() -> None:
+    clock = [NOW]
+    store = MemoryStore()
+    killed = LeaseKeeper(store, clock=lambda: clock[0], heartbeat_seconds=60)
+    killed.acquire("run-a", "host-1")
+    killed.abandon()  # interrupted mid-move: not released
+    clock[0] += TTL_SECONDS + 10
+    with pytest.raises(LeaseRefused, match="--take-over-lease run-a"):
+        LeaseKeeper(store, clock=lambda: clock[0]).acquire("run-b", "host-2")
+    resumed = LeaseKeeper(store, clock=lambda: clock[0], heartbeat_seconds=60)
+    resumed.acquire("run-a", "host-3")  # the same run's resume
+    resumed.release()
+
+
+def test_the_holder_renews_its_lease_while_it_runs() -> None:
+    store = MemoryStore()
+    keeper = LeaseKeeper(store, heartbeat_seconds=0.05)
+    keeper.acquire("run-a", "host-1")
+    deadline = time.monotonic() + 5
+    while len(store.puts) < 3:
+        assert time.monotonic() < deadline, "no heartbeat"
+        time.sleep(0.02)
+    keeper.release()
+    beats = [r for r in store.puts if r.held]
+    assert all(r.run_id == "run-a" for r in store.puts)
+    assert [r.at for r in beats] == sorted(r.at for r in beats)
+    assert not store.puts[-1].held

@@ -1,0 +1,115 @@
+"""The run lease's home in the cluster: a compacted one-partition topic, claimed under one
+Kafka transactional id.
+
+Every claimant uses the same transactional id, so `init_transactions` fences every earlier
+claimant and aborts its open transaction; the claimant then reads the latest lease value
+(read_committed) and writes its claim in a transaction. Of two claims racing, the later
+`init_transactions` fences the earlier, whose commit fails: it never believes it holds the
+lease. Heartbeats and the release are plain idempotent writes. A Kafka primitive rather than a
+lock file: the lease holds against a second run on another machine too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from topology.errors import ClusterError, LeaseRefused
+from topology.security import SecuritySettings
+
+LEASE_TOPIC = "__kafka_rebalance_lease"
+LEASE_KEY = b"cluster"
+TRANSACTIONAL_ID = "kafka-rebalance-lease"
+_FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+class KafkaLeaseStore:
+    """The LeaseStore of executor.lease on a real cluster."""
+
+    def __init__(self, bootstrap: str, security: SecuritySettings | None = None,
+                 timeout_s: float = 15.0, topic: str = LEASE_TOPIC) -> None:
+        self._conf: dict[str, str | int | float | bool] = {
+            "bootstrap.servers": bootstrap, "log_level": 0,
+            **(security or SecuritySettings()).confluent_config()}
+        self._bootstrap = bootstrap
+        self._timeout = timeout_s
+        self._topic = topic
+        self._plain: Producer | None = None
+
+    def _ensure_topic(self) -> None:
+        admin = AdminClient(self._conf)
+        try:
+            metadata = admin.list_topics(timeout=self._timeout)
+        except KafkaException as exc:
+            raise ClusterError(f"cannot reach the cluster at {self._bootstrap} to take its run "
+                               f"lease: {exc.args[0]}") from None
+        if self._topic in metadata.topics:
+            return
+        replicas = max(1, min(3, len(metadata.brokers)))
+        topic = NewTopic(self._topic, 1, replicas, config={"cleanup.policy": "compact"})
+        try:
+            admin.create_topics([topic])[self._topic].result(self._timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise ClusterError(f"cannot create the run lease topic {self._topic}: "
+                                   f"{exc.args[0]}") from None
+
+    def _latest(self) -> bytes | None:
+        """The newest committed lease value (None on an empty topic)."""
+        consumer = Consumer({**self._conf, "group.id": "kafka-rebalance-lease-reader",
+                             "enable.auto.commit": False, "isolation.level": "read_committed"})
+        try:
+            whole = CkTopicPartition(self._topic, 0, OFFSET_BEGINNING)
+            low, high = consumer.get_watermark_offsets(whole, timeout=self._timeout,
+                                                       cached=False)
+            if high <= low:
+                return None
+            consumer.assign([whole])
+            latest: bytes | None = None
+            deadline = time.monotonic() + self._timeout
+            while True:
+                msg = consumer.poll(0.2)
+                if msg is not None and msg.error() is None and msg.key() == LEASE_KEY:
+                    latest = msg.value()
+                position = consumer.position([CkTopicPartition(self._topic, 0)])[0].offset
+                if position >= high:
+                    return latest
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"cannot read the run lease topic {self._topic} to its "
+                                       f"end within {self._timeout:g} s; retry")
+        finally:
+            consumer.close()
+
+    def claim(self, decide: Callable[[bytes | None], bytes]) -> None:
+        self._ensure_topic()
+        producer = Producer({**self._conf, "transactional.id": TRANSACTIONAL_ID,
+                             "transaction.timeout.ms": int(self._timeout * 2000)})
+        try:
+            producer.init_transactions(self._timeout)
+            value = decide(self._latest())
+            producer.begin_transaction()
+            producer.produce(self._topic, key=LEASE_KEY, value=value, partition=0)
+            producer.commit_transaction(self._timeout)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() in _FENCED or error.fatal():
+                raise LeaseRefused("another run claimed this cluster at the same moment; "
+                                   "nothing was changed. Try again when it ends") from None
+            raise ClusterError(f"cannot take the cluster's run lease: {error}") from None
+
+    def put(self, value: bytes) -> None:
+        if self._plain is None:
+            self._plain = Producer({**self._conf, "enable.idempotence": True})
+        self._plain.produce(self._topic, key=LEASE_KEY, value=value, partition=0)
+        if self._plain.flush(self._timeout) > 0:
+            raise ClusterError(f"the run lease topic {self._topic} did not take a write "
+                               f"within {self._timeout:g} s")
+
+    def close(self) -> None:
+        if self._plain is not None:
+            self._plain.flush(self._timeout)
+            self._plain = None
