@@ -79,10 +79,16 @@ def test_a_broker_added_to_one_zone_is_filled_to_its_zone_level(
     caps = tmp_path / "caps.yaml"
     caps.write_text(CAPACITIES)
     snap = tmp_path / "snap.json"
-    taken = rebalance("snapshot", "--bootstrap", info.bootstrap, "--capacities", str(caps),
-                      "--out", str(snap))
-    assert taken.returncode == 0, taken.stderr
-    topology = read_snapshot(snap)
+    deadline = time.monotonic() + 120
+    while True:  # plan on the rates the executor's preflight will see: none, once it is quiet
+        taken = rebalance("snapshot", "--bootstrap", info.bootstrap, "--prometheus",
+                          info.prometheus_url, "--capacities", str(caps), "--out", str(snap))
+        assert taken.returncode == 0, taken.stderr
+        topology = read_snapshot(snap)
+        if all(p.bytes_in_per_sec == 0 for p in topology.partitions if p.topic == TOPIC):
+            break
+        assert time.monotonic() < deadline, "the produce traffic never left Prometheus' window"
+        time.sleep(3)
     plan_path = tmp_path / "plan.json"
     made = rebalance("plan", "--snapshot", str(snap), "--add-broker", str(new.id),
                      "--time-limit", "10", "--out", str(plan_path))
