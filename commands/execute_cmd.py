@@ -292,6 +292,9 @@ def resume(
     ] = None,
     command_config: CommandConfig = None,
     take_over_lease: TakeOver = None,
+    retry_failed: Annotated[bool, typer.Option(
+        help="Start the run's failed and cancelled moves again, like fresh moves (once the "
+        "brokers they need are back and `clear-throttles` restored what they left).")] = False,
     metrics_port: MetricsPort = None,
     finish_by: FinishBy = None,
     poll_seconds: Poll = 1.0,
@@ -323,7 +326,8 @@ def resume(
                 config = adaptive_config(config, ports, capacities)
             view, reporter = progress_view(replay(records), config.max_bytes_per_sec,
                                            metrics_port)
-            executor = Executor.resume(records, sink, ports, config, reporter)
+            executor = Executor.resume(records, sink, ports, config, reporter,
+                                       retry_failed=retry_failed)
             hold.started = True
             report = _drive(executor, view, path)
             hold.ended = True

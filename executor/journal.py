@@ -188,6 +188,9 @@ def _apply(run: RunState, record: Record) -> None:
             raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
         run.moves[name] = replace(run.moves[name], throttles_left=bool(record["present"]))
         return
+    if kind == "retry":
+        _retry(run, str(record["move"]))
+        return
     if kind != "state":
         raise ExecutionError(f"journal: unknown record kind {kind!r} (record {run.records})")
     name = str(record["move"])
@@ -204,6 +207,26 @@ def _apply(run: RunState, record: Record) -> None:
         reason=str(record.get("reason", old.reason)),
         throttles_left=_throttles_left(old, new_state),
     )
+
+
+RETRYABLE = frozenset({MoveState.FAILED, MoveState.CANCELLED})
+
+
+def _retry(run: RunState, name: str) -> None:
+    """A failed or cancelled move starts again from nothing (its brokers are back): allowed
+    only when none of its throttles can be left, so it is exactly a pending move."""
+    if name not in run.moves:
+        raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
+    old = run.moves[name]
+    if old.state not in RETRYABLE or old.throttles_left:
+        left = " with throttles left" if old.throttles_left else ""
+        raise ExecutionError(f"journal: record {run.records} retries move {name} in state "
+                             f"{old.state.value}{left}; the journal is corrupt or edited")
+    run.moves[name] = MoveRecord(reason=f"retried after: {old.reason}" if old.reason else "")
+
+
+def retry_record(move: str, at: float) -> Record:
+    return {"kind": "retry", "move": move, "at": at}
 
 
 def _throttles_left(old: MoveRecord, new_state: MoveState) -> bool:

@@ -13,13 +13,16 @@ from dataclasses import dataclass
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
 from executor.journal import (
+    RETRYABLE,
     Journal,
     JournalSink,
     Record,
     RunOutcome,
     RunState,
+    apply_record,
     header_record,
     replay,
+    retry_record,
 )
 from executor.plan import ExecutionPlan, move_brokers
 from executor.preflight import (
@@ -95,18 +98,29 @@ class Executor:
 
     @classmethod
     def resume(cls, records: Sequence[Record], sink: JournalSink, ports: Ports,
-               config: ExecutorConfig, reporter: Reporter = ignore_events) -> Executor:
-        """Reconcile the journal with the cluster and get ready to continue the run."""
+               config: ExecutorConfig, reporter: Reporter = ignore_events, *,
+               retry_failed: bool = False) -> Executor:
+        """Reconcile the journal with the cluster and get ready to continue the run; with
+        `retry_failed`, failed and cancelled moves start again like fresh ones (journaled only
+        once preflight passed)."""
         run = replay(records)
+        retries = _retries(run, ports.clock.now()) if retry_failed else []
+        for record in retries:
+            apply_record(run, record)
         if not run.unfinished:
+            again = run.in_state(RETRYABLE)
+            hint = (f"; {len(again)} failed or cancelled move(s) can start again with "
+                    "--retry-failed" if again else "")
             raise ExecutionError(f"nothing to resume: the run ended ({run.outcome or 'done'}"
-                                 f"{': ' + run.end_reason if run.end_reason else ''})")
+                                 f"{': ' + run.end_reason if run.end_reason else ''}){hint}")
         own = frozenset(m.key for m in run.unfinished if run.state_of(m.name) is not S.PENDING)
         require_preflight(preflight_problems(
             ExecutionPlan(tuple(run.unfinished)), ClusterView.read(ports.admin),
             allow_under_replicated=config.allow_under_replicated, own_in_flight=own,
             pending=run.in_state(frozenset({S.PENDING})),
             done=run.in_state(frozenset({S.DONE}))))
+        for record in retries:
+            sink.append(record)
         executor = cls(ports, config, Journal(run, sink), reporter)
         if run.outcome is not None:
             executor.journal.reopen(ports.clock.now())
@@ -271,6 +285,18 @@ class Executor:
 
     def _note(self, message: str) -> None:
         self.report(Event(EventKind.NOTE, message))
+
+
+def _retries(run: RunState, now: float) -> list[Record]:
+    """Retry records for every failed or cancelled move; refused while one may still have
+    throttles on the cluster (clear-throttles restores them first)."""
+    again = run.in_state(RETRYABLE)
+    left = [m.name for m in again if run.moves[m.name].throttles_left]
+    if left:
+        raise ExecutionError(f"move(s) {', '.join(left)} may still have throttles on the "
+                             "cluster: run `rebalance clear-throttles` once their brokers are "
+                             "back, then resume --retry-failed; nothing was changed")
+    return [retry_record(m.name, now) for m in again]
 
 
 class _NoJournal:

@@ -459,3 +459,51 @@ def test_adaptive_rates_follow_headroom_during_a_move() -> None:
     assert len(rates) == 1
     replayed = replay(world.sink.records).moves["orders-0"].throttle
     assert replayed is not None and replayed.broker_rates[3] == {FOLLOWER_RATE: 8 * MB}
+
+
+def test_failed_moves_start_again_with_retry_failed_once_their_broker_is_back() -> None:
+    """A broker dies mid-move: the move fails and the run stops. With the broker back and its
+    throttles cleared, resume --retry-failed runs it like a fresh move to its target; before
+    clear-throttles the retry is refused and nothing is journaled."""
+    world = make_world()
+    before = world.admin.configs()
+
+    def kill(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
+            w.admin.dead.add(4)
+            w.hooks.remove(kill)
+    world.hooks.append(kill)
+    assert start(world).run().outcome is RunOutcome.STOPPED
+    world.admin.dead.clear()
+    records = len(world.sink.records)
+    with pytest.raises(ExecutionError, match="clear-throttles"):
+        Executor.resume(world.sink.records, world.sink, world.ports(), world.config,
+                        retry_failed=True)
+    assert len(world.sink.records) == records  # refused: nothing journaled
+    assert clear_throttles_from(world.sink.records, world.sink, world.ports(),
+                                world.config) == []
+    report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config,
+                             retry_failed=True).run()
+    assert report.outcome is RunOutcome.COMPLETED, report.reasons
+    assert report.states == {"orders-0": S.DONE, "orders-1": S.DONE, "events-0": S.DONE}
+    for move in world.plan.moves:
+        assert world.admin.replicas()[move.name] == move.target
+    assert world.admin.configs() == before
+    with pytest.raises(ExecutionError, match="nothing to resume"):
+        Executor.resume(world.sink.records, world.sink, world.ports(), world.config,
+                        retry_failed=True)
+
+
+def test_a_run_ended_with_failed_moves_points_at_retry_failed() -> None:
+    world = make_world()
+    world.admin.stalled = True
+    start(world).run()  # the first move is cancelled for lack of progress; the run stops
+    world.admin.stalled = False
+    report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config).run()
+    assert report.states["orders-0"] is S.CANCELLED and report.outcome is RunOutcome.STOPPED
+    with pytest.raises(ExecutionError, match="1 failed or cancelled move.s. can start again "
+                                             "with --retry-failed"):
+        Executor.resume(world.sink.records, world.sink, world.ports(), world.config)
+    report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config,
+                             retry_failed=True).run()
+    assert report.outcome is RunOutcome.COMPLETED
