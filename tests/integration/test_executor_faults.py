@@ -242,7 +242,8 @@ def test_target_broker_killed_mid_move_is_cancelled_and_only_its_throttle_waits(
     """A broker failure: the move's new broker dies (SIGKILL) while it copies. The executor
     sees it offline (or making no progress), cancels the reassignment, restores every throttle
     it can (the live brokers' and the topic lists) and stops with a report naming the broker;
-    the dead broker's own rate waits for `clear-throttles` once it is back."""
+    the dead broker's own rate waits for `clear-throttles` once it is back, and then
+    `resume --retry-failed` carries the move out."""
     lay = layout(sandbox)
     target = lay.spare  # a session broker, started again below (an added one would stay empty
     # and draw later tests' plans away from the brokers they add)
@@ -286,5 +287,12 @@ def test_target_broker_killed_mid_move_is_cancelled_and_only_its_throttle_waits(
         # the restarted broker catches up before later tests (their preflight refuses URPs)
         wait_for("every partition back in sync", lambda: all(
             set(p.isr) == set(p.replicas) for p in fresh.partitions()), timeout_s=120)
+        # the broker is back: the failed move runs again, like a fresh one, to its target
+        retried = rebalance("resume", "--journal", str(journal), *conn(sandbox),
+                            "--retry-failed", "--max-mbps", "4", "--poll-seconds", "0.5")
+        assert retried.returncode == 0, retried.stdout + retried.stderr
+        assert read_journal(journal).outcome is RunOutcome.COMPLETED
+        assert replicas_of(fresh, topic) == {0: (lay.leader, target)}
+        assert throttle_configs(fresh, everyone, topic) == before
     finally:
         fresh.close()
