@@ -184,15 +184,33 @@ def add_hints(model: cp_model.CpModel, state: SolverState, nb: Neighbourhood, v:
         model.add_hint(v.changed[i], p in state.changed)
 
 
-def solve_neighbourhood(state: SolverState, nb: Neighbourhood, seed: int,
-                        work_limit: float) -> list[list[int]] | None:
-    """New replica rows (leader first) for the neighbourhood, or None when none is found."""
+def placement_model(state: SolverState, nb: Neighbourhood) -> tuple[cp_model.CpModel,
+                                                                    ModelVars]:
+    """The model every CP-SAT use shares: variables, RF and leader, rack rule, changed."""
     model = cp_model.CpModel()
-    load_unit, byte_unit = scale(state)
     v = variables(model, state, nb)
     add_replica_count(model, state, nb, v)
     add_rack_rule(model, state, nb, v)
     add_changed(model, state, nb, v)
+    return model, v
+
+
+def solution_rows(solver: cp_model.CpSolver, state: SolverState, nb: Neighbourhood,
+                  v: ModelVars) -> list[list[int]]:
+    """The solved replica rows (leader first), one per partition of the neighbourhood."""
+    rows = []
+    for i, (p, cands) in enumerate(zip(nb.parts, nb.candidates, strict=True)):
+        chosen = [b for b in cands if solver.value(v.replica[i, b])]
+        lead = next(b for b in cands if solver.value(v.leader[i, b]))
+        rows.append(ordered_row(state, p, chosen, lead))
+    return rows
+
+
+def solve_neighbourhood(state: SolverState, nb: Neighbourhood, seed: int,
+                        work_limit: float) -> list[list[int]] | None:
+    """New replica rows (leader first) for the neighbourhood, or None when none is found."""
+    load_unit, byte_unit = scale(state)
+    model, v = placement_model(state, nb)
     _add_broker_bands(model, state, nb, v, load_unit)
     add_budget(model, state, nb, v, byte_unit)
     move_weight = max(1, round(state.move_cost * BYTE_STEPS))
@@ -205,12 +223,7 @@ def solve_neighbourhood(state: SolverState, nb: Neighbourhood, seed: int,
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    rows = []
-    for i, (p, cands) in enumerate(zip(nb.parts, nb.candidates, strict=True)):
-        chosen = [b for b in cands if solver.value(v.replica[i, b])]
-        lead = next(b for b in cands if solver.value(v.leader[i, b]))
-        rows.append(ordered_row(state, p, chosen, lead))
-    return rows
+    return solution_rows(solver, state, nb, v)
 
 
 def ordered_row(state: SolverState, p: int, chosen: list[int], lead: int) -> list[int]:

@@ -28,16 +28,13 @@ from planner.cpsat_model import (
     ModelVars,
     Neighbourhood,
     add_budget,
-    add_changed,
     add_hints,
-    add_rack_rule,
-    add_replica_count,
     bytes_term,
     load_terms,
     moves_term,
-    ordered_row,
+    placement_model,
     scale,
-    variables,
+    solution_rows,
 )
 from planner.state import SolverState
 
@@ -133,12 +130,8 @@ def solve_exact(state: SolverState, work: float, seconds: float,
     a = state.arrays
     eligible = np.flatnonzero(a.eligible).tolist()
     nb = Neighbourhood(list(range(a.partitions)), [eligible] * a.partitions)
-    model = cp_model.CpModel()
     _, byte_unit = scale(state)
-    v = variables(model, state, nb)
-    add_replica_count(model, state, nb, v)
-    add_rack_rule(model, state, nb, v)
-    add_changed(model, state, nb, v)
+    model, v = placement_model(state, nb)
     add_budget(model, state, nb, v, byte_unit)
     excess = _add_band_excess(model, state, v, nb)
     model.minimize(_objective(state, nb, v, excess))
@@ -153,11 +146,7 @@ def solve_exact(state: SolverState, work: float, seconds: float,
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    rows = []
-    for i, p in enumerate(nb.parts):
-        chosen = [b for b in eligible if solver.value(v.replica[i, b])]
-        lead = next(b for b in eligible if solver.value(v.leader[i, b]))
-        rows.append(ordered_row(state, p, chosen, lead))
+    rows = solution_rows(solver, state, nb, v)
     objective = solver.objective_value
     gap = (objective - solver.best_objective_bound) / max(abs(objective), 1.0)
     return ExactResult(rows, status == cp_model.OPTIMAL, max(gap, 0.0),

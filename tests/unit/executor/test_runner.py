@@ -381,10 +381,9 @@ def test_a_clean_cluster_gets_no_throttle_warnings() -> None:
     assert not [n for n in world.messages(EventKind.NOTE) if "already has" in n]
 
 
-def test_resume_after_a_broker_death_restores_the_failed_moves_throttles() -> None:
-    world = make_world()
-    before = world.admin.configs()
-
+def run_until_broker_4_dies_mid_move(world: World) -> None:
+    """orders-1's new broker dies while it copies: the move fails, the run stops; then the
+    broker comes back."""
     def kill(w: World, e: Event) -> None:
         if e.kind is EventKind.PROGRESS and e.move == "orders-1":
             w.admin.dead.add(4)
@@ -392,6 +391,12 @@ def test_resume_after_a_broker_death_restores_the_failed_moves_throttles() -> No
     world.hooks.append(kill)
     assert start(world).run().outcome is RunOutcome.STOPPED
     world.admin.dead.clear()
+
+
+def test_resume_after_a_broker_death_restores_the_failed_moves_throttles() -> None:
+    world = make_world()
+    before = world.admin.configs()
+    run_until_broker_4_dies_mid_move(world)
     # the failed move stays failed; the plan's events-0 still runs; nothing is left behind
     report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config).run()
     assert report.states == {"orders-0": S.DONE, "orders-1": S.FAILED, "events-0": S.DONE}
@@ -467,14 +472,7 @@ def test_failed_moves_start_again_with_retry_failed_once_their_broker_is_back() 
     clear-throttles the retry is refused and nothing is journaled."""
     world = make_world()
     before = world.admin.configs()
-
-    def kill(w: World, e: Event) -> None:
-        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
-            w.admin.dead.add(4)
-            w.hooks.remove(kill)
-    world.hooks.append(kill)
-    assert start(world).run().outcome is RunOutcome.STOPPED
-    world.admin.dead.clear()
+    run_until_broker_4_dies_mid_move(world)
     records = len(world.sink.records)
     with pytest.raises(ExecutionError, match="clear-throttles"):
         Executor.resume(world.sink.records, world.sink, world.ports(), world.config,
