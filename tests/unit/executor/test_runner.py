@@ -499,7 +499,7 @@ def test_a_run_ended_with_failed_moves_points_at_retry_failed() -> None:
     world.admin.stalled = False
     report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config).run()
     assert report.states["orders-0"] is S.CANCELLED and report.outcome is RunOutcome.STOPPED
-    with pytest.raises(ExecutionError, match="1 failed or cancelled move.s. can start again "
+    with pytest.raises(ExecutionError, match=r"1 failed or cancelled move\(s\) can start again "
                                              "with --retry-failed"):
         Executor.resume(world.sink.records, world.sink, world.ports(), world.config)
     report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config,
