@@ -64,14 +64,13 @@ class SlowRun:
 
 
 def start_slow_run(info: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path, prefix: str,
-                   partitions: int, target: tuple[int, ...] | None = None) -> SlowRun:
-    """Create the topic, read its throttle configs back, plan its moves (to `target`, by
-    default the leader and the spare of rack b) and start executing."""
+                   partitions: int) -> SlowRun:
+    """Create the topic, read its throttle configs back, plan its moves and start executing."""
     lay = layout(info)
     topic = create_topic(info, prefix, partitions, [lay.leader, lay.follower], BIG_PARTITION)
     before = throttle_configs(admin, lay.all_ids, topic)
     plan = tmp_path / "plan.json"
-    moves = make_plan(info, plan, [(topic, p, target or (lay.leader, lay.spare))
+    moves = make_plan(info, plan, [(topic, p, (lay.leader, lay.spare))
                                    for p in range(partitions)])
     journal, log = tmp_path / "run.journal", tmp_path / "execute.log"
     proc = start_rebalance(log, *execute_args(info, plan, journal, max_mbps=SLOW_MBPS))
@@ -185,31 +184,6 @@ def test_prometheus_stopped_mid_run_holds_then_continues(
     assert code == 0, log.read_text()
     assert replicas_of(admin, run.topic) == {0: (lay.leader, lay.spare),
                                              1: (lay.leader, lay.spare)}
-    assert run.throttles_now(admin) == run.before
-
-
-def test_cancel_puts_back_the_replica_order_and_the_preferred_leader(
-        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
-    """(leader, follower) -> (follower, spare of rack a): Kafka's cancel reverts to the
-    original replicas in the in-flight order, (follower, leader), which would hand the
-    preferred leadership to the follower. The executor reorders them as they were."""
-    lay = layout(sandbox)
-    run = start_slow_run(sandbox, admin, tmp_path, "exec-order", 1,
-                         target=(lay.follower, lay.spare_a))
-    try:
-        run.wait_copying()
-        cancelled = rebalance("cancel", "--journal", str(run.journal), *conn(sandbox))
-        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
-        code = run.proc.wait(120)
-    finally:
-        if run.proc.poll() is None:
-            run.proc.kill()
-    assert code == 6, run.log.read_text()
-    assert read_journal(run.journal).state_of(run.moves[0].name) is MoveState.CANCELLED
-    assert replicas_of(admin, run.topic) == {0: (lay.leader, lay.follower)}
-    wait_for("the original leader to lead again",
-             lambda: next(p.leader for p in admin.partitions([run.topic])) == lay.leader, 30)
-    assert not admin.list_partition_reassignments()
     assert run.throttles_now(admin) == run.before
 
 
