@@ -109,10 +109,12 @@ class ValidationReport:
 
 
 def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignment,
-                  goals: Goals) -> ValidationReport:
+                  goals: Goals, *, worse_balance_is_error: bool = True) -> ValidationReport:
     """Check a plan against the cluster it was made for.
 
-    `after` is the planned topology, the plan's moves, or a raw target assignment.
+    `after` is the planned topology, the plan's moves, or a raw target assignment. Without
+    `worse_balance_is_error`, a resource left further from its targets is a warning (an
+    operator's own moves, made for another reason than balance).
     """
     errors: list[str] = []
     changes = _changes(before, after, errors)
@@ -134,7 +136,8 @@ def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignmen
         resources = _balance_report(before.brokers, counts_before, counts_after, goals,
                                     _deviations(cluster, targets, counts_before, counts_after),
                                     targets.forced)
-        _judge_balance(resources, goals, errors, warnings)
+        _judge_balance(resources, goals, errors if worse_balance_is_error else warnings,
+                       warnings)
         return ValidationReport(tuple(errors), tuple(warnings), resources, len(changed), moved,
                                 targets)
     return ValidationReport(tuple(errors), tuple(warnings), resources, len(changed), moved)

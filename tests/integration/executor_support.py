@@ -55,10 +55,13 @@ def start_rebalance(log: Path, *args: str) -> subprocess.Popen[bytes]:
 
 
 def execute_args(info: SandboxInfo, plan: Path, journal: Path, *extra: str,
-                 max_mbps: str = CAP_MBPS) -> list[str]:
+                 max_mbps: str = CAP_MBPS, hand_made: bool = True) -> list[str]:
+    """An `execute` of `plan`. A hand-made plan's moves serve the test, not balance, and the
+    shared sandbox's balance is whatever earlier tests left, so worse balance is allowed."""
+    allow = ["--allow-worse-balance"] if hand_made else []
     return ["execute", str(plan), "--bootstrap", info.bootstrap, "--prometheus",
             info.prometheus_url, "--max-mbps", max_mbps, "--journal", str(journal),
-            "--poll-seconds", "0.5", *extra]
+            "--poll-seconds", "0.5", *allow, *extra]
 
 
 def drop_test_topics(info: SandboxInfo) -> None:

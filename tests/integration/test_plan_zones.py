@@ -112,7 +112,8 @@ def test_a_broker_added_to_one_zone_is_filled_to_its_zone_level(
 
     journal = tmp_path / "plan.json.journal"
     run = rebalance(*execute_args(info, plan_path, journal, "--quota-window", "0",
-                                  "--concurrency", "2", max_mbps="20"), timeout=600)
+                                  "--concurrency", "2", max_mbps="20", hand_made=False),
+                    timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     admin = KafkaClusterAdmin(info.bootstrap)
     try:

@@ -158,6 +158,14 @@ def test_worse_balance_is_an_error() -> None:
     assert disk.min_over_avg_after == pytest.approx(0.5)
 
 
+def test_worse_balance_can_be_only_a_warning_for_moves_made_for_another_reason() -> None:
+    report = validate_plan(cluster(), {tp(0): [2, 3]}, Goals(), worse_balance_is_error=False)
+    assert report.errors == ()
+    assert any(w.startswith("disk balance gets worse") for w in report.warnings)
+    rack_broken = validate_plan(cluster(), {tp(0): [1, 1]}, Goals(), worse_balance_is_error=False)
+    assert rack_broken.errors  # the hard rules still refuse
+
+
 def test_filling_a_new_broker_improves_balance() -> None:
     before = cluster(extra=(Broker(5, "b", CAP),))
     report = validate_plan(before, [Move("t", 0, (1, 3), (1, 5), 100)], Goals(
