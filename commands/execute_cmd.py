@@ -66,6 +66,14 @@ PlanArg = Annotated[Path | None, typer.Argument(
     metavar="[PLAN.json]", help="The plan whose journal (PLAN.json.journal) to use.")]
 
 
+
+QuotaBurst = Annotated[bool, typer.Option(
+    help="Start moves onto brokers whose follower quota a topic's "
+    "follower.replication.throttled.replicas (\"*\", or entries naming them) keeps counting: "
+    "Kafka then lets each such move copy up to the cap x 11 s at full speed before the "
+    "throttle holds. Without it such a run is refused, naming the topics.")]
+
+
 def progress_view(run: RunState, cap: int, metrics_port: int | None) -> tuple[
     ProgressView, Reporter
 ]:
@@ -158,6 +166,12 @@ def execute(
         help="Elect the preferred leader after each move.")] = True,
     allow_under_replicated: Annotated[bool, typer.Option(
         help="Start even if partitions are under-replicated.")] = False,
+    allow_quota_burst: QuotaBurst = False,
+    allow_worse_balance: Annotated[bool, typer.Option(
+        help="Run a plan that leaves some resource further from balance than the cluster is "
+        "now (moves made for another reason, or a plan the cluster has drifted from); the "
+        "hard rules (replication factor, racks, live brokers, capacity) are still checked.")
+    ] = False,
     command_config: CommandConfig = None,
     capacities: Annotated[Path | None, typer.Option(
         help="Capacities YAML (needed by --adaptive; without it the validator treats brokers "
@@ -209,6 +223,8 @@ def execute(
                           None, quota_window, final_gate)
     if finish_by is not None:
         config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
+    if allow_quota_burst:
+        config = _with(config, allow_quota_burst=True)
     queries, derive_window = read_queries(rate_window, queries_file)
     config = _with(config, queries=queries)
     plan_file = read_plan(plan_path)
@@ -223,7 +239,8 @@ def execute(
             config = _with(config, queries=with_scrape_window(config.queries, prometheus))
             err_console.print(f"gate rate window: {config.queries.window} (from the scrape "
                               "interval; --rate-window sets it)", highlight=False)
-        validator = planner_validator(topology, plan_file.goals)
+        validator = planner_validator(topology, plan_file.goals,
+                                      allow_worse_balance=allow_worse_balance)
         if topology.fingerprint() != plan.fingerprint:
             err_console.print("[yellow]note:[/] the cluster changed since the plan was made "
                               "(fingerprint differs); preflight checks every move's partition",
@@ -284,6 +301,7 @@ def resume(
         help="New throttle cap, MB/s (10^6 bytes/s) per broker; default: the run's own.")] = None,
     allow_under_replicated: Annotated[bool, typer.Option(
         help="Resume even if partitions are under-replicated.")] = False,
+    allow_quota_burst: QuotaBurst = False,
     adaptive: Annotated[bool | None, typer.Option(
         "--adaptive/--no-adaptive", help="Adaptive rates (needs --capacities); default: as the "
         "run was started.")] = None,
@@ -312,6 +330,8 @@ def resume(
         config = journal_config(records, max_mbps, poll_seconds)
         if allow_under_replicated:
             config = _with(config, allow_under_replicated=True)
+        if allow_quota_burst:
+            config = _with(config, allow_quota_burst=True)
         if finish_by is not None:
             config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
         adaptive = was_adaptive(records) if adaptive is None else adaptive

@@ -42,6 +42,9 @@ class ExecutorConfig:
     gate: GatePolicy = field(default_factory=GatePolicy)
     queries: GateQueries = field(default_factory=GateQueries)
     allow_under_replicated: bool = False
+    # Start moves onto brokers whose follower quota a topic's follower list keeps warm (see
+    # preflight.warm_follower_quotas): their first seconds may copy far above the cap.
+    allow_quota_burst: bool = False
     gate_timeout_seconds: float | None = None  # None: wait for the gate as long as it takes
     # Kafka's replication quota window (replication.quota.window.num x .size.seconds, 11 x 1 s
     # by default). Its rate is bytes in the window over the time since its oldest sample: a

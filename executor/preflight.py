@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 from executor.plan import ExecutionPlan
 from executor.readings import under_replicated
-from executor.throttle import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
+from executor.throttle import (
+    BROKER_THROTTLE_CONFIGS,
+    FOLLOWER_REPLICAS,
+    TOPIC_THROTTLE_CONFIGS,
+    is_wildcard,
+    parse_replica_list,
+)
 from planner.goals import Goals
 from planner.result import Move
 from planner.validate import validate_plan
@@ -41,10 +47,13 @@ class ClusterView:
         return frozenset(b.id for b in self.brokers)
 
 
-def planner_validator(before: Topology, goals: Goals) -> PlanValidator:
-    """The planner's independent validator as a preflight hook (hard violations only)."""
+def planner_validator(before: Topology, goals: Goals, *,
+                      allow_worse_balance: bool = False) -> PlanValidator:
+    """The planner's independent validator as a preflight hook (hard violations only; with
+    `allow_worse_balance`, worse balance is not one)."""
     def validate(plan: ExecutionPlan) -> Sequence[str]:
-        return validate_plan(before, list(plan.moves), goals).errors
+        return validate_plan(before, list(plan.moves), goals,
+                             worse_balance_is_error=not allow_worse_balance).errors
     return validate
 
 
@@ -159,6 +168,78 @@ def read_existing_throttles(admin: KafkaAdmin, plan: ExecutionPlan,
         admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS) if brokers else {},
         admin.topic_configs(topics, TOPIC_THROTTLE_CONFIGS) if topics else {},
         cap_bytes_per_sec)
+
+
+def warm_follower_quotas(view: ClusterView, moves: Sequence[Move],
+                         follower_lists: Mapping[str, str | None],
+                         own_entries: frozenset[tuple[str, str]] = frozenset()) -> list[str]:
+    """Topic follower lists that keep the follower quota of a broker `moves` copy onto warm.
+
+    Kafka records into a broker's follower quota every fetched byte of the partitions it
+    follows that a follower list throttles ("*", or entries naming it), in sync or not. Its
+    rate is the bytes of the last 11 one-second samples over the time they span: a broker that
+    keeps recording a trickle has a long, nearly empty window, so a new replica then copies up
+    to the cap x 11 s at full speed before the quota closes. A broker holds what it holds now
+    and what earlier moves of the run give it. Entries this run added itself (`own_entries`:
+    (topic, "partition:broker")) are not counted.
+    """
+    receivers = frozenset(b for m in moves for b in m.added_brokers)
+    held = _holdings(view, moves, receivers)
+    problems = []
+    for topic, value in sorted(follower_lists.items()):
+        pairs = held.get(topic, set())
+        if is_wildcard(value):
+            warm = {b for _, b in pairs}
+        else:
+            warm = {b for part, b in _entries(parse_replica_list(value))
+                    if (part, b) in pairs and (topic, f"{part}:{b}") not in own_entries}
+        if warm:
+            problems.append(_warm_quota_problem(topic, value or "", sorted(warm)))
+    return problems
+
+
+def _holdings(view: ClusterView, moves: Sequence[Move], receivers: frozenset[int]
+              ) -> dict[str, set[tuple[int, int]]]:
+    """Per topic, the (partition, broker) replicas the receivers hold now or after a move."""
+    held: dict[str, set[tuple[int, int]]] = {}
+    for info in view.partitions.values():
+        for b in receivers.intersection(info.replicas):
+            held.setdefault(info.topic, set()).add((info.partition, b))
+    for m in moves:
+        for b in receivers.intersection(m.target):
+            held.setdefault(m.topic, set()).add((m.partition, b))
+    return held
+
+
+def _entries(values: Sequence[str]) -> list[tuple[int, int]]:
+    pairs = []
+    for entry in values:
+        part, _, broker = entry.partition(":")
+        if part.strip().isdigit() and broker.strip().isdigit():
+            pairs.append((int(part), int(broker)))
+    return pairs
+
+
+def _warm_quota_problem(topic: str, value: str, brokers: list[int]) -> str:
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    return (f"topic {topic} has {FOLLOWER_REPLICAS}={shown}, which throttles broker(s) "
+            f"{brokers} on replicas they hold (or get from this run): Kafka counts that "
+            "traffic into their follower quota, so a move onto them would copy up to the cap "
+            "x 11 s at full speed before the throttle holds. Remove it for the run "
+            f"(kafka-configs --entity-type topics --entity-name {topic} --alter "
+            f"--delete-config {FOLLOWER_REPLICAS}, and set it again afterwards), or accept the "
+            "burst with --allow-quota-burst")
+
+
+def read_follower_lists(admin: KafkaAdmin, view: ClusterView,
+                        moves: Sequence[Move]) -> dict[str, str | None]:
+    """The follower list of every topic a broker `moves` copy onto holds (or will hold)."""
+    receivers = frozenset(b for m in moves for b in m.added_brokers)
+    topics = sorted(_holdings(view, moves, receivers))
+    if not topics:
+        return {}
+    found = admin.topic_configs(topics, (FOLLOWER_REPLICAS,))
+    return {t: values.get(FOLLOWER_REPLICAS) for t, values in found.items()}
 
 
 def require_preflight(problems: list[str]) -> None:

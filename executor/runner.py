@@ -30,7 +30,9 @@ from executor.preflight import (
     PlanValidator,
     preflight_problems,
     read_existing_throttles,
+    read_follower_lists,
     require_preflight,
+    warm_follower_quotas,
 )
 from executor.state import MoveState
 from executor.steps import MoveDriver
@@ -86,10 +88,11 @@ class Executor:
         """Preflight `plan` (nothing changes if it fails), then create its journal."""
         view = ClusterView.read(ports.admin)
         validation = list(validator(plan)) if validator is not None else []
+        refused, burst = _quota_checks(ports, config, view, plan.moves)
         require_preflight(preflight_problems(
             plan, view, allow_under_replicated=config.allow_under_replicated,
-            validation=validation))
-        warnings = read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
+            validation=validation) + refused)
+        warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
         header = header_record(plan, config.summary(), run_id)
         executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
         for warning in warnings:
@@ -114,16 +117,20 @@ class Executor:
             raise ExecutionError(f"nothing to resume: the run ended ({run.outcome or 'done'}"
                                  f"{': ' + run.end_reason if run.end_reason else ''}){hint}")
         own = frozenset(m.key for m in run.unfinished if run.state_of(m.name) is not S.PENDING)
+        view = ClusterView.read(ports.admin)
+        pending = run.in_state(frozenset({S.PENDING}))
+        refused, burst = _quota_checks(ports, config, view, pending, _own_entries(run))
         require_preflight(preflight_problems(
-            ExecutionPlan(tuple(run.unfinished)), ClusterView.read(ports.admin),
+            ExecutionPlan(tuple(run.unfinished)), view,
             allow_under_replicated=config.allow_under_replicated, own_in_flight=own,
-            pending=run.in_state(frozenset({S.PENDING})),
-            done=run.in_state(frozenset({S.DONE}))))
+            pending=pending, done=run.in_state(frozenset({S.DONE}))) + refused)
         for record in retries:
             sink.append(record)
         executor = cls(ports, config, Journal(run, sink), reporter)
         if run.outcome is not None:
             executor.journal.reopen(ports.clock.now())
+        for warning in burst:
+            executor._note(warning)
         executor.reconcile_throttles()
         return executor
 
@@ -325,15 +332,34 @@ class Preview:
 def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
             validator: PlanValidator | None = None) -> Preview:
     """What a run would do (for --dry-run), reading the cluster only."""
+    view = ClusterView.read(ports.admin)
+    refused, burst = _quota_checks(ports, config, view, plan.moves)
     problems = preflight_problems(
-        plan, ClusterView.read(ports.admin),
-        allow_under_replicated=config.allow_under_replicated,
-        validation=list(validator(plan)) if validator is not None else [])
+        plan, view, allow_under_replicated=config.allow_under_replicated,
+        validation=list(validator(plan)) if validator is not None else []) + refused
     journal = Journal(replay([header_record(plan, config.summary())]), _NoJournal())
     driver = MoveDriver(ports, config, journal, ignore_events)
     throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
-    warnings = read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
+    warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
     return Preview(problems, warnings, throttles)
+
+
+def _quota_checks(ports: Ports, config: ExecutorConfig, view: ClusterView,
+                  moves: Sequence[Move], own_entries: frozenset[tuple[str, str]] = frozenset()
+                  ) -> tuple[list[str], list[str]]:
+    """Warm follower quotas on the brokers `moves` add replicas to: refusals, or warnings
+    when the operator accepts the burst (--allow-quota-burst)."""
+    if not any(m.added_brokers for m in moves):
+        return [], []
+    found = warm_follower_quotas(view, moves, read_follower_lists(ports.admin, view, moves),
+                                 own_entries)
+    return ([], found) if config.allow_quota_burst else (found, [])
+
+
+def _own_entries(run: RunState) -> frozenset[tuple[str, str]]:
+    """The follower-list entries this run's journaled throttles add."""
+    return frozenset((r.throttle.priors.topic, e) for r in run.moves.values()
+                     if r.throttle is not None for e in r.throttle.follower_entries)
 
 
 def clear_throttles(run: RunState, journal: Journal, driver: MoveDriver) -> list[str]:
