@@ -143,6 +143,23 @@ class KafkaClusterAdmin:
             return self._unreachable(action, _short(exc))
         return ClusterError(f"Kafka could not {action}: {_short(exc)}")
 
+    def _config_result(self, resource: ConfigResource, future: Future[_T], action: str) -> _T:
+        """A config future's result; a broker resource whose own broker does not answer names
+        that broker, not the bootstrap list (broker configs are served by the broker itself,
+        so one dead broker fails only its own resource while the cluster answers)."""
+        try:
+            return self._result(future)
+        except (KafkaException, TimeoutError) as exc:
+            err = _kafka_error(exc)
+            if resource.restype != ResourceType.BROKER or (
+                    err is not None and err.code() not in _UNREACHABLE):
+                raise
+            detail = err.str() if err is not None else f"no answer within {self._timeout_s:g} s"
+            self._reconnect()
+            raise ClusterError(f"broker {resource.name} did not answer (while trying to "
+                               f"{action} of broker {resource.name}): {detail}; check that "
+                               "it is up and reachable from here") from None
+
     def _result(self, future: Future[_T]) -> _T:
         """Wait for a confluent-kafka future, a little longer than the request timeout."""
         return future.result(timeout=self._timeout_s + 5)
@@ -234,7 +251,8 @@ class KafkaClusterAdmin:
                        self._admin.describe_configs(batch, request_timeout=self._timeout_s).items()]
             for resource, future in futures:
                 try:
-                    entries: Mapping[str, ConfigEntry] = self._result(future)
+                    entries: Mapping[str, ConfigEntry] = self._config_result(
+                        resource, future, "describe configs")
                 except KafkaException as exc:
                     err = _kafka_error(exc)
                     if (resource.restype == ResourceType.TOPIC and err is not None
@@ -267,9 +285,9 @@ class KafkaClusterAdmin:
         with self._calling("alter configs"):
             futures = [f for batch in _batches(resources) for f in
                        self._admin.incremental_alter_configs(
-                           batch, request_timeout=self._timeout_s).values()]
-            for future in futures:
-                self._result(future)
+                           batch, request_timeout=self._timeout_s).items()]
+            for resource, future in futures:
+                self._config_result(resource, future, "alter configs")
 
     def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
         """Incrementally SET values, or DELETE overrides given as None, per broker.
