@@ -130,10 +130,11 @@ def _add_broker_bands(model: cp_model.CpModel, state: SolverState, nb: Neighbour
                       v: ModelVars, load_unit: FloatArray) -> None:
     """Each touched broker's load within its band, or no worse than now when outside it."""
     terms = load_terms(state, nb, v, load_unit)
+    whole = state.loads.sum(axis=0)  # no broker carries more: a higher bound never binds
     for (b, r), expr in terms.free.items():
         now = state.loads[b, r]
         low = min(state.lower[b, r], now) - terms.fixed[b, r]
-        high = max(state.upper[b, r], now) - terms.fixed[b, r]
+        high = min(max(state.upper[b, r], now), whole[r]) - terms.fixed[b, r]
         model.add_linear_constraint(sum(expr), math.ceil(low / load_unit[r]),
                                     math.floor(high / load_unit[r]))
 

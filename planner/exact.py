@@ -84,14 +84,19 @@ def _add_band_excess(model: cp_model.CpModel, state: SolverState, v: ModelVars,
     target = state.targets.utilization * a.capacity
     cap = state.goals.max_utilization * a.capacity
     terms = load_terms(state, nb, v, load_unit)
+    # No broker can carry more than the whole cluster's load: a limit above it never binds,
+    # and left in it could pass CP-SAT's int64 range (brokers without a capacity are unbounded).
+    whole = state.loads.sum(axis=0) / load_unit + 1
     found = _Excess([], [], model.new_int_var(0, MAX_EXCESS, "worst_up"))
     for (b, r), expr in terms.free.items():
         unit = load_unit[r]
         load = sum(expr) + round(terms.fixed[b, r] / unit)
-        model.add(load <= math.floor(cap[b, r] / unit))
+        if cap[b, r] / unit < whole[r]:
+            model.add(load <= math.floor(cap[b, r] / unit))
         t = round(target[b, r] / unit)
         if t <= 0:
-            model.add(load <= math.floor(upper[b, r] / unit))
+            if upper[b, r] / unit < whole[r]:
+                model.add(load <= math.floor(upper[b, r] / unit))
             continue
         up = model.new_int_var(0, MAX_EXCESS, f"up{b}_{r}")
         down = model.new_int_var(0, PER_MILLE, f"down{b}_{r}")

@@ -123,3 +123,18 @@ def test_fullest_broker_within_5_percent_of_the_best_placement(
     else:  # the band around the average is reachable: inside it is the goal
         assert report.balanced, report.warnings
         assert fullest <= max(best * 1.05, targets.average[DISK] * 1.1) + 1e-9
+
+
+def test_brokers_without_a_real_capacity_are_planned_whole_without_overflow() -> None:
+    """Capacities of 1e15 (how `execute` and `auto` treat brokers when no capacities file is
+    given) over a few MB of data: the exact model's capacity limit scales past int64 and must
+    be left out, since it can never bind."""
+    huge = Capacity(1e15, 1e15, 1e15)
+    brokers = [Broker(b, "ab"[b % 2], huge) for b in range(1, 6)]
+    parts = [Partition("t", p, (1 + p % 2, 3 + p % 2), 1_000_000 + 5_000 * p, 10.0, 20.0)
+             for p in range(8)]
+    topology = Topology(tuple(brokers), tuple(parts))
+    goals = Goals(add_brokers=frozenset({5}))
+    result = plan(topology, goals, BUDGET)
+    assert validate_plan(topology, result.moves, goals).valid
+    assert any(5 in m.target for m in result.moves)
