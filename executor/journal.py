@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TypeGuard
+
+from pydantic import ValidationError
 
 from executor.gates import NetworkSample
 from executor.plan import ExecutionPlan
 from executor.state import TERMINAL, MoveState, transition
 from executor.throttle import ThrottlePlan, plan_from_json, plan_to_json
+from planner.planfile_schema import MOVES_ADAPTER, NOUNS, MoveEntry, moves_from_entries
 from planner.result import Move
-from topology.errors import ExecutionError, PlanError
+from topology.documents import decode_json
+from topology.errors import ExecutionError
+from topology.schema import describe
 
 JOURNAL_VERSION = 1
 Record = dict[str, Any]
@@ -122,24 +128,53 @@ def _plan_from_header(record: Record) -> ExecutionPlan:
     if not isinstance(raw_moves, list):
         raise ExecutionError("journal: the run header has no list of 'moves'; the journal is "
                              "corrupt or edited")
+    problems: list[str] = []
     try:
-        moves = tuple(
-            Move(str(m["topic"]), int(m["partition"]), tuple(int(b) for b in m["current"]),
-                 tuple(int(b) for b in m["target"]), int(m["size_bytes"]))
-            for m in raw_moves
-        )
-        plan = ExecutionPlan(moves, record.get("fingerprint"))
-    except (KeyError, TypeError, ValueError, AttributeError, PlanError) as exc:
-        raise ExecutionError(f"journal: a move in the run header is malformed ({_why(exc)}); "
-                             "the journal is corrupt or edited") from None
+        moves = moves_from_entries(MOVES_ADAPTER.validate_python(raw_moves), problems)
+    except ValidationError as exc:
+        problems, _ = describe(exc, list[MoveEntry], _header_label, NOUNS)
+    fingerprint = record.get("fingerprint")
+    if not isinstance(fingerprint, str | None):
+        problems.append(f"'fingerprint' must be a string, got {fingerprint!r:.40}")
+    if problems:
+        raise ExecutionError(f"journal: a move in the run header is malformed ({problems[0]}); "
+                             "the journal is corrupt or edited")
+    plan = ExecutionPlan(moves, fingerprint)
     if plan.plan_id != record.get("plan_id"):
         raise ExecutionError("journal: the plan in the header does not match its plan_id")
     return plan
 
 
+def _header_label(loc: tuple[int | str, ...]) -> str:
+    return f"moves[{loc[0]}]"
+
+
 def _baseline(data: Mapping[str, Any]) -> NetworkSample:
-    return NetworkSample({int(b): float(v) for b, v in data["in"].items()},
-                         {int(b): float(v) for b, v in data["out"].items()})
+    return NetworkSample(_rates(data["in"]), _rates(data["out"]))
+
+
+def _rates(data: Mapping[str, Any]) -> dict[int, float]:
+    """Bytes/s per broker id: ids are digits, rates finite numbers >= 0 (else ValueError)."""
+    rates = {}
+    for broker, rate in data.items():
+        if not (str(broker).isascii() and str(broker).isdigit()) or not _is_number(rate) \
+                or rate < 0:
+            raise ValueError(f"baseline rate {rate!r:.40} of broker {broker!r:.20} must be a "
+                             "number >= 0")
+        rates[int(broker)] = float(rate)
+    return rates
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _check_time(record: Record) -> None:
+    """Every record after the header says when it was written: seconds since the epoch."""
+    at = record["at"]
+    if not _is_number(at) or at < 0:
+        raise ValueError(f"'at' must be a time in seconds, got {at!r:.40}")
 
 
 def _why(exc: Exception) -> str:
@@ -154,6 +189,7 @@ def apply_record(run: RunState, record: Record) -> None:
     ExecutionError naming the record (corrupt or edited journal)."""
     try:
         _apply(run, record)
+        _check_time(record)
     except ExecutionError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -282,7 +318,7 @@ def parse_lines(data: bytes, origin: str) -> tuple[list[Record], int]:
             good += len(line) + (0 if is_last else 1)
             continue
         try:
-            record = json.loads(line)
+            record = decode_json(line)
             if not isinstance(record, dict) or (is_last and not data.endswith(b"\n")):
                 raise ValueError("incomplete record")
         except ValueError as exc:

@@ -1,15 +1,16 @@
 """The plan file on disk: JSON writing and reading with every field checked.
 
-`version` and `partitions` are Kafka's reassignment format; the reader names the first thing
-that is wrong with a damaged or hand-edited file.
+`version` and `partitions` are Kafka's reassignment format; the reader (its schema is in
+planfile_schema) names every problem of a damaged or hand-edited file, up to a cap.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from planner.goals import Budget, Goals
 from planner.planfile import (
@@ -21,13 +22,25 @@ from planner.planfile import (
     SolverInfo,
     TargetInfo,
 )
+from planner.planfile_schema import (
+    NOUNS,
+    PLAN_ADAPTER,
+    TOP_LEVEL_KEYS,
+    BudgetEntry,
+    GoalsEntry,
+    PlanDocument,
+    ReassignmentEntry,
+    SolverEntry,
+    StatsEntry,
+    TargetsEntry,
+    moves_from_entries,
+)
 from planner.result import Move, SolverStatus
-from topology.errors import InputError, PlanError
-from topology.model import RESOURCES, Capacity, Load, Resource
-from topology.snapshot import read_json_object, write_json_atomic
-
-_MAX_SIZE = 10**24  # bytes: beyond any real partition, so a unit mix-up
-
+from topology.documents import bulk_objects, parse_json, read_text
+from topology.errors import InputError, problems_message
+from topology.model import RESOURCES, Capacity, Load, is_kafka_id, is_topic_name
+from topology.schema import Labeler, Loc, describe, near_misses
+from topology.snapshot import write_json_atomic
 
 # --- writing ---------------------------------------------------------------------------------
 
@@ -96,247 +109,194 @@ def write_plan(path: Path, plan: PlanFile) -> None:
 # --- reading ---------------------------------------------------------------------------------
 
 
-_KIND_NAMES = {list: "a list", str: "a string", int: "an integer", float: "a number",
-               bool: "true or false"}
+def read_plan(path: Path) -> PlanFile:
+    """Read and validate a plan file; InputError names the file and every problem (up to a cap).
+
+    A valid file is parsed and checked in one pass; a refused one is parsed again to name the
+    entries its problems are in.
+    """
+    text = read_text(path, "plan")
+    with bulk_objects():
+        try:
+            checked = PLAN_ADAPTER.validate_json(text)
+        except ValidationError:
+            raw = parse_json(text, str(path))
+            return _prefixed(path, lambda: plan_from_dict(raw))
+        return _prefixed(path, lambda: _plan_file(_enveloped(checked)))
 
 
-def _get(doc: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if key not in doc:
-        raise InputError(f"{where}: missing '{key}'")
-    value = doc[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
-        raise InputError(f"{where}: '{key}' has the wrong type ({value!r})")
-    if not isinstance(value, kinds):
-        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
-        raise InputError(f"{where}: '{key}' must be {names}, got {value!r}")
-    return value
-
-
-def _broker_ids(doc: Mapping[str, Any], key: str, where: str) -> tuple[int, ...]:
-    value = _get(doc, key, list, where)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-        raise InputError(f"{where}: '{key}' must be a list of broker ids (integers >= 0), "
-                         f"got {value!r}")
-    return tuple(value)
-
-
-def _strings(doc: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = doc.get(key)
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InputError(f"{where}: '{key}' must be a list of strings, got {value!r}")
-    return tuple(value)
-
-
-def _flag(doc: Mapping[str, Any], key: str, where: str, default: bool) -> bool:
-    value = doc.get(key, default)
-    if not isinstance(value, bool):
-        raise InputError(f"{where}: '{key}' must be true or false, got {value!r}")
-    return value
-
-
-def _optional_number(doc: Mapping[str, Any], key: str, where: str, default: float) -> float:
-    if doc.get(key) is None:
-        return default
-    return float(_get(doc, key, (int, float), where))
-
-
-def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise InputError(f"{where}: expected an object, got {value!r}")
-    return value
-
-
-def _move(raw: Any, index: int) -> Move:
-    where = f"moves[{index}]"
-    doc = _object(raw, where)
-    topic = _get(doc, "topic", str, where)
-    number = _get(doc, "partition", int, where)
-    if not topic or number < 0:
-        raise InputError(f"{where}: needs a non-empty 'topic' and a 'partition' >= 0")
-    where = f"move {topic}-{number}"
-    current = _broker_ids(doc, "current", where)
-    if len(set(current)) != len(current):
-        raise InputError(f"{where}: current replicas {list(current)} repeat a broker")
-    target = _broker_ids(doc, "target", where)
-    size = _get(doc, "size_bytes", int, where)
-    if size > _MAX_SIZE:
-        raise InputError(f"{where}: 'size_bytes' is implausibly large (over {_MAX_SIZE:.0e})")
+def plan_from_dict(doc: Any) -> PlanFile:
+    """Validate a plan document; InputError names every problem (up to a cap)."""
     try:
-        move = Move(topic, number, current, target, size)
-    except PlanError as exc:
-        raise InputError(str(exc)) from None
-    return move
+        checked = PLAN_ADAPTER.validate_python(_enveloped(doc))
+    except ValidationError as exc:
+        described, total = describe(exc, PlanDocument, _labeler(doc), NOUNS)
+        raise InputError(problems_message(described, total)) from None
+    return _plan_file(checked)
 
 
-def _check_partitions(doc: Mapping[str, Any], moves: Sequence[Move]) -> None:
-    """Kafka's `partitions` must list exactly the moves' targets."""
-    targets = {(m.topic, m.partition): m.target for m in moves}
-    if len(targets) != len(moves):
-        raise InputError("moves: a partition is moved more than once")
-    seen: set[tuple[str, int]] = set()
-    for index, raw in enumerate(_get(doc, "partitions", list, "plan")):
-        where = f"partitions[{index}]"
-        entry = _object(raw, where)
-        key = (_get(entry, "topic", str, where), _get(entry, "partition", int, where))
-        replicas = _broker_ids(entry, "replicas", where)
-        if key in seen:
-            raise InputError(f"{where}: partition {key[0]}-{key[1]} is listed twice")
-        seen.add(key)
-        if key not in targets:
-            raise InputError(f"{where}: partition {key[0]}-{key[1]} has no entry in 'moves'")
-        if targets[key] != replicas:
-            raise InputError(f"{where}: partition {key[0]}-{key[1]} replicas {list(replicas)} "
-                             "do not match its entry in 'moves'")
-    missing = sorted(set(targets) - seen)
-    if missing:
-        raise InputError(f"partitions: lacks {missing[0][0]}-{missing[0][1]} that 'moves' lists")
-
-
-def _goals(raw: Any) -> Goals:
-    doc = _object(raw, "goals")
-    return Goals(
-        tolerance=float(_get(doc, "tolerance", (int, float), "goals")),
-        max_utilization=float(_get(doc, "max_utilization", (int, float), "goals")),
-        add_brokers=frozenset(_broker_ids(doc, "add_brokers", "goals")),
-        remove_brokers=frozenset(_broker_ids(doc, "remove_brokers", "goals")),
-        rack_aware=_flag(doc, "rack_aware", "goals", True),
-        balance_leaders=_flag(doc, "balance_leaders", "goals", True),
-    )
-
-
-def _budget(raw: Any) -> Budget:
-    doc = _object(raw if raw is not None else {}, "budget")
-    max_bytes, max_moves = doc.get("max_bytes"), doc.get("max_moves")
-    for key, value in (("max_bytes", max_bytes), ("max_moves", max_moves)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 0):
-            raise InputError(f"budget: '{key}' must be an integer >= 0 or null, got {value!r}")
-    seed = _get(doc, "seed", int, "budget") if "seed" in doc else 0
-    return Budget(max_bytes, max_moves, _optional_number(doc, "time_limit_s", "budget", 60.0),
-                  seed)
-
-
-def _resource_map(raw: Any, where: str) -> dict[Resource, float]:
-    doc = _object(raw, where)
-    return {res: float(_get(doc, res.value, (int, float), where)) for res in RESOURCES}
-
-
-def _stats(raw: Any, where: str) -> ClusterStats:
-    doc = _object(raw, where)
-    resources = []
-    res_doc = _object(doc.get("resources"), f"{where}.resources")
-    for res in RESOURCES:
-        entry = _object(res_doc.get(res.value), f"{where}.resources.{res.value}")
-        w = f"{where}.resources.{res.value}"
-        dev = entry.get("deviation")
-        resources.append(ResourceStats(
-            res, float(_get(entry, "average", (int, float), w)),
-            float(_get(entry, "max_over_avg", (int, float), w)),
-            float(_get(entry, "min_over_avg", (int, float), w)),
-            bool(_get(entry, "within_tolerance", bool, w)),
-            None if dev is None else float(_get(entry, "deviation", (int, float), w)),
-            _flag(entry, "forced", w, False)))
-    brokers = []
-    for index, raw_broker in enumerate(_get(doc, "brokers", list, where)):
-        w = f"{where}.brokers[{index}]"
-        entry = _object(raw_broker, w)
-        load = _resource_map(entry.get("load"), f"{w}.load")
-        cap = _resource_map(entry.get("capacity"), f"{w}.capacity")
-        rack = entry.get("rack")
-        brokers.append(BrokerStats(
-            _get(entry, "id", int, w), rack if isinstance(rack, str) else None,
-            bool(entry.get("alive", True)), _get(entry, "replicas", int, w),
-            _get(entry, "leaders", int, w), Load(*(load[r] for r in RESOURCES)),
-            Capacity(*(cap[r] for r in RESOURCES))))
-    return ClusterStats(tuple(brokers), tuple(resources))
-
-
-def _solver(raw: Any) -> SolverInfo:
-    doc = _object(raw, "solver")
-    status = _get(doc, "status", str, "solver")
+def _prefixed(path: Path, read: Callable[[], PlanFile]) -> PlanFile:
     try:
-        solver_status = SolverStatus(status)
-    except ValueError:
-        known = ", ".join(s.value for s in SolverStatus)
-        raise InputError(f"solver: unknown status {status!r} (expected one of {known})") from None
-    gaps = []
-    for key in ("gap", "proven_gap"):
-        value = doc.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
-                                  or not math.isfinite(value)):
-            raise InputError(f"solver: '{key}' must be a number or null, got {value!r}")
-        # plans written before the bound was honest carry a negative gap: it meant nothing
-        gaps.append(None if value is None or value < 0 else float(value))
-    disk_bound = doc.get("disk_lower_bound_bytes")
-    if disk_bound is not None:
-        disk_bound = _get(doc, "disk_lower_bound_bytes", int, "solver")
-    return SolverInfo(solver_status, _get(doc, "lower_bound_bytes", int, "solver"),
-                      gaps[0], _optional_number(doc, "seconds", "solver", 0.0),
-                      _strings(doc, "binding", "solver"), gaps[1], disk_bound)
+        return read()
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
 
 
-def plan_from_dict(doc: Mapping[str, Any]) -> PlanFile:
-    """Validate a plan document; InputError names the first thing that is wrong."""
+def _enveloped(doc: Any) -> Any:
+    """`doc` once it is a version-1 rebalance plan (not another file or a bare reassignment)."""
+    if not isinstance(doc, Mapping):
+        raise InputError("expected a JSON object with version, partitions, moves")
     version = doc.get("version")
-    if version != PLAN_VERSION:
+    if version != PLAN_VERSION or isinstance(version, bool):
         raise InputError(f"unsupported plan version {version!r} (expected {PLAN_VERSION})")
     if "moves" not in doc:
         raise InputError("not a rebalance plan: it has no 'moves' (a bare Kafka reassignment "
                          "file?); make one with `rebalance plan`")
-    moves = tuple(_move(m, i) for i, m in enumerate(_get(doc, "moves", list, "plan")))
-    _check_partitions(doc, moves)
-    before = _stats(doc.get("before"), "before")
-    _check_brokers(moves, before)
-    return PlanFile(
-        moves=moves,
-        fingerprint=_get(doc, "fingerprint", str, "plan"),
-        goals=_goals(doc.get("goals")),
-        budget=_budget(doc.get("budget")),
-        before=before,
-        after=_stats(doc.get("after"), "after"),
-        solver=_solver(doc.get("solver")),
-        created_at=str(doc.get("created_at", "")),
-        warnings=_strings(doc, "warnings", "plan"),
-        targets=None if doc.get("targets") is None else _targets(doc["targets"]),
-    )
+    problems = near_misses(doc.keys(), TOP_LEVEL_KEYS)
+    if problems:
+        raise InputError(problems_message(problems))
+    return doc
 
 
-def _targets(raw: Any) -> TargetInfo:
-    doc = _object(raw, "targets")
-    forced_doc = _object(doc.get("forced", {}), "targets.forced")
-    forced = tuple(_flag(forced_doc, res.value, "targets.forced", False) for res in RESOURCES)
-    rows: dict[int, tuple[float, float, float]] = {}
-    for index, raw_row in enumerate(_get(doc, "brokers", list, "targets")):
-        where = f"targets.brokers[{index}]"
-        entry = _object(raw_row, where)
-        broker_id = _get(entry, "id", int, where)
-        values = [float(_get(entry, res.value, (int, float), where)) for res in RESOURCES]
-        if not all(0 <= v < math.inf for v in values):
-            raise InputError(f"{where}: target utilizations must be finite and >= 0")
-        rows[broker_id] = (values[0], values[1], values[2])
-    return TargetInfo(rows, (forced[0], forced[1], forced[2]),
-                      _strings(doc, "reasons", "targets"))
+def _labeler(doc: Mapping[str, Any]) -> Labeler:
+    """Names a move by its partition where the file's topic and number are valid."""
+
+    def label(loc: Loc) -> str | None:
+        moves = doc.get("moves")
+        if loc[:1] != ("moves",) or len(loc) != 2 or not isinstance(moves, list):
+            return None
+        entry = moves[int(loc[1])]
+        if not isinstance(entry, Mapping):
+            return None
+        topic, number = entry.get("topic"), entry.get("partition")
+        valid = isinstance(topic, str) and is_topic_name(topic) and is_kafka_id(number)
+        return f"move {topic}-{number}" if valid else None
+
+    return label
 
 
-def _check_brokers(moves: Sequence[Move], before: ClusterStats) -> None:
+def _plan_file(doc: PlanDocument) -> PlanFile:
+    """The PlanFile of a checked document; InputError names every inconsistency."""
+    problems: list[str] = []
+    moves = moves_from_entries(doc["moves"], problems)
+    _check_bytes(doc, moves, problems)
+    _check_partitions(doc["partitions"], moves, problems)
+    before = _stats(doc["before"])
+    _check_brokers(moves, before, problems)
+    goals, budget = _goals(doc["goals"], problems), _budget(doc.get("budget"), problems)
+    solver = _solver(doc["solver"], problems)
+    if problems or goals is None or budget is None or solver is None:
+        raise InputError(problems_message(problems))
+    targets = doc.get("targets")
+    return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
+                    before=before, after=_stats(doc["after"]), solver=solver,
+                    created_at=doc.get("created_at") or "",
+                    warnings=tuple(doc.get("warnings") or ()),
+                    targets=None if targets is None else _targets(targets))
+
+
+def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:
+    """The bytes a move copies follow from its size and replicas: a file that says otherwise
+    was edited, and the review would show numbers the file does not."""
+    edited = " (the plan was edited; make a new one with `rebalance plan`)"
+    stated = {(e["topic"], e["partition"]): e["bytes_moved"] for e in doc["moves"]}
+    for move in moves:
+        said = stated[(move.topic, move.partition)]
+        if said != move.bytes_moved:
+            problems.append(f"move {move.name}: 'bytes_moved' is {said}, but it copies "
+                            f"{move.bytes_moved} ({move.size_bytes} bytes to "
+                            f"{len(move.added_brokers)} new replica(s)){edited}")
+    total = doc.get("totals", {}).get("bytes_moved")
+    if total is not None and len(moves) == len(doc["moves"]) \
+            and total != sum(m.bytes_moved for m in moves):
+        problems.append(f"totals: 'bytes_moved' is {total}, but the moves copy "
+                        f"{sum(m.bytes_moved for m in moves)}{edited}")
+
+
+def _check_partitions(entries: Sequence[ReassignmentEntry], moves: Sequence[Move],
+                      problems: list[str]) -> None:
+    """Kafka's `partitions` must list exactly the moves' targets."""
+    targets = {(m.topic, m.partition): m.target for m in moves}
+    if len(targets) != len(moves):
+        problems.append("moves: a partition is moved more than once")
+    seen: set[tuple[str, int]] = set()
+    for index, entry in enumerate(entries):
+        key, name = (entry["topic"], entry["partition"]), f"{entry['topic']}-{entry['partition']}"
+        where = f"partitions[{index}]: partition {name}"
+        if key in seen:
+            problems.append(f"{where} is listed twice")
+        elif key not in targets:
+            problems.append(f"{where} has no entry in 'moves'")
+        elif targets[key] != tuple(entry["replicas"]):
+            problems.append(f"{where} replicas {entry['replicas']} do not match its entry in "
+                            "'moves'")
+        seen.add(key)
+    problems.extend(f"partitions: lacks {topic}-{number} that 'moves' lists"
+                    for topic, number in sorted(set(targets) - seen))
+
+
+def _check_brokers(moves: Sequence[Move], before: ClusterStats, problems: list[str]) -> None:
     """Every broker a move names must be one of the cluster the plan was made for."""
     known = {b.id for b in before.brokers}
     for move in moves:
-        unknown = sorted(set(move.current + move.target) - known)
-        if unknown:
-            raise InputError(f"move {move.name}: broker {unknown[0]} is not in the cluster the "
-                             f"plan was made for (brokers {sorted(known)})")
+        problems.extend(f"move {move.name}: broker {broker} is not in the cluster the plan was "
+                        f"made for (brokers {sorted(known)})"
+                        for broker in sorted(set(move.current + move.target) - known))
 
 
-def read_plan(path: Path) -> PlanFile:
-    """Read and validate a plan file."""
-    doc = read_json_object(path, "plan", "version, partitions, moves")
+def _goals(entry: GoalsEntry, problems: list[str]) -> Goals | None:
     try:
-        return plan_from_dict(doc)
+        return Goals(tolerance=entry["tolerance"], max_utilization=entry["max_utilization"],
+                     add_brokers=frozenset(entry["add_brokers"]),
+                     remove_brokers=frozenset(entry["remove_brokers"]),
+                     rack_aware=entry.get("rack_aware", True),
+                     balance_leaders=entry.get("balance_leaders", True))
     except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{path}: malformed plan ({exc})") from None
+        problems.append(f"goals: {exc}")
+        return None
+
+
+def _budget(entry: BudgetEntry | None, problems: list[str]) -> Budget | None:
+    entry = entry or {}
+    time_limit = entry.get("time_limit_s")
+    try:
+        return Budget(entry.get("max_bytes"), entry.get("max_moves"),
+                      60.0 if time_limit is None else time_limit, entry.get("seed", 0))
+    except InputError as exc:
+        problems.append(f"budget: {exc}")
+        return None
+
+
+def _stats(entry: StatsEntry) -> ClusterStats:
+    resources = tuple(
+        ResourceStats(res, r["average"], r["max_over_avg"], r["min_over_avg"],
+                      r["within_tolerance"], r.get("deviation"), r.get("forced", False))
+        for res, r in ((res, entry["resources"][res.value]) for res in RESOURCES))
+    brokers = tuple(
+        BrokerStats(b["id"], b.get("rack"), b.get("alive", True), b["replicas"], b["leaders"],
+                    Load(*(b["load"][res.value] for res in RESOURCES)),
+                    Capacity(*(b["capacity"][res.value] for res in RESOURCES)))
+        for b in entry["brokers"])
+    return ClusterStats(brokers, resources)
+
+
+def _solver(entry: SolverEntry, problems: list[str]) -> SolverInfo | None:
+    try:
+        status = SolverStatus(entry["status"])
+    except ValueError:
+        known = ", ".join(s.value for s in SolverStatus)
+        problems.append(f"solver: unknown status {entry['status']!r} (expected one of {known})")
+        return None
+    # plans written before the bound was honest carry a negative gap: it meant nothing
+    gap, proven = entry.get("gap"), entry.get("proven_gap")
+    return SolverInfo(status, entry["lower_bound_bytes"], None if gap is None or gap < 0 else gap,
+                      entry.get("seconds") or 0.0, tuple(entry.get("binding") or ()),
+                      None if proven is None or proven < 0 else proven,
+                      entry.get("disk_lower_bound_bytes"))
+
+
+def _targets(entry: TargetsEntry) -> TargetInfo:
+    forced = entry.get("forced", {})
+    rows = {row["id"]: (row["disk"], row["net_in"], row["net_out"]) for row in entry["brokers"]}
+    return TargetInfo(rows, (forced.get("disk", False), forced.get("net_in", False),
+                             forced.get("net_out", False)), tuple(entry.get("reasons") or ()))

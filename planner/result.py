@@ -7,7 +7,14 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from topology.errors import PlanError
-from topology.model import TopicPartition, Topology
+from topology.model import (
+    INT32_MAX,
+    TOPIC_NOUN,
+    TopicPartition,
+    Topology,
+    is_kafka_id,
+    is_topic_name,
+)
 
 if TYPE_CHECKING:
     from planner.balance import Targets
@@ -34,7 +41,15 @@ class Move:
     size_bytes: int
 
     def __post_init__(self) -> None:
+        if not isinstance(self.topic, str) or not is_topic_name(self.topic):
+            raise PlanError(f"move {self.topic!r}-{self.partition!r}: the topic must be "
+                            f"{TOPIC_NOUN}")
         name = f"{self.topic}-{self.partition}"
+        ids = (self.partition, *self.current, *self.target)
+        if not all(is_kafka_id(i) for i in ids):
+            raise PlanError(f"move {name}: partition and broker ids must be integers from 0 to "
+                            f"{INT32_MAX}, got {self.partition!r}, {list(self.current)} -> "
+                            f"{list(self.target)}")
         if len(self.current) != len(self.target):
             raise PlanError(f"move {name}: replication factor changes "
                             f"({len(self.current)} -> {len(self.target)})")

@@ -14,7 +14,6 @@ layout is read on its own and converted to one schema, since Spark reads one lay
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shutil
@@ -31,6 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampNTZType, TimestampType
 
+from topology.documents import decode_json
 from topology.errors import InputError
 
 NOTES_FILE = "_notes.json"
@@ -104,13 +104,13 @@ def local_directory(path: str) -> Path | None:
 def parse_notes(text: str, where: str) -> HistoryNotes:
     """Validate `_notes.json` content: a version-1 object with a start time and a step."""
     try:
-        document = json.loads(text)
+        document = decode_json(text)
     except ValueError as exc:
         raise HistoryInputError(f"{where} is not valid JSON ({exc}); re-run "
                                 "`rebalance history export`") from None
     if not isinstance(document, dict):
         raise HistoryInputError(f"{where} must hold a JSON object")
-    if document.get("version") != 1:
+    if document.get("version") != 1 or isinstance(document.get("version"), bool):
         raise HistoryInputError(f"{where} has version {document.get('version')!r}; "
                                 "this job reads version 1")
     step = document.get("step_seconds")

@@ -9,6 +9,7 @@ A broker's capacity is the default, overlaid by its rack's entry, overlaid by it
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +17,10 @@ from typing import Any
 
 import yaml
 
-from topology.errors import InputError
-from topology.model import Broker, Capacity, Topology
-from topology.units import parse_bytes
+from topology.documents import parse_yaml, read_text
+from topology.errors import InputError, problems_message
+from topology.model import INT32_MAX, Broker, Capacity, Topology, is_kafka_id
+from topology.units import MAX_DISK_BYTES, MAX_NET_BYTES_PER_SEC, parse_bytes
 
 CAPACITY_KEYS = ("disk_bytes", "net_in_bytes_per_sec", "net_out_bytes_per_sec")
 _SECTIONS = {"default", "racks", "brokers"}
@@ -61,41 +63,85 @@ class Capacities:
         )
 
 
-def _entry(raw: Any, where: str) -> dict[str, float]:
+_LIMITS = {"disk_bytes": (MAX_DISK_BYTES, "1 EB"),
+           "net_in_bytes_per_sec": (MAX_NET_BYTES_PER_SEC, "1 TB/s"),
+           "net_out_bytes_per_sec": (MAX_NET_BYTES_PER_SEC, "1 TB/s")}
+
+
+def implausible_capacity(key: str, value: float) -> str | None:
+    """Why a capacity a person wrote is implausible (a unit mix-up such as 1e30TB), or None.
+
+    Only files people write are held to this; execute and auto count brokers without a
+    capacities file as unbounded (1e15 of everything), so the model itself allows more.
+    """
+    limit, name = _LIMITS[key]
+    return f"is implausibly large (over {name}); check its unit" if value > limit else None
+
+
+def _entry(raw: Any, where: str, problems: list[str]) -> dict[str, float]:
+    """One capacity entry; every bad key or value is added to `problems`."""
     if not isinstance(raw, Mapping):
-        raise InputError(f"{where}: expected a mapping of {', '.join(CAPACITY_KEYS)}")
+        problems.append(f"{where}: expected a mapping of {', '.join(CAPACITY_KEYS)}")
+        return {}
     out: dict[str, float] = {}
     for key, value in raw.items():
         if key not in CAPACITY_KEYS:
-            raise InputError(f"{where}: unknown key {key!r} (expected {', '.join(CAPACITY_KEYS)})")
-        number = parse_bytes(value, f"{where}.{key}", size=key == "disk_bytes")
-        if number <= 0:
-            raise InputError(f"{where}.{key}: must be positive, got {value!r}")
-        out[key] = number
+            close = difflib.get_close_matches(str(key), CAPACITY_KEYS, n=1, cutoff=0.7)
+            hint = (f"did you mean {close[0]!r}?" if close
+                    else f"expected {', '.join(CAPACITY_KEYS)}")
+            problems.append(f"{where}: unknown key {key!r} ({hint})")
+            continue
+        try:
+            out[key] = _quantity(key, value, f"{where}.{key}")
+        except InputError as exc:
+            problems.append(str(exc))
     return out
 
 
+def _quantity(key: str, value: Any, where: str) -> float:
+    number = parse_bytes(value, where, size=key == "disk_bytes")
+    if number <= 0:
+        raise InputError(f"{where}: must be positive, got {value!r}")
+    why = implausible_capacity(key, number)
+    if why:
+        raise InputError(f"{where}: {value!r:.40} {why}")
+    return number
+
+
+def _broker_id(key: Any, where: str) -> int:
+    """A broker key: an integer (YAML `7:`) or its digits quoted; not 1.9, true or -1."""
+    if isinstance(key, str) and key.isascii() and key.isdigit():
+        key = int(key)
+    if not is_kafka_id(key):
+        raise InputError(f"{where}.{key!r}: broker ids must be integers from 0 to {INT32_MAX}, "
+                         f"got {type(key).__name__} {key!r}")
+    return int(key)
+
+
 def parse_capacities(raw: Any, source: str = "capacities") -> Capacities:
-    """Validate a loaded YAML document into Capacities."""
+    """Validate a loaded YAML document into Capacities; InputError names every problem."""
     if not isinstance(raw, Mapping):
         raise InputError(f"{source}: expected a mapping with default/racks/brokers")
-    extra = set(raw) - _SECTIONS
-    if extra:
-        raise InputError(f"{source}: unknown section {sorted(map(str, extra))[0]!r} "
-                         "(expected default, racks, brokers)")
-    default = _entry(raw.get("default") or {}, f"{source}: default")
+    problems = [f"unknown section {str(k)!r} (expected default, racks, brokers)"
+                for k in sorted(map(str, set(raw) - _SECTIONS))]
+    default = _entry(raw.get("default") or {}, "default", problems)
     racks_raw = raw.get("racks") or {}
     brokers_raw = raw.get("brokers") or {}
     if not isinstance(racks_raw, Mapping) or not isinstance(brokers_raw, Mapping):
         raise InputError(f"{source}: 'racks' and 'brokers' must be mappings")
-    racks = {str(r): _entry(v, f"{source}: racks.{r}") for r, v in racks_raw.items()}
+    racks = {str(r): _entry(v, f"racks.{r}", problems) for r, v in racks_raw.items()}
     brokers: dict[int, dict[str, float]] = {}
     for key, value in brokers_raw.items():
         try:
-            broker_id = int(key)
-        except (TypeError, ValueError):
-            raise InputError(f"{source}: brokers.{key}: broker ids must be integers") from None
-        brokers[broker_id] = _entry(value, f"{source}: brokers.{key}")
+            broker_id = _broker_id(key, "brokers")
+        except InputError as exc:
+            problems.append(str(exc))
+            continue
+        if broker_id in brokers:
+            problems.append(f"brokers.{key!r}: broker {broker_id} is given twice")
+        brokers[broker_id] = _entry(value, f"brokers.{key}", problems)
+    if problems:
+        raise InputError(f"{source}: {problems_message(problems)}")
     return Capacities(default, racks, brokers)
 
 
@@ -118,15 +164,11 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 def read_capacities(path: Path) -> Capacities:
     """Read and validate a capacities YAML file."""
+    text = read_text(path, "capacities file", kind="YAML")
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
-    except OSError as exc:
-        raise InputError(f"cannot read capacities file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a YAML text file (it is not UTF-8); give the "
-                         "capacities file itself") from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+        raw = parse_yaml(text, str(path), _UniqueKeyLoader)
     except InputError as exc:
-        raise InputError(f"{path}: {exc}") from None
+        message = str(exc)
+        raise InputError(message if message.startswith(str(path)) else f"{path}: {message}"
+                         ) from None
     return parse_capacities(raw, str(path))

@@ -50,3 +50,20 @@ class SandboxError(RebalanceError):
     """The local sandbox cluster could not be started, found or stopped."""
 
     exit_code = 7
+
+
+MAX_PROBLEMS = 8
+"""How many problems one message lists (STYLE rule 11: every problem, up to a cap)."""
+
+
+def problems_message(problems: list[str], total: int | None = None) -> str:
+    """Problems found in one input, on one line: the first MAX_PROBLEMS and how many more.
+
+    `total` counts problems that were found but not described (it defaults to len(problems)).
+    """
+    count = len(problems) if total is None else total
+    if count == 1:
+        return problems[0]
+    shown = "; ".join(problems[:MAX_PROBLEMS])
+    more = count - min(len(problems), MAX_PROBLEMS)
+    return f"{count} problems: {shown}" + (f"; and {more} more" if more else "")

@@ -7,11 +7,35 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 
-from topology.errors import InputError
+from topology.errors import InputError, problems_message
+
+INT32_MAX = 2**31 - 1
+"""Kafka's broker ids and partition numbers are 32-bit integers (and never negative)."""
+
+TOPIC_CHARS = "[a-zA-Z0-9._-]+"
+TOPIC_MAX_LENGTH = 249
+TOPIC_NOUN = ("a Kafka topic name (1 to 249 characters of a-z, A-Z, 0-9, '.', '_' and '-', "
+              "not '.' or '..')")
+_TOPIC = re.compile(TOPIC_CHARS)
+
+
+@lru_cache(maxsize=8192)
+def is_topic_name(name: str) -> bool:
+    """True for a name Kafka accepts for a topic (cached: a topic has many partitions)."""
+    return (0 < len(name) <= TOPIC_MAX_LENGTH and name not in (".", "..")
+            and _TOPIC.fullmatch(name) is not None)
+
+
+def is_kafka_id(value: object) -> bool:
+    """True for a broker id or partition number: an int (not a bool) in [0, 2**31)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX
 
 
 class Resource(StrEnum):
@@ -84,8 +108,9 @@ class Broker:
     alive: bool = True
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, int) or isinstance(self.id, bool) or self.id < 0:
-            raise InputError(f"broker id must be a non-negative integer, got {self.id!r}")
+        if not is_kafka_id(self.id):
+            raise InputError(f"broker id must be an integer from 0 to {INT32_MAX}, "
+                             f"got {self.id!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +136,13 @@ class Partition:
     bytes_out_per_sec: float = 0.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.topic, str) or not is_topic_name(self.topic):
+            raise InputError(f"partition {self.topic!r}-{self.partition!r}: the topic must be "
+                             f"{TOPIC_NOUN}")
         name = f"{self.topic}-{self.partition}"
-        if not self.topic:
-            raise InputError("partition has an empty topic name")
-        if not isinstance(self.partition, int) or self.partition < 0:
-            raise InputError(f"partition {name}: index must be a non-negative integer")
+        if not is_kafka_id(self.partition):
+            raise InputError(f"partition {self.topic}-{self.partition!r}: index must be an "
+                             f"integer from 0 to {INT32_MAX}")
         if not self.replicas:
             raise InputError(f"partition {name}: replica list is empty")
         if len(set(self.replicas)) != len(self.replicas):
@@ -156,22 +183,9 @@ class Topology:
     notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        ids = [b.id for b in self.brokers]
-        if len(set(ids)) != len(ids):
-            dup = sorted({i for i in ids if ids.count(i) > 1})
-            raise InputError(f"broker {dup[0]} is listed more than once")
-        if not self.brokers:
-            raise InputError("the topology lists no brokers")
-        known = set(ids)
-        seen: set[tuple[str, int]] = set()
-        for p in self.partitions:
-            k = (p.topic, p.partition)
-            if k in seen:
-                raise InputError(f"partition {p.name} is listed more than once")
-            seen.add(k)
-            for r in p.replicas:
-                if r not in known:
-                    raise InputError(f"partition {p.name}: replica on unknown broker {r}")
+        problems = topology_problems([b.id for b in self.brokers], self.partitions)
+        if problems:
+            raise InputError(problems_message(problems))
         object.__setattr__(self, "brokers", tuple(sorted(self.brokers, key=lambda b: b.id)))
         object.__setattr__(
             self, "partitions", tuple(sorted(self.partitions, key=lambda p: (p.topic, p.partition)))
@@ -215,6 +229,24 @@ class Topology:
             for p in self.partitions
         )
         return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
+
+
+def topology_problems(broker_ids: Iterable[int], partitions: Iterable[Partition]) -> list[str]:
+    """What spans entries: brokers listed twice, partitions listed twice, unknown replicas."""
+    counts = Counter(broker_ids)
+    problems = [f"broker {i} is listed more than once" for i, n in sorted(counts.items()) if n > 1]
+    if not counts:
+        problems.append("the topology lists no brokers")
+    seen: set[tuple[str, int]] = set()
+    for p in partitions:
+        key = (p.topic, p.partition)
+        if key in seen:
+            problems.append(f"partition {p.name} is listed more than once")
+        seen.add(key)
+        for r in p.replicas:
+            if r not in counts:
+                problems.append(f"partition {p.name}: replica on unknown broker {r}")
+    return problems
 
 
 def replace_replicas(

@@ -15,8 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
+from topology.documents import parse_yaml
 from topology.errors import InputError
 
 
@@ -214,10 +213,7 @@ def _parse_properties(text: str, source: str) -> dict[str, str]:
 
 
 def _parse_yaml(text: str, source: str) -> dict[str, str]:
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise InputError(f"{source}: not valid YAML") from None
+    raw = parse_yaml(text, source, detail=False)  # no parser detail: it may quote a secret
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):

@@ -42,3 +42,13 @@ def parse_bytes(value: object, what: str, *, size: bool = False) -> float:
     if not math.isfinite(number):
         raise InputError(f"{what}: {value!r:.40} is not a finite number of bytes {_EXAMPLES}")
     return number
+
+
+MAX_QUANTITY = 1e24
+"""A yottabyte (or per second): beyond any real partition's bytes or rate, so a unit mix-up."""
+
+MAX_DISK_BYTES = 1e18
+"""One exabyte: no broker has a disk this large, so a larger capacity is a unit mix-up."""
+
+MAX_NET_BYTES_PER_SEC = 1e12
+"""One terabyte per second (8 Tbit/s): beyond any broker's network, so a unit mix-up."""

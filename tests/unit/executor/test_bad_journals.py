@@ -5,6 +5,7 @@ reaching it would be exit code 3)."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,8 @@ def _header_without(key: str) -> list[Record]:
 JOURNAL_CASES: dict[str, tuple[list[Record], str]] = {
     "header without moves": ([{k: v for k, v in header().items() if k != "moves"}],
                              "the run header has no list of 'moves'"),
-    "header move lacks target": (_header_without("target"), "malformed (missing 'target')"),
+    "header move lacks target": (_header_without("target"),
+                                 "malformed (moves[0]: missing 'target')"),
     "header move with a word for partition": (_header_move(partition="x"),
                                               "a move in the run header is malformed"),
     "header move changes RF": (_header_move(target=[3]), "replication factor changes"),
@@ -65,7 +67,54 @@ JOURNAL_CASES: dict[str, tuple[list[Record], str]] = {
                                "record 2 ('rates') is malformed (missing 'throttle')"),
     "throttles without present": ([header(), {"kind": "throttles", "move": MOVE}],
                                   "malformed (missing 'present')"),
+    "time as a word": ([header(), _state("throttling", at="yesterday")],
+                       "record 2 ('state') is malformed ('at' must be a time in seconds, got "
+                       "'yesterday')"),
+    "time NaN": ([header(), {"kind": "note", "message": "x", "at": math.nan}],
+                 "record 2 ('note') is malformed ('at' must be a time in seconds, got nan)"),
+    "time missing": ([header(), {"kind": "resume"}], "record 2 ('resume') is malformed "
+                                                      "(missing 'at')"),
+    "header partition Infinity": (_header_move(partition=math.inf),
+                                  "malformed (moves[0]: 'partition' must be an integer, got inf)"),
+    "header partition 2**63": (_header_move(partition=2**63), "malformed (moves[0]: "
+                               "'partition' must be at most 2147483647"),
+    "header partition as digits": (_header_move(partition="0"),
+                                   "malformed (moves[0]: 'partition' must be an integer"),
+    "header topic with a space": (_header_move(topic="a b"),
+                                  "malformed (moves[0]: 'topic' must be a Kafka topic name"),
+    "header move with an unknown key": (_header_move(sizebytes=1), "malformed (moves[0]: "
+                                        "unknown key 'sizebytes' (did you mean 'size_bytes'?))"),
+    "header topic with a lone surrogate": (_header_move(topic="\udc80"),
+                                           "first line is not a JSON record (lone leading "
+                                           "surrogate"),
+    "baseline NaN": ([header(), _state("throttling", baseline={"in": {"1": math.nan},
+                                                               "out": {}})],
+                     "malformed (baseline rate nan of broker '1' must be a number >= 0)"),
+    "baseline rate as text": ([header(), _state("throttling", baseline={"in": {}, "out": {
+        "2": "5"}})], "malformed (baseline rate '5' of broker '2' must be a number >= 0)"),
 }
+
+
+RAW_JOURNALS = {
+    "nested 100,000 deep": (lambda: json.dumps(header()) + "\n" + "[" * 100_000 + "]" * 100_000
+                            + "\n" + json.dumps(_state("throttling")) + "\n",
+                            "line 2 is not a JSON record (nested too deeply at line 1 column"),
+    "nested first line": (lambda: "[" * 100_000 + "]" * 100_000 + "\n",
+                          "first line is not a JSON record (nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("content, message", RAW_JOURNALS.values(), ids=RAW_JOURNALS.keys())
+@pytest.mark.parametrize("command", ["status", "resume", "cancel", "clear-throttles"])
+def test_undecodable_journals_are_refused(tmp_path: Path, rebalance: Rebalance, command: str,
+                                          content: Callable[[], str], message: str) -> None:
+    journal = tmp_path / "p.json.journal"
+    journal.write_text(content())
+    before = journal.read_bytes()
+    args = ["--journal", str(journal)] + ([] if command == "status" else CONN)
+    code, error = rebalance(command, *args)
+    assert (code, "\n" in error, message in error) == (6, False, True), error
+    assert journal.read_bytes() == before
 
 
 def write_journal(path: Path, records: list[Record]) -> Path:

@@ -4,17 +4,22 @@ a message naming what to fix, never a stack trace."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.planfile_json import plan_to_dict
 from planner.result import Move, SolverStatus
+from planner.weights import read_weights
+from topology.model import TopicPartition
 from topology.snapshot import topology_from_dict
 
 Rebalance = Callable[..., tuple[int, str]]
@@ -55,8 +60,8 @@ def _section(section: str, **changes: object) -> Callable[[Doc], None]:
 
 
 PLAN_CASES = {
-    "negative partition": (_move(partition=-1), "'partition' >= 0"),
-    "negative broker id": (_move(target=[3, -4]), "integers >= 0"),
+    "negative partition": (_move(partition=-1), "moves[0]: 'partition' must be an integer >= 0"),
+    "negative broker id": (_move(target=[3, -4]), "move t-1: 'target'[1] must be an integer >= 0"),
     "current repeats a broker": (_move(current=[3, 3]), "current replicas [3, 3] repeat"),
     "unknown target broker": (_move(target=[3, 9]), "broker 9 is not in the cluster"),
     "partitions entry without move": (
@@ -165,6 +170,57 @@ def test_bad_weights_rows_are_input_errors(tmp_path: Path, rebalance: Rebalance,
     code, error = rebalance("plan", "--snapshot", str(snap), "--weights", str(weights),
                             "--out", str(tmp_path / "plan.json"))
     assert (code, message in error) == (2, True), error
+
+
+def _json_lines(edit: Callable[[str], str]) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        path.write_text(edit(json.dumps(_weights_row()) + "\n"))
+    return write
+
+
+def _parquet_nan(column: str) -> Callable[[Path], None]:
+    """A real NaN in Parquet (pandas would store a NaN as null, which means 'not measured')."""
+    def write(path: Path) -> None:
+        pq.write_table(pa.Table.from_pylist([_weights_row(**{column: math.nan})]), path)
+    return write
+
+
+NAN_WEIGHTS = {
+    "NaN literal": ("w.json", _json_lines(lambda t: t.replace('"bytes_in_per_sec": 1.0',
+                                                               '"bytes_in_per_sec": NaN')),
+                    "weights {path}: partition t-0 has NaN bytes_in_per_sec; give a finite "
+                    "number, or null where nothing was measured"),
+    "NaN as text": ("w.json", _json_lines(lambda t: t.replace('"size_bytes": 100.0',
+                                                               '"size_bytes": "NaN"')),
+                    "partition t-0 has a non-numeric or negative size_bytes (NaN)"),
+    "NaN in Parquet": ("w.parquet", _parquet_nan("size_growth_bytes_per_day"),
+                       "partition t-0 has NaN size_growth_bytes_per_day"),
+    "nested 100,000 deep": ("w.json", lambda p: p.write_text("[" * 100_000 + "]" * 100_000),
+                            "weights {path}: row 1 is not valid JSON (nested too deeply"),
+    "a row that is not an object": ("w.json", lambda p: p.write_text("[1, 2]\n"),
+                                    "weights {path}: row 1 is not a JSON object"),
+}
+
+
+@pytest.mark.parametrize("name, write, message", NAN_WEIGHTS.values(), ids=NAN_WEIGHTS.keys())
+def test_nan_and_undecodable_weights_are_refused(tmp_path: Path, rebalance: Rebalance,
+                                                 name: str, write: Callable[[Path], None],
+                                                 message: str) -> None:
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(snapshot_doc()))
+    weights = tmp_path / name
+    write(weights)
+    code, error = rebalance("plan", "--snapshot", str(snap), "--weights", str(weights),
+                            "--out", str(tmp_path / "plan.json"))
+    assert (code, "\n" in error) == (2, False), error
+    assert message.format(path=weights) in error, error
+
+
+def test_null_weights_mean_not_measured(tmp_path: Path) -> None:
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(_weights_row(bytes_in_per_sec=None, topic="007")) + "\n")
+    weight = read_weights(path)[TopicPartition("007", 0)]
+    assert (weight.bytes_in_per_sec, weight.bytes_out_per_sec) == (None, 1.0)
 
 
 @pytest.mark.parametrize("horizon", ["inf", "nan"])

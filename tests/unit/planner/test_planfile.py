@@ -89,12 +89,12 @@ DELETE = object()
     ("moves.0.target", [2, 2], "repeats a broker"),
     ("moves.0.target", [2, 3, 4], "replication factor changes"),
     ("moves.0.current", "1,3", "'current' must be a list"),
-    ("moves.0.size_bytes", -1, "negative size"),
+    ("moves.0.size_bytes", -1, "'size_bytes' must be an integer >= 0, got -1"),
     ("partitions.0.replicas", [3, 2], "do not match its entry in 'moves'"),
     ("partitions.1", {"topic": "t", "partition": 0, "replicas": [2, 3]}, "listed twice"),
     ("solver.status", "great", "unknown status 'great'"),
     ("goals.tolerance", 3, "tolerance must be between 0 and 1"),
-    ("before.resources", DELETE, "before.resources: expected an object"),
+    ("before.resources", DELETE, "before: missing 'resources'"),
 ])
 def test_malformed_plans_are_rejected(path: str, value: Any, message: str) -> None:
     with pytest.raises(InputError, match=message):

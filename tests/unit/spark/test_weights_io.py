@@ -71,7 +71,15 @@ def _error(tmp: Path) -> str:
     (json.dumps({"version": 1, "start": "2026-01-05T00:00:00Z", "step_seconds": "60"}),
      "step_seconds '60'"),
     (json.dumps({"version": 1, "start": "yesterday", "step_seconds": 60}), "start 'yesterday'"),
-])
+    ("[" * 100_000 + "]" * 100_000, "is not valid JSON (nested too deeply at line 1"),
+    (json.dumps({"version": 1, "start": "2026-01-05T00:00:00Z", "step_seconds": math.nan}),
+     "step_seconds nan"),
+    ('{"version": 1, "start": "\\udc80", "step_seconds": 60}', "lone leading surrogate"),
+    (json.dumps({"version": True, "start": "2026-01-05T00:00:00Z", "step_seconds": 60}),
+     "version True"),
+], ids=["missing", "not JSON", "not an object", "version 2", "no step", "step 0",
+        "step as text", "start as a word", "nested 100,000 deep", "step NaN",
+        "lone surrogate", "version true"])
 def test_missing_or_malformed_notes(history_dir: Any, notes: str | None, expected: str) -> None:
     assert expected in _error(history_dir([GOOD], notes=notes))
 

@@ -34,6 +34,14 @@ def test_topology_sorts_brokers_and_partitions() -> None:
         (lambda: Partition("t", 0, (1,), size_bytes=-1), "negative"),
         (lambda: Partition("t", 0, (1,), bytes_in_per_sec=-1.0), "must not be negative"),
         (lambda: Capacity(0.0, 1.0, 1.0), "disk_bytes must be a positive"),
+        (lambda: Partition("a b", 0, (1,)), "the topic must be a Kafka topic name"),
+        (lambda: Partition("..", 0, (1,)), "the topic must be a Kafka topic name"),
+        (lambda: Partition("\udc80", 0, (1,)), "the topic must be a Kafka topic name"),
+        (lambda: Partition("x" * 250, 0, (1,)), "the topic must be a Kafka topic name"),
+        (lambda: Partition("t", 2**31, (1,)), "index must be an integer from 0 to 2147483647"),
+        (lambda: Partition("t", True, (1,)), "index must be an integer"),
+        (lambda: Broker(2**63, "a", CAP), "broker id must be an integer from 0 to 2147483647"),
+        (lambda: Broker(True, "a", CAP), "broker id must be an integer"),
         (lambda: Topology((Broker(1, "a", CAP),), (Partition("t", 0, (2,)),)), "unknown broker 2"),
         (lambda: Topology((Broker(1, "a", CAP), Broker(1, "b", CAP)), ()), "more than once"),
         (
@@ -64,3 +72,19 @@ def test_replace_replicas_returns_new_topology() -> None:
     assert moved.partitions[0].replicas == (3, 2)
     assert moved.partitions[0].size_bytes == 5
     assert t.partitions[0].replicas == (1, 2)
+
+
+def test_every_topology_problem_is_named() -> None:
+    with pytest.raises(InputError) as caught:
+        Topology((Broker(1, "a", CAP), Broker(1, "b", CAP)),
+                 (Partition("t", 0, (2,)), Partition("t", 0, (3,))))
+    assert str(caught.value) == ("4 problems: broker 1 is listed more than once; partition t-0: "
+                                 "replica on unknown broker 2; partition t-0 is listed more than "
+                                 "once; partition t-0: replica on unknown broker 3")
+
+
+def test_the_fingerprint_of_a_valid_topology_encodes() -> None:
+    """Topic names are ASCII by Kafka's rule, so the fingerprint (UTF-8) never fails."""
+    topology = Topology((Broker(2**31 - 1, "a", CAP),),
+                        (Partition("x" * 249, 2**31 - 1, (2**31 - 1,)),))
+    assert topology.fingerprint().startswith("sha256:")

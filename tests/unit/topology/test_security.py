@@ -161,6 +161,18 @@ def test_file_errors_do_not_echo_the_line(tmp_path: Path) -> None:
     assert PASSWORD not in str(info.value)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("sasl.password: " + "[" * 100_000 + "]" * 100_000 + "\n",
+     "not valid YAML (nested too deeply)"),
+    (f"sasl.password: '{PASSWORD}\n", "not valid YAML"),
+], ids=["nested 100,000 deep", "unclosed quote"])
+def test_bad_yaml_is_one_line_without_the_secret(tmp_path: Path, text: str, message: str) -> None:
+    bad = _write(tmp_path, "bad.yaml", text)
+    with pytest.raises(InputError) as info:
+        load_security(bad, {})
+    assert str(info.value) == f"{bad}: {message}"
+
+
 def test_unknown_key_is_named_but_its_value_is_not(tmp_path: Path) -> None:
     bad = _write(tmp_path, "bad.properties", f"sasl.pasword={PASSWORD}\n")
     with pytest.raises(InputError, match=re.escape("unknown setting 'sasl.pasword'")) as info:

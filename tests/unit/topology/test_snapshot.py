@@ -22,8 +22,9 @@ def doc(**overrides: Any) -> dict[str, Any]:
         "brokers": [
             {"id": 1, "rack": "a", "capacity": dict(CAP)},
             {"id": 2, "rack": "b", "capacity": dict(CAP)},
-            {"id": 3, "rack": "b", "capacity": dict(CAP), "extra": "ignored"},
+            {"id": 3, "rack": "b", "capacity": dict(CAP)},
         ],
+        "exported_by": "another tool",  # unknown top-level keys are ignored (DESIGN.md)
         "partitions": [
             {"topic": "orders", "partition": 0, "replicas": [1, 2], "size_bytes": 10,
              "bytes_in_per_sec": 1.5, "bytes_out_per_sec": 3.0},
@@ -81,7 +82,7 @@ CASES: list[tuple[Any, str]] = [
      "broker 1 is listed more than once"),
     (_broken(lambda d: d["partitions"][0].__setitem__("replicas", "1,2")),
      "'replicas' must be a list"),
-    (_broken(lambda d: d["partitions"][0].pop("topic")), "partitions\\[0\\]: 'topic'"),
+    (_broken(lambda d: d["partitions"][0].pop("topic")), "partitions\\[0\\]: missing 'topic'"),
     (_broken(lambda d: d["partitions"][0].__setitem__("bytes_in_per_sec", "fast")),
      "'bytes_in_per_sec' must be a number"),
 ]

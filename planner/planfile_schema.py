@@ -1,0 +1,212 @@
+"""The plan file as a declared schema (pydantic), checked in one pass that reports every problem.
+
+Entries that drive a run (moves, Kafka's partitions, goals, budget) may hold only known keys: a
+key the tool does not read is a misspelling or an edit it would silently ignore. The review
+sections (statistics, solver, targets, totals) are the tool's own report and ignore unknown
+keys; what they hold is still checked, since the review and the executor print and use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NotRequired, Required
+
+from pydantic import ConfigDict, TypeAdapter, with_config
+from typing_extensions import TypedDict
+
+from planner.result import Move
+from topology.errors import PlanError
+from topology.schema import (
+    BROKER_IDS,
+    STRINGS,
+    ByteCount,
+    Count,
+    Flag,
+    Integer,
+    KafkaId,
+    Number,
+    Positive,
+    Quantity,
+    Text,
+    TopicName,
+)
+
+_FORBID = ConfigDict(extra="forbid")
+_IGNORE = ConfigDict(extra="ignore")
+
+
+@with_config(_FORBID)
+class MoveEntry(TypedDict):
+    """A move as the journal's run header records it."""
+
+    topic: TopicName
+    partition: KafkaId
+    current: list[KafkaId]
+    target: list[KafkaId]
+    size_bytes: ByteCount
+
+
+@with_config(_FORBID)
+class PlanMoveEntry(MoveEntry):
+    """A move of the plan file: also the bytes it copies (size x replicas added)."""
+
+    bytes_moved: ByteCount
+
+
+@with_config(_FORBID)
+class ReassignmentEntry(TypedDict):
+    """One entry of Kafka's reassignment `partitions` list (log_dirs are not supported)."""
+
+    topic: TopicName
+    partition: KafkaId
+    replicas: list[KafkaId]
+
+
+@with_config(_FORBID)
+class GoalsEntry(TypedDict):
+    tolerance: Number
+    max_utilization: Number
+    add_brokers: list[KafkaId]
+    remove_brokers: list[KafkaId]
+    rack_aware: NotRequired[Flag]
+    balance_leaders: NotRequired[Flag]
+
+
+@with_config(_FORBID)
+class BudgetEntry(TypedDict, total=False):
+    max_bytes: ByteCount | None
+    max_moves: Count | None
+    time_limit_s: Number | None
+    seed: Integer
+
+
+@with_config(_IGNORE)
+class ResourceEntry(TypedDict, total=False):
+    average: Required[Quantity]
+    max_over_avg: Required[Quantity]
+    min_over_avg: Required[Quantity]
+    within_tolerance: Required[Flag]
+    deviation: Quantity | None
+    forced: Flag
+
+
+@with_config(_IGNORE)
+class ResourcesEntry(TypedDict):
+    disk: ResourceEntry
+    net_in: ResourceEntry
+    net_out: ResourceEntry
+
+
+@with_config(_IGNORE)
+class LoadEntry(TypedDict):
+    disk: Quantity
+    net_in: Quantity
+    net_out: Quantity
+
+
+@with_config(_IGNORE)
+class CapacityEntry(TypedDict):
+    disk: Positive
+    net_in: Positive
+    net_out: Positive
+
+
+@with_config(_IGNORE)
+class BrokerStatsEntry(TypedDict, total=False):
+    id: Required[KafkaId]
+    rack: Text | None
+    alive: Flag
+    replicas: Required[Count]
+    leaders: Required[Count]
+    load: Required[LoadEntry]
+    capacity: Required[CapacityEntry]
+
+
+@with_config(_IGNORE)
+class StatsEntry(TypedDict):
+    resources: ResourcesEntry
+    brokers: list[BrokerStatsEntry]
+
+
+@with_config(_IGNORE)
+class SolverEntry(TypedDict, total=False):
+    status: Required[Text]
+    lower_bound_bytes: Required[ByteCount]
+    gap: Number | None
+    proven_gap: Number | None
+    seconds: Quantity | None
+    binding: list[Text] | None
+    disk_lower_bound_bytes: ByteCount | None
+
+
+@with_config(_IGNORE)
+class TargetRowEntry(TypedDict):
+    id: KafkaId
+    disk: Quantity
+    net_in: Quantity
+    net_out: Quantity
+
+
+@with_config(_IGNORE)
+class ForcedEntry(TypedDict, total=False):
+    disk: Flag
+    net_in: Flag
+    net_out: Flag
+
+
+@with_config(_IGNORE)
+class TargetsEntry(TypedDict, total=False):
+    forced: ForcedEntry
+    reasons: list[Text] | None
+    brokers: Required[list[TargetRowEntry]]
+
+
+@with_config(_IGNORE)
+class TotalsEntry(TypedDict, total=False):
+    bytes_moved: ByteCount
+    moves: Count
+    data_moves: Count
+
+
+@with_config(ConfigDict(extra="allow"))
+class PlanDocument(TypedDict, total=False):
+    version: Required[Any]
+    partitions: Required[list[ReassignmentEntry]]
+    moves: Required[list[PlanMoveEntry]]
+    fingerprint: Required[Text]
+    goals: Required[GoalsEntry]
+    budget: BudgetEntry | None
+    before: Required[StatsEntry]
+    after: Required[StatsEntry]
+    solver: Required[SolverEntry]
+    totals: TotalsEntry
+    warnings: list[Text] | None
+    created_at: Text | None
+    targets: TargetsEntry | None
+
+
+PLAN_ADAPTER = TypeAdapter(PlanDocument)
+MOVES_ADAPTER = TypeAdapter(list[MoveEntry])
+TOP_LEVEL_KEYS = tuple(PlanDocument.__annotations__)
+NOUNS = {"current": BROKER_IDS, "target": BROKER_IDS, "replicas": BROKER_IDS,
+         "add_brokers": BROKER_IDS, "remove_brokers": BROKER_IDS, "binding": STRINGS,
+         "warnings": STRINGS, "reasons": STRINGS, "moves": "a list of move objects",
+         "partitions": "a list of partition objects"}
+
+
+def moves_from_entries(entries: Sequence[MoveEntry], problems: list[str]) -> tuple[Move, ...]:
+    """Moves of checked entries (a plan's or a journal header's); what Move refuses, or a
+    current replica list that repeats a broker, is added to `problems`."""
+    moves = []
+    for entry in entries:
+        try:
+            move = Move(entry["topic"], entry["partition"], tuple(entry["current"]),
+                        tuple(entry["target"]), entry["size_bytes"])
+        except PlanError as exc:
+            problems.append(str(exc))
+            continue
+        if len(set(move.current)) != len(move.current):
+            problems.append(f"move {move.name}: current replicas {list(move.current)} repeat "
+                            "a broker")
+        moves.append(move)
+    return tuple(moves)
