@@ -42,7 +42,7 @@ from commands.execute_setup import (
     was_adaptive,
     with_scrape_window,
 )
-from commands.render import console, err_console
+from commands.render import console, err_console, note, notes_held, say
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, ExecutorConfig, Ports, Reporter
 from executor.state import MoveState
 from topology.errors import ExecutionError, InputError
@@ -97,7 +97,7 @@ def _drive(executor: Executor, view: ProgressView, journal: Path) -> RunReport:
         with view:
             return executor.run()
     except KeyboardInterrupt:
-        err_console.print(INTERRUPTED.format(journal=journal), highlight=False, soft_wrap=True)
+        say(INTERRUPTED.format(journal=journal), err_console)
         raise typer.Exit(130) from None
 
 
@@ -108,7 +108,7 @@ def _conclude(report: RunReport) -> None:
     lines = report_lines(report)
     if report.outcome is RunOutcome.COMPLETED:
         for line in lines:
-            console.print(line, highlight=False)
+            say(line)
         return
     raise ExecutionError("\n".join(lines))
 
@@ -232,19 +232,19 @@ def execute(
     journal_path = journal_for(plan_path, journal)
     if not dry_run:
         check_new_journal(journal_path)
-    with real_ports(bootstrap, prometheus, command_config) as ports:
+    # notes wait until the run starts: a refused run's error line comes first on stderr
+    with real_ports(bootstrap, prometheus, command_config) as ports, notes_held() as notes:
         topology = live_topology(ports, bootstrap, capacities)
         config = _with(config, capacities={b.id: b.capacity for b in topology.brokers})
         if derive_window:
             config = _with(config, queries=with_scrape_window(config.queries, prometheus))
-            err_console.print(f"gate rate window: {config.queries.window} (from the scrape "
-                              "interval; --rate-window sets it)", highlight=False)
+            note(f"{config.queries.window} (from the scrape interval; --rate-window sets it)",
+                 label="gate rate window", style="")
         validator = planner_validator(topology, plan_file.goals,
                                       allow_worse_balance=allow_worse_balance)
         if topology.fingerprint() != plan.fingerprint:
-            err_console.print("[yellow]note:[/] the cluster changed since the plan was made "
-                              "(fingerprint differs); preflight checks every move's partition",
-                              highlight=False)
+            note("the cluster changed since the plan was made (fingerprint differs); preflight "
+                 "checks every move's partition")
         if dry_run:
             _dry_run(plan, ports, config, validator)
             return
@@ -259,8 +259,9 @@ def execute(
             executor = Executor.start(plan, ports, config,
                                       lambda header: JournalFile.create(journal_path, header),
                                       validator=validator, reporter=reporter, run_id=run_id)
+            notes.release()
             hold.started = True
-            err_console.print(f"journal: {journal_path} (run {run_id})", highlight=False)
+            say(f"journal: {journal_path} (run {run_id})", err_console)
             report = _drive(executor, view, journal_path)
             hold.ended = True
         _conclude(report)
@@ -273,7 +274,7 @@ def _dry_run(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
     seen = preview(plan, ports, config, validator=validator)
     console.print(preview_table(seen.throttles, len(plan.moves)))
     for warning in seen.warnings:
-        err_console.print(f"[yellow]note:[/] {warning}", highlight=False, soft_wrap=True)
+        note(warning)
     if seen.problems:
         raise ExecutionError("preflight would refuse the run:\n- " + "\n- ".join(seen.problems))
     console.print("preflight: ok (dry run, nothing changed)")
@@ -386,9 +387,8 @@ def cancel(
     path = journal_for(plan_path, journal)
     if journal_in_use(path):
         request_cancel(path)
-        console.print(f"asked the executor running on {path} to cancel; it reverts the move in "
-                      "flight and restores throttles (`rebalance status` shows the outcome)",
-                      highlight=False)
+        say(f"asked the executor running on {path} to cancel; it reverts the move in flight and "
+            "restores throttles (`rebalance status` shows the outcome)")
         return
     sink, records = JournalFile.open(path)
     try:
@@ -407,7 +407,7 @@ def cancel(
     finally:
         sink.close()
     for line in report_lines(report):
-        console.print(line, highlight=False)
+        say(line)
     if report.throttles_left:
         raise ExecutionError("cancelled, but throttles could not all be restored: run "
                              "`rebalance clear-throttles` once the brokers answer")

@@ -108,8 +108,8 @@ def render_progress(p: ProgressState) -> Table:
     table.add_column()
     rate = p.rate()
     cap = human_bytes(p.cap_bytes_per_sec, "B/s")
-    table.add_row("move", f"{p.current_index} of {p.total_moves}: {p.current or '-'} "
-                          f"({p.state})")
+    table.add_row("move", escape(f"{p.current_index} of {p.total_moves}: {p.current or '-'} "
+                                 f"({p.state})"))
     table.add_row("this move", f"{human_bytes(p.current_bytes)} of "
                                f"{human_bytes(p.current_total)}")
     table.add_row("all moves", f"{human_bytes(p.bytes_moved)} of {human_bytes(p.bytes_total)}"
@@ -117,7 +117,7 @@ def render_progress(p: ProgressState) -> Table:
     table.add_row("rate", f"{human_bytes(rate, 'B/s') if rate is not None else '-'} "
                           f"(cap {cap} per broker)")
     table.add_row("ETA", _duration(p.eta_seconds()))
-    table.add_row("gate", p.gate or "-")
+    table.add_row("gate", escape(p.gate or "-"))
     return table
 
 
@@ -177,14 +177,16 @@ def preview_table(throttles: list[ThrottlePlan], total: int) -> Table:
     for index, plan in enumerate(throttles, start=1):
         rates = "; ".join(f"{b}: " + ", ".join(f"{n.split('.')[0]}={v}" for n, v in r.items())
                           for b, r in sorted(plan.broker_rates.items()))
-        table.add_row(str(index), plan.move, rates or "(none: leadership only)",
-                      ",".join(plan.leader_entries), ",".join(plan.follower_entries),
-                      "; ".join(plan.notes))
+        table.add_row(*(escape(cell) for cell in (
+            str(index), plan.move, rates or "(none: leadership only)",
+            ",".join(plan.leader_entries), ",".join(plan.follower_entries),
+            "; ".join(plan.notes))))
     return table
 
 
 def report_lines(report: RunReport) -> list[str]:
-    """The end of a run in a few lines."""
+    """The end of a run in a few lines of plain text (print them with `say`, never as
+    markup: they hold partition names and reasons)."""
     lines = [f"run {report.outcome.value}: {report.done} of {len(report.states)} move(s) done"]
     for name, state in report.states.items():
         if state in (MoveState.FAILED, MoveState.CANCELLED):
@@ -209,19 +211,20 @@ def status_table(status: RunStatus, journal: str, running: bool) -> Group:
                  "running" if running else
                  "interrupted: no executor holds the journal (`rebalance resume` continues)")
     if status.end_reason:
-        head.add_row("reason", status.end_reason)
+        head.add_row("reason", escape(status.end_reason))
     head.add_row("moves", ", ".join(f"{n} {s.value}" for s, n in sorted(
         status.counts.items(), key=lambda kv: kv[0].value)) + f" (of {status.total_moves})")
     head.add_row("bytes", f"{human_bytes(status.bytes_done)} of "
                           f"{human_bytes(status.bytes_total)} moved")
-    head.add_row("next", status.next_step)
+    head.add_row("next", escape(status.next_step))
     parts: list[Table] = [head]
     if status.notable:
         moves = Table(title="Moves in flight or ended early")
         for header in ("#", "partition", "state", "bytes", "throttles left", "reason"):
             moves.add_column(header)
         for m in status.notable:
-            moves.add_row(str(m.index), m.name, m.state.value, human_bytes(m.bytes_total),
-                          "yes" if m.throttles_left else "no", m.reason)
+            moves.add_row(str(m.index), escape(m.name), m.state.value,
+                          human_bytes(m.bytes_total), "yes" if m.throttles_left else "no",
+                          escape(m.reason))
         parts.append(moves)
     return Group(*parts)

@@ -15,9 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
-from commands.render import err_console
+from commands.render import note
 from executor.clock import SystemClock
 from executor.config import Event, ExecutorConfig, Ports, Reporter
 from executor.gates import GatePolicy
@@ -125,10 +123,8 @@ def cluster_lease(bootstrap: str, command_config: Path | None, run_id: str, jour
             else:
                 keeper.abandon()
         except RebalanceError as exc:
-            err_console.print(f"[yellow]note:[/] the run lease of {run_id} could not be "
-                              f"released ({escape(str(exc))}); another run needs "
-                              f"--take-over-lease {run_id} once this one is over",
-                              highlight=False)
+            note(f"the run lease of {run_id} could not be released ({exc}); another run needs "
+                 f"--take-over-lease {run_id} once this one is over")
 
 
 # Without --capacities every broker counts as equal and unbounded: the validator then compares

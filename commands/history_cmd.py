@@ -14,8 +14,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from commands.render import console
+from commands.outputs import (
+    FORCE_HELP,
+    check_new_directory,
+    check_output,
+    no_empty_directory_left,
+    weights_output,
+)
+from commands.render import console, note, say
 from topology.errors import InputError
 
 history_app = typer.Typer(
@@ -45,6 +53,7 @@ def export(
 
     from topology.history import HistoryQueries, PrometheusRange, export_history, parse_duration
 
+    check_new_directory(out, "--out")
     window_s = parse_duration(since, "--since")
     step_s = parse_duration(step, "--step")
     if step_s < 1 or step_s != int(step_s):
@@ -67,13 +76,12 @@ def export(
         def on_chunk(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        summary = export_history(source, start, end, step_s, out, queries, on_chunk)
-    console.print(
-        f"wrote {summary.rows} rows for {summary.partitions} partitions in "
-        f"{len(summary.files)} files ({summary.chunks} query chunks) to {out}"
-    )
-    for note in summary.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        with no_empty_directory_left(out):
+            summary = export_history(source, start, end, step_s, out, queries, on_chunk)
+    say(f"wrote {summary.rows} rows for {summary.partitions} partitions in "
+        f"{len(summary.files)} files ({summary.chunks} query chunks) to {out}")
+    for message in summary.notes:
+        note(message)
 
 
 _MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|(spark|k8s|mesos)://\S+|yarn")
@@ -89,8 +97,9 @@ def check_spark_flags(master: str, driver_memory: str | None) -> None:
         raise InputError(f"--driver-memory {driver_memory!r}: give a size such as 512m or 6g")
 
 
-def check_weights_paths(history: Path, out: Path) -> None:
-    """The weights file must not overwrite the history dataset or be written into it."""
+def check_weights_paths(history: Path, out: Path, force: bool = False) -> None:
+    """The weights file must not overwrite the history dataset or be written into it, and
+    replaces an existing file only if it is a weights output (or with --force)."""
     if "://" in str(history) or "://" in str(out):
         return  # a remote file system: Spark checks it
     source, target = history.resolve(), out.resolve()
@@ -102,6 +111,7 @@ def check_weights_paths(history: Path, out: Path) -> None:
     if not replaceable_output(target):
         raise InputError(f"--out {out} is a directory with other files in it; give the path of "
                          "the weights file to write (an existing directory is never deleted)")
+    check_output(weights_output(out), {"--history": history}, force)
 
 
 def weights(
@@ -114,13 +124,19 @@ def weights(
     driver_memory: Annotated[
         str | None, typer.Option(help="Spark driver memory, e.g. 6g (local mode does the work).")
     ] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help=FORCE_HELP.format(what="weights file"))] = False,
 ) -> None:
-    """Compute per-partition weights (rate quantiles, hourly profile, size growth) with Spark."""
+    """Compute per-partition weights (rate quantiles, hourly profile, size growth) with Spark.
+
+    An existing --out is replaced only if it is a weights file or Spark output directory this
+    tool wrote (or with --force; a directory with other files is never replaced).
+    """
     from spark_jobs.session import build_session
     from spark_jobs.weights import WeightsParams, check_history, run
 
     params = WeightsParams(quantile=quantile)
-    check_weights_paths(history, out)
+    check_weights_paths(history, out, force)
     check_spark_flags(master, driver_memory)
     checked = check_history(str(history))  # a local history's notes and files, before the JVM
     started = time.perf_counter()
@@ -131,9 +147,9 @@ def weights(
         raise InputError(f"Spark did not start with --master {master}: {first}; check "
                          "--master, --driver-memory and that Java is installed") from None
     try:
-        with console.status(f"running the weights job on {master}"):
+        with console.status(f"running the weights job on {escape(master)}"):
             count = run(spark, str(history), str(out), params, checked)
     finally:
         spark.stop()
     elapsed = time.perf_counter() - started
-    console.print(f"wrote weights for {count} partitions to {out} ({elapsed:.1f}s)")
+    say(f"wrote weights for {count} partitions to {out} ({elapsed:.1f}s)")

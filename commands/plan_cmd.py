@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from commands.outputs import FORCE_HELP, check_output, check_plan_journal, plan_output
 from commands.plan_render import review, summary
-from commands.render import console, err_console
+from commands.render import console, err_console, note, notes_held
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder, order_moves
 from planner.result import PlanResult, SolverStatus
@@ -115,8 +116,8 @@ def _apply_weights(topology: Topology, weights: Path | None, horizon: float) -> 
     from planner.weights import apply_weights, read_weights
 
     weighted, notes = apply_weights(topology, read_weights(weights), horizon)
-    for note in notes:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
+    for message in notes:
+        note(message)
     return weighted
 
 
@@ -137,10 +138,10 @@ def _say_outcome(plan_file: PlanFile, out: Path) -> None:
     if status is SolverStatus.ALREADY_BALANCED:
         console.print(f"The cluster is already balanced within "
                       f"+/-{plan_file.goals.tolerance:.0%} and meets every hard goal: nothing "
-                      f"to move. Wrote an empty plan to {out}.", highlight=False)
+                      f"to move. Wrote an empty plan to {escape(str(out))}.", highlight=False)
         return
-    console.print(f"Wrote {len(plan_file.moves)} move(s) to {out}; review it again with "
-                  f"`rebalance diff {out}`.", highlight=False)
+    console.print(f"Wrote {len(plan_file.moves)} move(s) to {escape(str(out))}; review it "
+                  f"again with `rebalance diff {escape(str(out))}`.", highlight=False)
     if status is SolverStatus.BEST_EFFORT:
         console.print("[yellow]Full balance is not reachable:[/] "
                       + (escape("; ".join(plan_file.solver.binding)) or "see the balance table"),
@@ -180,23 +181,34 @@ def plan(
     show_moves: Annotated[int, typer.Option(help="How many moves the review lists.")] = 30,
     json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary instead.")
                            ] = False,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP.format(what="plan"))
+                     ] = False,
 ) -> None:
-    """Plan a rebalance, validate it, write the plan file and show the dry-run review."""
+    """Plan a rebalance, validate it, write the plan file and show the dry-run review.
+
+    An existing --out file is replaced only if it is a plan (or with --force), and never while
+    its run's journal (PLAN.json.journal) exists.
+    """
     from planner.planfile_json import write_plan
 
     check_review_flags(rate_mbps, show_moves)
+    check_output(plan_output(out), {"--snapshot": snapshot, "--capacities": capacities,
+                                    "--weights": weights, "--command-config": command_config},
+                 force)
+    check_plan_journal(out)
     adds, removes = add_broker or [], remove_broker or []
-    topology = load_topology(snapshot, bootstrap, prometheus, command_config, capacities)
-    for note in topology.notes:
-        err_console.print(f"[yellow]note:[/] {note}", highlight=False)
-    topology = _apply_weights(topology, weights, horizon)
-    check_broker_flags(topology, adds, removes)
-    goals = Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes))
-    budget = Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit)
-    created_at = datetime.now(UTC).isoformat(timespec="seconds")
-    with err_console.status(f"planning {len(topology.partitions)} partitions on "
-                            f"{len(topology.brokers)} brokers ..."):
-        plan_file = build_plan(topology, goals, budget, order, created_at)
+    with notes_held():  # a refusal's error line comes before the notes
+        topology = load_topology(snapshot, bootstrap, prometheus, command_config, capacities)
+        for message in topology.notes:
+            note(message)
+        topology = _apply_weights(topology, weights, horizon)
+        check_broker_flags(topology, adds, removes)
+        goals = Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes))
+        budget = Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit)
+        created_at = datetime.now(UTC).isoformat(timespec="seconds")
+        with err_console.status(f"planning {len(topology.partitions)} partitions on "
+                                f"{len(topology.brokers)} brokers ..."):
+            plan_file = build_plan(topology, goals, budget, order, created_at)
     write_plan(out, plan_file)
     _show(plan_file, show_moves, rate_mbps, json_output)
     if not json_output:
@@ -229,7 +241,8 @@ def diff(
     plan_file = read_plan(plan_path)
     if snapshot is not None:
         topology = read_snapshot(snapshot, read_capacities(capacities) if capacities else None)
-        plan_file = recheck(plan_file, topology)
+        with notes_held():
+            plan_file = recheck(plan_file, topology)
     _show(plan_file, show_moves, rate_mbps, json_output)
 
 
@@ -239,9 +252,8 @@ def recheck(plan_file: PlanFile, topology: Topology) -> PlanFile:
     from planner.validate import validate_plan
 
     if topology.fingerprint() != plan_file.fingerprint:
-        err_console.print("[yellow]warning:[/] the snapshot's replica placement differs from "
-                          "the one the plan was made against (fingerprint mismatch)",
-                          highlight=False)
+        note("the snapshot's replica placement differs from the one the plan was made against "
+             "(fingerprint mismatch)", label="warning")
     report = validate_plan(topology, plan_file.moves, plan_file.goals)
     report.raise_if_invalid()
     return make_plan_file(topology, plan_file.moves, plan_file.goals, plan_file.budget,

@@ -135,7 +135,7 @@ def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
         if index > 1 and plan.moves[index - 2].bytes_moved:
             elapsed += DEFAULT_QUOTA_WINDOW_SECONDS
         elapsed += move.bytes_moved / rate_bytes_per_sec
-        table.add_row(str(index), move.name,
+        table.add_row(str(index), escape(move.name),
                       f"{list(move.current)} -> {list(move.target)}", describe_move(move),
                       human_bytes(move.bytes_moved), human_duration(elapsed))
     return table

@@ -1,10 +1,21 @@
-"""Rich rendering helpers shared by the commands (tables and human-readable units)."""
+"""Rich rendering helpers shared by the commands (tables, human-readable units, notes).
+
+Every string from a user or a cluster (paths, rack and topic names, messages) reaches rich
+escaped (`rich.markup.escape`) or as plain text (`say`, `note`, `Text`): a rack named "[/]x"
+must print as written, not break or restyle the output.
+"""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
+from collections.abc import Iterator
+from contextlib import contextmanager
 
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from topology.errors import RebalanceError
 from topology.load import balance, broker_loads
 from topology.model import RESOURCES, Resource, Topology
 
@@ -17,6 +28,60 @@ def _console(stderr: bool = False) -> Console:
 
 console = _console()
 err_console = _console(stderr=True)
+
+
+def say(text: str, target: Console | None = None) -> None:
+    """Print `text` exactly as given (no markup, no highlighting), on stdout by default."""
+    (target or console).print(Text(text), highlight=False, soft_wrap=True)
+
+
+class NoteHold:
+    """Notes held back by `notes_held()`; `release()` prints them and stops holding."""
+
+    def __init__(self) -> None:
+        self.lines: list[Text] = []
+
+    def release(self) -> None:
+        if self in _holds:
+            _holds.remove(self)
+        lines, self.lines = self.lines, []
+        for line in lines:
+            _emit(line)
+
+
+_holds: list[NoteHold] = []
+
+
+def note(message: str, label: str = "note", style: str = "yellow") -> None:
+    """A 'note: message' line on stderr, the message printed as written. Inside `notes_held()`
+    it waits until the block ends or releases it."""
+    _emit(Text.assemble((f"{label}:", style), " ", message) if label else Text(message))
+
+
+def _emit(line: Text) -> None:
+    if _holds:
+        _holds[-1].lines.append(line)
+    else:
+        err_console.print(line, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def notes_held() -> Iterator[NoteHold]:
+    """Hold the notes of a block so that a refusal's error line comes first on stderr: on a
+    RebalanceError they ride on the error (`add_note`; `cli.main` prints them after the error
+    line); otherwise they are printed when the block ends or calls `release()`."""
+    hold = NoteHold()
+    _holds.append(hold)
+    try:
+        yield hold
+    except RebalanceError as exc:
+        for line in hold.lines:
+            exc.add_note(line.plain)
+        hold.lines = []
+        raise
+    finally:
+        hold.release()
+
 
 _RESOURCE_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
 
@@ -42,7 +107,7 @@ def topology_table(topology: Topology, title: str = "Brokers") -> Table:
         leaders[p.replicas[0]] += 1
         for r in p.replicas:
             replicas[r] += 1
-    table = Table(title=title)
+    table = Table(title=escape(title))
     for header in ("rack", "broker", "replicas", "leaders"):
         table.add_column(header, justify="right" if header != "rack" else "left", no_wrap=True)
     for res in RESOURCES:
@@ -51,7 +116,7 @@ def topology_table(topology: Topology, title: str = "Brokers") -> Table:
     for rack in topology.racks:
         for b in (b for b in topology.brokers if b.rack == rack):
             load = loads[b.id]
-            row = [str(rack), str(b.id) + ("" if b.alive else " (offline)"),
+            row = [escape(str(rack)), str(b.id) + ("" if b.alive else " (offline)"),
                    str(replicas[b.id]), str(leaders[b.id])]
             for res in RESOURCES:
                 amount = human_bytes(load.of(res), "B" if res is Resource.DISK else "B/s")

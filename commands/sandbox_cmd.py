@@ -10,19 +10,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from commands.render import console, err_console
+from commands.render import console, err_console, say
 from sandbox import cluster
 from sandbox.config import DEFAULT_BASE_PORT
-from sandbox.state import SandboxInfo, read_state
+from sandbox.state import SandboxInfo, read_state, replaced_entries
+from topology.errors import InputError
 
 app = typer.Typer(help="Run a local Kafka + Prometheus sandbox (KRaft, brokers on racks).",
                   no_args_is_help=True)
 
 DirOption = Annotated[
     Path | None,
-    typer.Option("--dir", help="Sandbox dir [default: $REBALANCE_SANDBOX_DIR or ./.sandbox]."),
+    typer.Option("--dir", help="Sandbox dir (default: $REBALANCE_SANDBOX_DIR, else ./.sandbox)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -32,7 +34,21 @@ def _dir(value: Path | None) -> Path:
 
 
 def _progress(message: str) -> None:
-    err_console.print(f"[dim]{message}...[/]", highlight=False)
+    err_console.print(f"[dim]{escape(message)}...[/]", highlight=False)
+
+
+def check_up_dir(sandbox_dir: Path, force: bool) -> None:
+    """`up` needs a directory (made if missing); in one that is not a sandbox yet it would
+    overwrite or delete what it names (logs/, broker-N/, prometheus.yml, ...): only with
+    --force. Checked before anything is started, downloaded or written."""
+    if sandbox_dir.exists() and not sandbox_dir.is_dir():
+        raise InputError(f"--dir {sandbox_dir} is a file, not a directory; give a directory "
+                         "for the sandbox (it is created if missing)")
+    clash = replaced_entries(sandbox_dir)
+    if clash and not force and read_state(sandbox_dir.resolve()) is None:
+        shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
+        raise InputError(f"--dir {sandbox_dir} is not a sandbox but holds {shown}, which `up` "
+                         "would overwrite or delete; choose another --dir, or pass --force")
 
 
 def _print_json(data: dict[str, Any]) -> None:
@@ -40,13 +56,14 @@ def _print_json(data: dict[str, Any]) -> None:
 
 
 def _brokers_table(info: SandboxInfo, alive: dict[str, bool] | None = None) -> Table:
-    table = Table(title=f"sandbox {info.dir}")
+    table = Table(title=escape(f"sandbox {info.dir}"))
     for column in ("broker", "rack", "address", "metrics", "pid"):
         table.add_column(column)
     if alive is not None:
         table.add_column("running")
     for b in info.brokers:
-        row = [str(b.id), b.rack, f"127.0.0.1:{b.port}", f"127.0.0.1:{b.metrics_port}", str(b.pid)]
+        row = [str(b.id), escape(b.rack), f"127.0.0.1:{b.port}",
+               f"127.0.0.1:{b.metrics_port}", str(b.pid)]
         if alive is not None:
             row.append("yes" if alive.get(f"broker-{b.id}") else "[red]no[/]")
         table.add_row(*row)
@@ -61,18 +78,23 @@ def up(
         DEFAULT_BASE_PORT,
     sandbox_dir: DirOption = None,
     as_json: JsonOption = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Use a --dir that is not a sandbox although it holds files `up` "
+        "overwrites or deletes (logs/, controller/, broker-N/, prometheus.yml, ...).")] = False,
 ) -> None:
     """Start the sandbox (or report the one already running in the dir)."""
-    result = cluster.up(_dir(sandbox_dir), brokers=brokers, racks=racks, base_port=base_port,
+    target = _dir(sandbox_dir)
+    check_up_dir(target, force)
+    result = cluster.up(target, brokers=brokers, racks=racks, base_port=base_port,
                         progress=_progress)
     info = result.info
     if as_json:
         _print_json({**info.summary(), "already_running": result.already_running})
         return
     verb = "already running" if result.already_running else "started"
-    console.print(f"sandbox {verb} in {info.dir}")
-    console.print(f"bootstrap servers: {info.bootstrap}", highlight=False)
-    console.print(f"prometheus:        {info.prometheus_url}", highlight=False)
+    say(f"sandbox {verb} in {info.dir}")
+    say(f"bootstrap servers: {info.bootstrap}")
+    say(f"prometheus:        {info.prometheus_url}")
 
 
 @app.command()
@@ -81,9 +103,9 @@ def down(sandbox_dir: DirOption = None) -> None:
     target = _dir(sandbox_dir)
     stopped = cluster.down(target)
     if stopped:
-        console.print(f"stopped {', '.join(stopped)} ({target})")
+        say(f"stopped {', '.join(stopped)} ({target})")
     else:
-        console.print(f"nothing running in {target}")
+        say(f"nothing running in {target}")
 
 
 @app.command()
@@ -95,7 +117,7 @@ def status(sandbox_dir: DirOption = None, as_json: JsonOption = False) -> None:
         if as_json:
             _print_json({"dir": str(target), "running": False})
         else:
-            console.print(f"no sandbox in {target}")
+            say(f"no sandbox in {target}")
         raise typer.Exit(1)
     alive = cluster.process_alive(info)
     healthy = all(alive.values())
@@ -103,8 +125,8 @@ def status(sandbox_dir: DirOption = None, as_json: JsonOption = False) -> None:
         _print_json({**info.summary(), "running": healthy, "processes": alive})
     else:
         console.print(_brokers_table(info, alive))
-        console.print(f"bootstrap servers: {info.bootstrap}", highlight=False)
-        console.print(f"prometheus:        {info.prometheus_url}", highlight=False)
+        say(f"bootstrap servers: {info.bootstrap}")
+        say(f"prometheus:        {info.prometheus_url}")
         for name in ("controller", "prometheus"):
             console.print(f"{name}: {'running' if alive[name] else '[red]not running[/]'}")
     if not healthy:
@@ -124,8 +146,7 @@ def add_broker(
                      "metrics_port": broker.metrics_port, "pid": broker.pid,
                      "address": f"127.0.0.1:{broker.port}"})
         return
-    console.print(f"broker {broker.id} started on rack {broker.rack} at 127.0.0.1:{broker.port}",
-                  highlight=False)
+    say(f"broker {broker.id} started on rack {broker.rack} at 127.0.0.1:{broker.port}")
 
 
 @app.command("kill-broker")
@@ -139,7 +160,7 @@ def kill_broker(
     own data.
     """
     cluster.kill_broker(_dir(sandbox_dir), broker_id)
-    console.print(f"broker {broker_id} killed", highlight=False)
+    say(f"broker {broker_id} killed")
 
 
 @app.command("start-broker")
@@ -149,5 +170,4 @@ def start_broker(
 ) -> None:
     """Start broker ID again after `kill-broker` (a running broker is left as it is)."""
     broker = cluster.start_broker(_dir(sandbox_dir), broker_id, progress=_progress)
-    console.print(f"broker {broker.id} running on rack {broker.rack} at "
-                  f"127.0.0.1:{broker.port}", highlight=False)
+    say(f"broker {broker.id} running on rack {broker.rack} at 127.0.0.1:{broker.port}")

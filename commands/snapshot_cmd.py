@@ -15,7 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import typer
 
-from commands.render import console, human_bytes
+from commands.outputs import FORCE_HELP, check_output, snapshot_output
+from commands.render import human_bytes, say
 from topology.capacities import read_capacities
 from topology.errors import InputError
 from topology.promql import DEFAULT_RATE_WINDOW
@@ -43,13 +44,20 @@ def snapshot(
         help="PromQL range for rate(), e.g. 1m or 5m.")] = DEFAULT_RATE_WINDOW,
     timeout: Annotated[float, typer.Option(
         help="Seconds to wait for each Kafka request.", min=1.0)] = DEFAULT_TIMEOUT_S,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP.format(what="snapshot"))
+                     ] = False,
 ) -> None:
-    """Snapshot a live cluster: brokers and racks, replicas, sizes and (optionally) rates."""
+    """Snapshot a live cluster: brokers and racks, replicas, sizes and (optionally) rates.
+
+    An existing --out file is replaced only if it is a snapshot (or with --force).
+    """
     # The client libraries load here, on use, so other commands start quickly.
     from topology.kafka_admin import KafkaClusterAdmin
     from topology.live import read_live_topology
     from topology.prom_source import PrometheusMetrics
 
+    check_output(snapshot_output(out), {"--capacities": capacities,
+                                        "--command-config": command_config}, force)
     security = load_security(command_config, os.environ)
     caps = read_capacities(capacities) if capacities is not None else None
     metrics = PrometheusMetrics(prometheus) if prometheus else None
@@ -64,7 +72,7 @@ def snapshot(
         write_json_atomic(out, document)
     except OSError as exc:
         raise InputError(f"cannot write snapshot {out}: {exc.strerror or exc}") from None
-    console.print(summary_line(out, live), highlight=False, soft_wrap=True)
+    say(summary_line(out, live))
 
 
 def summary_line(out: Path, live: LiveSnapshot) -> str:

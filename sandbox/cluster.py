@@ -20,7 +20,15 @@ import yaml
 
 from sandbox import config, process, ready
 from sandbox.jars import JMX_EXPORTER_JAR, ensure_jars, require_tool
-from sandbox.state import BrokerInfo, SandboxInfo, read_state, state_path, write_state
+from sandbox.state import (
+    BROKER_DIR_PREFIX,
+    RESET_DIRS,
+    BrokerInfo,
+    SandboxInfo,
+    read_state,
+    state_path,
+    write_state,
+)
 from topology.errors import SandboxError
 
 # Generous: on a loaded 2-core machine a broker JVM can need minutes to register.
@@ -205,9 +213,9 @@ def _alive_checker(info: SandboxInfo) -> Callable[[], None]:
 
 
 def _reset_dir(sandbox_dir: Path) -> None:
-    for child in ("controller", "prometheus-data", "logs"):
+    for child in RESET_DIRS:
         shutil.rmtree(sandbox_dir / child, ignore_errors=True)
-    for node in sandbox_dir.glob("broker-*"):
+    for node in sandbox_dir.glob(BROKER_DIR_PREFIX + "*"):
         shutil.rmtree(node, ignore_errors=True)
     (sandbox_dir / "logs").mkdir(parents=True)
 

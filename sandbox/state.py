@@ -15,6 +15,11 @@ from topology.errors import SandboxError
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1
+# What `up` deletes (RESET_DIRS, broker-N/) or writes at the top of a sandbox dir: a directory
+# holding any of these that is not a sandbox already is refused by the CLI without --force.
+RESET_DIRS = ("controller", "prometheus-data", "logs")
+WRITTEN_NAMES = (*RESET_DIRS, STATE_FILE, "log4j2.properties", "exporter.yml", "prometheus.yml")
+BROKER_DIR_PREFIX = "broker-"
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,14 @@ class SandboxInfo:
             "controller": f"127.0.0.1:{self.controller_port}",
             "brokers": [asdict(b) for b in self.brokers],
         }
+
+
+def replaced_entries(sandbox_dir: Path) -> list[str]:
+    """Names in `sandbox_dir` that `up` would overwrite or delete (sorted)."""
+    if not sandbox_dir.is_dir():
+        return []
+    return sorted(entry.name for entry in sandbox_dir.iterdir()
+                  if entry.name in WRITTEN_NAMES or entry.name.startswith(BROKER_DIR_PREFIX))
 
 
 def state_path(sandbox_dir: Path) -> Path:

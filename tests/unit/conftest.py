@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 from typer.testing import CliRunner
@@ -28,5 +30,41 @@ def rebalance() -> Rebalance:
         if exc is not None and not isinstance(exc, SystemExit):
             raise exc
         return result.exit_code, result.output
+
+    return run
+
+
+@dataclass(frozen=True)
+class MainResult:
+    """What a user sees from `rebalance ARGS...` run through `cli.main` (the one handler)."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def err_lines(self) -> list[str]:
+        return [line for line in self.err.splitlines() if line.strip()]
+
+
+RebalanceMain = Callable[..., MainResult]
+
+
+@pytest.fixture
+def rebalance_main(monkeypatch: pytest.MonkeyPatch,
+                   capsys: pytest.CaptureFixture[str]) -> RebalanceMain:
+    """Run `rebalance ARGS...` through `cli.main` in-process: exit code, stdout and stderr
+    exactly as the console script prints them (the error line, notes, tracebacks)."""
+    monkeypatch.delenv("REBALANCE_DEBUG", raising=False)
+    monkeypatch.setattr(cli.OPTIONS, "debug", False)
+
+    def run(*args: str) -> MainResult:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "argv", ["rebalance", *args])
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main()
+        captured = capsys.readouterr()
+        code = exit_info.value.code
+        return MainResult(code if isinstance(code, int) else 1, captured.out, captured.err)
 
     return run
