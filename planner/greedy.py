@@ -43,7 +43,7 @@ def _score_moves(state: SolverState, source: int, dest: int,
     src_loads, dst_loads = state.loads[source] - vec, state.loads[dest] + vec
     valid &= state.no_worse_at(source, src_loads) & state.no_worse_at(dest, dst_loads)
     after = state.penalty_at(source, src_loads) + state.penalty_at(dest, dst_loads)
-    cost = a.size[parts] / state.disk_unit + state.move_cost
+    cost = a.size[parts] / state.disk_unit + state.greedy_move_cost
     eff = (before - after) / cost
     out: FloatArray = np.where(valid & (before - after > 1e-12), eff, -np.inf)
     return out
@@ -86,7 +86,7 @@ def _apply_session(state: SolverState, candidates: list[Candidate]) -> int:
             continue
         gain = (state.penalty(source) + state.penalty(dest)
                 - state.penalty(source, -vec) - state.penalty(dest, vec))
-        cost = float(a.size[p]) / state.disk_unit + state.move_cost
+        cost = float(a.size[p]) / state.disk_unit + state.greedy_move_cost
         extra = state.move_bytes_delta(p, source, dest)
         if gain <= 1e-12 or gain / cost < floor or not state.affordable(p, extra):
             rejects += 1

@@ -27,6 +27,15 @@ INELIGIBLE_WEIGHT = 20.0  # removed / offline brokers drain before anything else
 BAND_MARGIN = 1e-4  # aim a hair inside the tolerance so float rounding never breaks it
 RETRY_MARGIN = 0.004  # aim further inside when lumpy partitions left a broker just outside
 MOVE_COST = 1e-4  # one move costs as much as 0.01% of an average broker's disk
+GREEDY_MOVE_COST = 0.03
+"""What the greedy charges a move on top of its bytes, as a share of an average broker's disk.
+
+The greedy ranks moves by penalty removed per cost. With a tiny charge every move that does
+not overshoot ranks alike, and many small partitions with a high traffic-to-size ratio win:
+1,000 moves where 250 carry the same bytes. Charged 3%, a large partition that fits the
+excess outranks several small ones; on the benchmark clusters this cut data moves 2-4x for
+the same bytes (within 1% of the bound). The exact models keep MOVE_COST: their objective
+adds the charge to the bytes, so a large one would buy fewer moves with more bytes."""
 
 
 class SolverState:
@@ -51,6 +60,7 @@ class SolverState:
         self.max_bytes = float("inf") if budget.max_bytes is None else float(budget.max_bytes)
         self.max_moves = arrays.partitions if budget.max_moves is None else budget.max_moves
         self.move_cost = MOVE_COST
+        self.greedy_move_cost = GREEDY_MOVE_COST
         self.bytes_moved = 0.0
         self.changed: set[int] = set()
         self.budget_hit: set[str] = set()
@@ -71,6 +81,7 @@ class SolverState:
         if self.max_moves < self.arrays.partitions and self.max_moves > 0:
             per_move = bytes_needed / self.max_moves / self.disk_unit
             self.move_cost = max(MOVE_COST, per_move)
+            self.greedy_move_cost = max(GREEDY_MOVE_COST, per_move)
 
     def set_margin(self, margin: float) -> None:
         """Aim `margin` (fraction of the average) inside the tolerance band from now on."""
