@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -23,7 +25,7 @@ from commands.outputs import (
     no_empty_directory_left,
     weights_output,
 )
-from commands.render import console, note, say
+from commands.render import console, err_console, note, say
 from topology.errors import InputError
 
 history_app = typer.Typer(
@@ -51,7 +53,15 @@ def export(
         TimeElapsedColumn,
     )
 
-    from topology.history import HistoryQueries, PrometheusRange, export_history, parse_duration
+    from topology.history import (
+        LARGE_EXPORT_QUERIES,
+        MAX_POINTS_PER_SERIES,
+        HistoryQueries,
+        PrometheusRange,
+        check_export_size,
+        export_history,
+        parse_duration,
+    )
 
     check_new_directory(out, "--out")
     window_s = parse_duration(since, "--since")
@@ -61,12 +71,17 @@ def export(
     if window_s < step_s:
         raise InputError(f"--since {since} is shorter than --step {step}: the window would hold "
                          "no sample; lengthen --since or shorten --step")
+    estimate = check_export_size(window_s, step_s, since, step)
     end = math.floor(time.time() / step_s) * step_s
     start = end - math.floor(window_s / step_s) * step_s
     rate_window_text = rate_window or f"{int(max(step_s, 60))}s"
     parse_duration(rate_window_text, "--rate-window")
     queries = HistoryQueries.defaults(rate_window_text)
     source = PrometheusRange(prometheus)
+    if estimate.queries >= LARGE_EXPORT_QUERIES:
+        note(f"a large export: {estimate.steps:,} samples per series, {estimate.queries:,} "
+             f"range queries ({estimate.chunks:,} chunks of up to {MAX_POINTS_PER_SERIES:,} "
+             "steps); a longer --step makes it faster")
     with Progress(
         TextColumn("querying Prometheus"), BarColumn(), MofNCompleteColumn(),
         TextColumn("chunks"), TimeElapsedColumn(), console=console, transient=True,
@@ -114,10 +129,54 @@ def check_weights_paths(history: Path, out: Path, force: bool = False) -> None:
     check_output(weights_output(out), {"--history": history}, force)
 
 
+def parse_weights_durations(step: str | None, min_growth_span: str) -> tuple[float | None, float]:
+    """--step (None: from the notes or the data) and --min-growth-span (0: any span)."""
+    from topology.history import parse_duration, parse_min_growth_span
+
+    step_s = parse_duration(step, "--step") if step is not None else None
+    return step_s, parse_min_growth_span(min_growth_span)
+
+
+class JobStatus:
+    """The weights job's phase and elapsed time on stderr: one live line on a terminal, else
+    one line per phase (so a pipe or a log shows the job is alive)."""
+
+    def __init__(self) -> None:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.started = time.perf_counter()
+        self.live = err_console.is_terminal
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                 TimeElapsedColumn(), console=err_console, transient=True,
+                                 disable=not self.live)
+        self.task = self.progress.add_task("", total=None)
+
+    def phase(self, name: str) -> None:
+        if self.live:
+            self.progress.update(self.task, description=escape(name))
+        else:
+            say(f"[{time.perf_counter() - self.started:5.1f}s] {name}", err_console)
+
+
+@contextmanager
+def job_status() -> Iterator[JobStatus]:
+    """A JobStatus shown while the block runs (the live line goes when it ends)."""
+    status = JobStatus()
+    with status.progress:
+        yield status
+
+
 def weights(
     history: Annotated[Path, typer.Option(help="History dataset (from `history export`).")],
     out: Annotated[Path, typer.Option(help="Weights file: Parquet, or JSON lines if *.json.")],
     quantile: Annotated[float, typer.Option(help="Rate quantile the planner uses (0..1).")] = 0.95,
+    step: Annotated[str | None, typer.Option(
+        help="Sampling step of the history (60s, 5m). Default: its _notes.json, else the most "
+        "common spacing of a partition's samples (a history from your own metrics store).")
+    ] = None,
+    min_growth_span: Annotated[str, typer.Option(
+        help="Least span of a partition's sizes to measure growth from; shorter ones get no "
+        "growth (a burst of minutes is no daily growth). 0 for any span.")] = "1d",
     master: Annotated[str, typer.Option(help="Spark master: local[*], spark://host:7077, ...")] = (
         "local[*]"
     ),
@@ -133,23 +192,27 @@ def weights(
     tool wrote (or with --force; a directory with other files is never replaced).
     """
     from spark_jobs.session import build_session
-    from spark_jobs.weights import WeightsParams, check_history, run
+    from spark_jobs.weights import WeightsParams, check_history, compute
 
-    params = WeightsParams(quantile=quantile)
+    step_s, min_growth_s = parse_weights_durations(step, min_growth_span)
+    params = WeightsParams(quantile=quantile, min_growth_span_seconds=min_growth_s)
     check_weights_paths(history, out, force)
     check_spark_flags(master, driver_memory)
     checked = check_history(str(history))  # a local history's notes and files, before the JVM
-    started = time.perf_counter()
-    try:
-        spark = build_session(master, driver_memory=driver_memory)
-    except Exception as exc:  # the JVM did not start: PySpark raises its own runtime errors
-        first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise InputError(f"Spark did not start with --master {master}: {first}; check "
-                         "--master, --driver-memory and that Java is installed") from None
-    try:
-        with console.status(f"running the weights job on {escape(master)}"):
-            count = run(spark, str(history), str(out), params, checked)
-    finally:
-        spark.stop()
-    elapsed = time.perf_counter() - started
-    say(f"wrote weights for {count} partitions to {out} ({elapsed:.1f}s)")
+    with job_status() as status:
+        status.phase(f"starting Spark ({master})")
+        try:
+            spark = build_session(master, driver_memory=driver_memory)
+        except Exception as exc:  # the JVM did not start: PySpark raises its own errors
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise InputError(f"Spark did not start with --master {master}: {first}; check "
+                             "--master, --driver-memory and that Java is installed") from None
+        try:
+            result = compute(spark, str(history), str(out), params, checked, step_s,
+                             on_phase=status.phase)
+        finally:
+            spark.stop()
+    elapsed = time.perf_counter() - status.started
+    say(f"wrote weights for {result.partitions} partitions to {out} ({elapsed:.1f}s)")
+    for message in result.notes:
+        note(message)

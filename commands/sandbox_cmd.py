@@ -6,6 +6,8 @@ Parsing and rendering only; the work is done by `sandbox.cluster`.
 from __future__ import annotations
 
 import json
+import shlex
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,11 +15,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from commands.render import console, err_console, say
-from sandbox import cluster
+from commands.render import console, err_console, human_bytes, note, say
+from sandbox import cluster, teardown
 from sandbox.config import DEFAULT_BASE_PORT
-from sandbox.state import SandboxInfo, read_state, replaced_entries
-from topology.errors import InputError
+from sandbox.state import (
+    CAPACITIES_FILE,
+    SandboxInfo,
+    is_sandbox_dir,
+    read_state,
+    replaced_entries,
+)
+from topology.errors import InputError, SandboxError
 
 app = typer.Typer(help="Run a local Kafka + Prometheus sandbox (KRaft, brokers on racks).",
                   no_args_is_help=True)
@@ -45,10 +53,41 @@ def check_up_dir(sandbox_dir: Path, force: bool) -> None:
         raise InputError(f"--dir {sandbox_dir} is a file, not a directory; give a directory "
                          "for the sandbox (it is created if missing)")
     clash = replaced_entries(sandbox_dir)
-    if clash and not force and read_state(sandbox_dir.resolve()) is None:
+    if clash and not force and not is_sandbox_dir(sandbox_dir.resolve()):
         shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
         raise InputError(f"--dir {sandbox_dir} is not a sandbox but holds {shown}, which `up` "
                          "would overwrite or delete; choose another --dir, or pass --force")
+
+
+def _dir_flag(sandbox_dir: Path) -> list[str]:
+    """`--dir D` for commands printed for the user, unless D is where they look by default."""
+    if sandbox_dir.resolve() == cluster.default_dir().resolve():
+        return []
+    return ["--dir", str(sandbox_dir)]
+
+
+def next_commands(info: SandboxInfo, sandbox_dir: Path) -> list[tuple[str, str]]:
+    """The README's loop for this sandbox, as (command line, comment) pairs a user can paste:
+    its own ports, --dir and capacities file, the next broker id and the emptiest rack."""
+    dir_flag = _dir_flag(sandbox_dir)
+    racks = Counter(b.rack for b in info.brokers)
+    rack = min(racks, key=lambda name: (racks[name], name))
+    new_id = max(b.id for b in info.brokers) + 1
+    servers = ["--bootstrap", info.bootstrap, "--prometheus", info.prometheus_url]
+    lines = [
+        (["sandbox", "produce", "orders", "--mb", "100", "--partitions", "12", *dir_flag],
+         "a topic with 100 MB of data"),
+        (["sandbox", "add-broker", "--rack", rack, *dir_flag],
+         f"broker {new_id} joins, holding nothing"),
+        (["snapshot", *servers, "--capacities", str(info.dir / CAPACITIES_FILE),
+          "--out", "cluster.json"], ""),
+        (["plan", "--snapshot", "cluster.json", "--add-broker", str(new_id), "--out",
+          "plan.json"], "review the plan"),
+        (["execute", "plan.json", *servers, "--max-mbps", "5"], ""),
+        (["status", "plan.json"], "from another terminal, any time"),
+        (["sandbox", "down", *dir_flag], "--purge also deletes the sandbox's data"),
+    ]
+    return [(shlex.join(["rebalance", *words]), comment) for words, comment in lines]
 
 
 def _print_json(data: dict[str, Any]) -> None:
@@ -88,24 +127,93 @@ def up(
     result = cluster.up(target, brokers=brokers, racks=racks, base_port=base_port,
                         progress=_progress)
     info = result.info
+    steps = next_commands(info, target)
     if as_json:
-        _print_json({**info.summary(), "already_running": result.already_running})
+        _print_json({**info.summary(), "already_running": result.already_running,
+                     "next_commands": [command for command, _ in steps]})
         return
     verb = "already running" if result.already_running else "started"
     say(f"sandbox {verb} in {info.dir}")
     say(f"bootstrap servers: {info.bootstrap}")
     say(f"prometheus:        {info.prometheus_url}")
+    say("")
+    say("next, the whole loop (paste as they are):")
+    for command, comment in steps:
+        say(f"  {command}  # {comment}" if comment else f"  {command}")
+
+
+def no_sandbox_message(target: Path) -> str:
+    """Why `down` found nothing: the dir it looked in, where sandboxes are looked for, and the
+    sandboxes that do run on this machine."""
+    message = (f"no sandbox in {target}: no sandbox was started there and no sandbox process "
+               f"runs from it. Sandboxes are looked for in --dir, else $REBALANCE_SANDBOX_DIR, "
+               f"else ./.sandbox (here: {cluster.default_dir()})")
+    running = teardown.running_elsewhere(exclude=target)
+    if running:
+        shown = ", ".join(str(d) for d in running[:3])
+        message += f"; running: {shown}" + (f" and {len(running) - 3} more"
+                                             if len(running) > 3 else "")
+    return message
 
 
 @app.command()
-def down(sandbox_dir: DirOption = None) -> None:
-    """Stop every process of the sandbox (brokers, controller, Prometheus)."""
+def down(
+    sandbox_dir: DirOption = None,
+    purge: Annotated[bool, typer.Option(
+        "--purge", help="Also delete the sandbox's data: broker and controller logs, "
+        "Prometheus' TSDB, its configs and state (only what `up` wrote in the dir).")] = False,
+) -> None:
+    """Stop every process of the sandbox (brokers, controller, Prometheus).
+
+    A dir that holds no sandbox is an error (exit 7): a mistyped --dir would otherwise leave
+    the real sandbox running unnoticed.
+    """
     target = _dir(sandbox_dir)
-    stopped = cluster.down(target)
-    if stopped:
-        say(f"stopped {', '.join(stopped)} ({target})")
+    if not teardown.known(target):
+        raise SandboxError(no_sandbox_message(target))
+    result = teardown.take_down(target, purge_data=purge)
+    if result.stopped:
+        say(f"stopped {', '.join(result.stopped)} ({target})")
     else:
-        say(f"nothing running in {target}")
+        say(f"nothing running in {target} (the sandbox there was stopped already)")
+    if result.purged is not None:
+        purged = result.purged
+        where = f"{target} (removed)" if purged.dir_removed else str(target)
+        say(f"deleted {human_bytes(purged.freed_bytes)} of sandbox data in {where}: "
+            f"{', '.join(purged.removed) or 'nothing left to delete'}")
+
+
+@app.command()
+def produce(
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to fill (created if "
+                                         "missing).")],
+    mb: Annotated[int, typer.Option("--mb", help="How much data: MB (10^6 bytes) of random "
+                                    "bytes, spread evenly over the partitions.")],
+    partitions: Annotated[int | None, typer.Option(
+        help="Partitions of a topic created here (default 6).")] = None,
+    replication_factor: Annotated[int | None, typer.Option(
+        help="Replication factor of a topic created here (default 3, at most the brokers)."
+    )] = None,
+    sandbox_dir: DirOption = None,
+) -> None:
+    """Create TOPIC on the sandbox (if missing) and produce --mb MB to it (acks=all)."""
+    from sandbox.produce import ProduceRequest, check_request
+    from sandbox.produce import produce as produce_data
+
+    request = ProduceRequest(topic, mb, partitions, replication_factor)
+    check_request(request)
+    info = cluster.running(_dir(sandbox_dir))
+
+    def progress(sent: int, total: int) -> None:
+        _progress(f"produced {human_bytes(sent)} of {human_bytes(total)}")
+
+    result = produce_data(info, request, progress)
+    for message in result.notes:
+        note(message)
+    created = "created, " if result.created else ""
+    say(f"produced {human_bytes(result.bytes_sent)} in {result.messages} messages to "
+        f"{result.topic} ({created}{result.partitions} partitions, replication factor "
+        f"{result.replication_factor}) in {result.seconds:.1f}s")
 
 
 @app.command()

@@ -164,14 +164,19 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
         raise InputError(f"--horizon must not be negative or infinite, got {horizon_days}")
     parts: list[Partition] = []
     unweighted = 0
+    grown = stored = 0  # bytes on disk (every replica): from growth, and in all
     for p in topology.partitions:
         w = weights.get(p.key)
         if w is None:
             unweighted += 1
             parts.append(p)
+            stored += p.size_bytes * len(p.replicas)
             continue
+        projected = w.projected_size(p.size_bytes, horizon_days)
+        grown += (projected - w.projected_size(p.size_bytes, 0.0)) * len(p.replicas)
+        stored += projected * len(p.replicas)
         parts.append(Partition(
-            p.topic, p.partition, p.replicas, w.projected_size(p.size_bytes, horizon_days),
+            p.topic, p.partition, p.replicas, projected,
             p.bytes_in_per_sec if w.bytes_in_per_sec is None else w.bytes_in_per_sec,
             p.bytes_out_per_sec if w.bytes_out_per_sec is None else w.bytes_out_per_sec))
     known = {p.key for p in topology.partitions}
@@ -181,4 +186,10 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
         notes.append(f"{unweighted} partition(s) have no weight; their snapshot values are used")
     if unknown:
         notes.append(f"{unknown} weight row(s) name partitions the cluster does not have")
+    if grown > stored / 2:  # one sentence naming the cause when a plan then finds disks full
+        notes.append(f"{grown / stored:.0%} of the disk projected --horizon {horizon_days:g} "
+                     f"days ahead is growth from the weights (+{grown / 1e9:,.1f} GB): if the "
+                     "plan finds the brokers too full, that growth is why; weights from a "
+                     "history of minutes extrapolate a burst (recompute them from days of "
+                     "history, or plan without --horizon)")
     return topology.with_partitions(parts), tuple(notes)

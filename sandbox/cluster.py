@@ -22,11 +22,13 @@ from sandbox import config, process, ready
 from sandbox.jars import JMX_EXPORTER_JAR, ensure_jars, require_tool
 from sandbox.state import (
     BROKER_DIR_PREFIX,
+    CAPACITIES_FILE,
     RESET_DIRS,
     BrokerInfo,
     SandboxInfo,
     read_state,
     state_path,
+    write_marker,
     write_state,
 )
 from topology.errors import SandboxError
@@ -171,6 +173,7 @@ def _write_broker_config(info: SandboxInfo, broker_id: int, rack: str) -> Path:
 def _write_static_files(info: SandboxInfo) -> Path:
     """Write the shared files and the controller's config; return the controller config path."""
     _write(info.dir / "log4j2.properties", config.log4j2_properties())
+    _write(info.dir / CAPACITIES_FILE, config.capacities_yaml())
     _write(info.dir / "exporter.yml", yaml.safe_dump(config.exporter_config(), sort_keys=False))
     ports = config.PortPlan(info.base_port)
     text = config.controller_properties(ports, info.dir / "controller" / "data")
@@ -264,6 +267,8 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
     existing = read_state(sandbox_dir)
     if existing is not None:
         if all(process_alive(existing).values()):
+            if not (sandbox_dir / CAPACITIES_FILE).exists():  # started by an older version
+                _write(sandbox_dir / CAPACITIES_FILE, config.capacities_yaml())
             return UpResult(existing, already_running=True)
         progress(f"a previous sandbox in {sandbox_dir} is partly down: stopping it first")
         down(sandbox_dir)
@@ -272,7 +277,9 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
     planned = _planned(sandbox_dir, brokers, racks, base_port)
     _check_ports(_port_roles(planned))
     planned = replace(planned, jar_dir=ensure_jars(progress=progress))
+    created_dir = not sandbox_dir.exists()
     sandbox_dir.mkdir(parents=True, exist_ok=True)
+    write_marker(sandbox_dir, created_dir)
     _reset_dir(sandbox_dir)
     info = planned
     try:
@@ -287,9 +294,8 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
     return UpResult(info, already_running=False)
 
 
-def _stray_pids(sandbox_dir: Path) -> list[int]:
-    """java/prometheus processes whose command line points into sandbox_dir (orphans too)."""
-    marker = _marker(sandbox_dir)
+def sandbox_processes() -> list[tuple[int, list[str]]]:
+    """(pid, argv) of every java and prometheus process (the kinds a sandbox runs)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -298,14 +304,27 @@ def _stray_pids(sandbox_dir: Path) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        exe = Path(argv[0].decode(errors="replace")).name
-        if exe in ("java", "prometheus") and marker in b" ".join(argv).decode(errors="replace"):
-            found.append(int(entry.name))
+        words = [word.decode(errors="replace") for word in argv]
+        if Path(words[0]).name in ("java", "prometheus"):
+            found.append((int(entry.name), words))
     return sorted(found)
 
 
+def sandbox_pids(sandbox_dir: Path) -> list[int]:
+    """java/prometheus processes whose command line points into sandbox_dir (orphans too)."""
+    marker = _marker(sandbox_dir)
+    return [pid for pid, argv in sandbox_processes() if marker in " ".join(argv)]
+
+
+_stray_pids = sandbox_pids  # the name the integration tests use
+
+
 def down(sandbox_dir: Path) -> list[str]:
-    """Stop every process of the sandbox (brokers, controller, Prometheus); return their names."""
+    """Stop every process of the sandbox (brokers, controller, Prometheus); return their names.
+
+    Quiet on a dir with nothing to stop (an empty list): tests and scripts call it to make sure
+    nothing is left. Data and the sandbox marker stay (`sandbox.teardown.purge` deletes them).
+    """
     sandbox_dir = sandbox_dir.resolve()
     marker = _marker(sandbox_dir)
     info = read_state(sandbox_dir)
@@ -315,7 +334,7 @@ def down(sandbox_dir: Path) -> list[str]:
         stopped = [name for name, up_ in alive.items() if up_]
         process.stop([b.pid for b in info.brokers], marker, BROKER_STOP_GRACE_S)
         process.stop([info.controller_pid, info.prometheus_pid], marker, OTHER_STOP_GRACE_S)
-    strays = _stray_pids(sandbox_dir)
+    strays = sandbox_pids(sandbox_dir)
     process.stop(strays, marker, OTHER_STOP_GRACE_S)
     stopped += [f"pid {pid}" for pid in strays if info is None or pid not in info.pids().values()]
     state_path(sandbox_dir).unlink(missing_ok=True)

@@ -232,6 +232,18 @@ def prometheus_config(targets: Sequence[ScrapeTarget]) -> dict[str, object]:
     }
 
 
+def capacities_yaml() -> str:
+    """The sandbox's capacities file (what `snapshot --capacities` reads): every broker alike,
+    as examples/sandbox-capacities.yaml."""
+    return "".join(f"{line}\n" for line in (
+        "# Capacities of this sandbox's brokers (written by `rebalance sandbox up`).",
+        "default:",
+        "  disk_bytes: 10GB",
+        "  net_in_bytes_per_sec: 50MB/s",
+        "  net_out_bytes_per_sec: 50MB/s",
+    ))
+
+
 def log4j2_properties() -> str:
     """Log4j2 config: INFO to stdout (redirected to the process's log file), chatty loggers WARN."""
     return "".join(f"{line}\n" for line in (

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +17,18 @@ from topology.errors import SandboxError
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1
+# Written by `up` before anything else and kept by `down`: the dir is a sandbox (running or
+# stopped), so `up` may reuse it, `down` knows it and `down --purge` may delete what it wrote.
+MARKER_FILE = ".rebalance-sandbox"
+CAPACITIES_FILE = "capacities.yaml"
 # What `up` deletes (RESET_DIRS, broker-N/) or writes at the top of a sandbox dir: a directory
 # holding any of these that is not a sandbox already is refused by the CLI without --force.
 RESET_DIRS = ("controller", "prometheus-data", "logs")
-WRITTEN_NAMES = (*RESET_DIRS, STATE_FILE, "log4j2.properties", "exporter.yml", "prometheus.yml")
+WRITTEN_NAMES = (*RESET_DIRS, STATE_FILE, "log4j2.properties", "exporter.yml", "prometheus.yml",
+                 CAPACITIES_FILE, MARKER_FILE)
 BROKER_DIR_PREFIX = "broker-"
+_BROKER_DIR = re.compile(r"broker-[0-9]+")
+_STATE_TMP = "state.tmp"
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,55 @@ def replaced_entries(sandbox_dir: Path) -> list[str]:
         return []
     return sorted(entry.name for entry in sandbox_dir.iterdir()
                   if entry.name in WRITTEN_NAMES or entry.name.startswith(BROKER_DIR_PREFIX))
+
+
+def written_entries(sandbox_dir: Path) -> list[Path]:
+    """What the sandbox wrote at the top of its dir (sorted, the marker last): the entries
+    `down --purge` deletes. Only names the sandbox itself writes; broker dirs exactly
+    `broker-<id>`, so a user's `broker-notes.txt` beside them is never taken."""
+    if not sandbox_dir.is_dir():
+        return []
+    names = {*WRITTEN_NAMES, _STATE_TMP} - {MARKER_FILE}
+    found = sorted(entry for entry in sandbox_dir.iterdir()
+                   if entry.name in names
+                   or (_BROKER_DIR.fullmatch(entry.name) and entry.is_dir()
+                       and not entry.is_symlink()))
+    marker = sandbox_dir / MARKER_FILE
+    return [*found, marker] if marker.exists() or marker.is_symlink() else found
+
+
+@dataclass(frozen=True)
+class Marker:
+    """The sandbox marker: whether `up` created the dir itself (then `--purge` removes it)."""
+
+    created_dir: bool
+
+
+def write_marker(sandbox_dir: Path, created_dir: bool) -> None:
+    """Mark sandbox_dir as a sandbox (kept when one is there already: the first `up` knows
+    whether it created the dir)."""
+    path = sandbox_dir / MARKER_FILE
+    if path.is_file():
+        return
+    document = {"version": 1, "created_dir": created_dir,
+                "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    path.write_text(json.dumps(document) + "\n")
+
+
+def read_marker(sandbox_dir: Path) -> Marker | None:
+    """The marker of a sandbox dir; None when there is none (a damaged one claims nothing)."""
+    try:
+        document = json.loads((sandbox_dir / MARKER_FILE).read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    return Marker(created_dir=document.get("created_dir") is True)
+
+
+def is_sandbox_dir(sandbox_dir: Path) -> bool:
+    """True when a sandbox was started in sandbox_dir (running or stopped since)."""
+    return (sandbox_dir / MARKER_FILE).is_file() or state_path(sandbox_dir).is_file()
 
 
 def state_path(sandbox_dir: Path) -> Path:

@@ -7,8 +7,10 @@ Samples (what a history row counts as; real histories have gaps, repeats and cou
 - a row without ts, topic or a partition in 0..2^31-1 cannot be placed and is skipped;
 - a rate that is negative, NaN or infinite (a counter reset or a broken exporter) is not a
   measurement: it counts as missing, like null; so is a negative or non-finite size;
-- with the history's step (from `_notes.json`), ts is snapped to the nearest point of the grid
-  start + k * step, so jittered or unaligned timestamps become their step;
+- with the history's step (from `_notes.json`, from `--step`, or, for a history without notes,
+  the most common spacing of a partition's samples: spark_jobs/grid.py), ts is snapped to the
+  nearest point of the grid start + k * step, so jittered or unaligned timestamps become
+  their step;
 - rows of one partition at the same (snapped) ts are one sample, each column the largest of
   their valid values (a repeated export, overlapping chunks); row order never matters;
 - a missing step is unknown, not zero traffic: nothing is filled in. A partition's weights come
@@ -29,7 +31,10 @@ Definitions (the planner and the tests rely on them):
 - size_bytes: the valid size with the latest `ts` (null when the partition never had one).
 - size_growth_bytes_per_day: least-squares slope of size over time, per day, over the samples
   with a valid size; 0.0 with fewer than 2 distinct timestamps (no growth can be measured, and
-  the planner's weights reader wants a number); null only when the partition never had a size.
+  the planner's weights reader wants a number); null when the partition never had a size, and
+  when its sizes span less than `min_growth_span_seconds` (0 in WeightsParams, 1 day from the
+  CLI and `main`): a slope over minutes, projected over a plan's horizon of days, would turn a
+  burst into gigabytes a day. The planner reads null growth as none.
 
 Performance: the history is shuffled once, hash-partitioned by (topic, partition) (not by topic:
 a topic with many partitions spreads over all tasks); the de-duplication, the hourly and the
@@ -43,7 +48,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -65,6 +70,14 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from spark_jobs.aggregates import KEYS, MICROS_PER_DAY, MICROS_PER_HOUR, per_hour, per_partition
+from spark_jobs.grid import (
+    epoch_micros,
+    grid_notes,
+    history_span,
+    resolve_grid,
+    span_notes,
+)
 from spark_jobs.weights_io import (
     CheckedHistory,
     HistoryInputError,
@@ -74,12 +87,13 @@ from spark_jobs.weights_io import (
     read_failure,
     write_weights,
 )
-from topology.errors import InputError
-
-HOURS_PER_DAY = 24
-SECONDS_PER_DAY = 86_400
-_MICROS_PER_HOUR = 3_600_000_000
-_MICROS_PER_DAY = SECONDS_PER_DAY * 1_000_000
+from topology.errors import InputError, RebalanceError
+from topology.history import (
+    MIN_GROWTH_SPAN_SECONDS,
+    format_duration,
+    parse_duration,
+    parse_min_growth_span,
+)
 
 HISTORY_SCHEMA = StructType(
     [
@@ -118,14 +132,14 @@ _ACCEPTED_TYPES: dict[str, tuple[type[DataType], ...]] = {
     "bytes_out_per_sec": _NUMBER,
     "size_bytes": _NUMBER,
 }
-_KEYS = ("topic", "partition")
 _MAX_PARTITION = 2**31 - 1
 _MAX_SIZE = 9.2e18  # below 2^63: larger floating sizes are not a long, so not a size
 
 
 @dataclass(frozen=True, slots=True)
 class WeightsParams:
-    """Parameters of the weights transform: the quantile, and the history's sampling grid.
+    """Parameters of the weights transform: the quantile, the history's sampling grid, and the
+    least span of sizes growth is measured over.
 
     With `step_seconds` set, timestamps snap to grid_start_seconds + k * step_seconds (unix
     seconds); without it, only rows with exactly the same ts are one sample.
@@ -134,6 +148,7 @@ class WeightsParams:
     quantile: float = 0.95
     step_seconds: float | None = None
     grid_start_seconds: float = 0.0
+    min_growth_span_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.quantile <= 1.0:
@@ -142,6 +157,9 @@ class WeightsParams:
             raise InputError(f"the history step must be positive, got {self.step_seconds}")
         if not math.isfinite(self.grid_start_seconds):
             raise InputError(f"the history start must be a time, got {self.grid_start_seconds}")
+        if not 0 <= self.min_growth_span_seconds < math.inf:
+            raise InputError("--min-growth-span must be a duration >= 0, got "
+                             f"{self.min_growth_span_seconds}")
 
 
 def validate_history(history: DataFrame) -> None:
@@ -167,16 +185,17 @@ def transform(history: DataFrame, params: WeightsParams) -> DataFrame:
     the footers) or after (no output row), because checking it here would run a job.
     """
     validate_history(history)
-    samples = _samples(history, params).repartition(*_KEYS)
+    samples = _samples(history, params).repartition(*KEYS)
     # One sample per (partition, ts); the distribution by (topic, partition) is kept.
-    deduplicated = samples.groupBy(*_KEYS, "ts_micros").agg(
+    deduplicated = samples.groupBy(*KEYS, "ts_micros").agg(
         F.max("bytes_in").alias("bytes_in"),
         F.max("bytes_out").alias("bytes_out"),
         F.max("size").alias("size"),
     )
-    hour = F.floor(F.pmod("ts_micros", F.lit(_MICROS_PER_DAY)) / _MICROS_PER_HOUR)
+    hour = F.floor(F.pmod("ts_micros", F.lit(MICROS_PER_DAY)) / MICROS_PER_HOUR)
     rows = deduplicated.withColumn("hour", hour.cast(IntegerType()))
-    weights = _per_partition(_per_hour(rows, params.quantile), params.quantile)
+    weights = per_partition(per_hour(rows, params.quantile), params.quantile,
+                            params.min_growth_span_seconds)
     return weights.select(
         *[F.col(f.name).cast(f.dataType).alias(f.name) for f in WEIGHTS_SCHEMA.fields]
     )
@@ -184,7 +203,7 @@ def transform(history: DataFrame, params: WeightsParams) -> DataFrame:
 
 def _samples(history: DataFrame, params: WeightsParams) -> DataFrame:
     """Placeable rows with snapped timestamps; invalid values become null (missing)."""
-    micros = _epoch_micros(history)
+    micros = epoch_micros(history)
     if params.step_seconds is not None:
         micros = _snapped(micros, params.step_seconds, params.grid_start_seconds)
     partition = F.col("partition")
@@ -223,125 +242,79 @@ def _snapped(micros: Column, step_seconds: float, start_seconds: float) -> Colum
     return shifted - F.pmod(shifted, F.lit(step)) + offset
 
 
-def _epoch_micros(history: DataFrame) -> Column:
-    """Microseconds since the epoch of `ts`, independent of the session time zone."""
-    if isinstance(history.schema["ts"].dataType, TimestampNTZType):
-        return F.expr("timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', ts)")
-    return F.unix_micros(F.col("ts"))
+@dataclass(frozen=True, slots=True)
+class WeightsResult:
+    """What a weights run wrote, and what the user should know about the history."""
+
+    partitions: int
+    notes: tuple[str, ...]
 
 
-def _quantile_of_sorted(values: Column, quantile: float) -> Column:
-    """Linear-interpolation quantile of an ascending array without nulls; null when empty."""
-    count = F.size(values)
-    position = F.lit(quantile) * (count - 1)
-    lower = F.floor(position).cast(IntegerType())
-    upper = F.least(lower + 1, count - 1)
-    low_value = F.get(values, lower)
-    high_value = F.get(values, upper)
-    return F.when(count > 0, low_value + (position - lower) * (high_value - low_value))
+Phase = Callable[[str], None]
 
 
-def _per_hour(rows: DataFrame, quantile: float) -> DataFrame:
-    """Stage 1, per (partition, hour of day): sorted rates, their quantiles, size partials."""
-    with_size = F.col("size").isNotNull()
-    days = F.when(with_size, F.col("ts_micros") / _MICROS_PER_DAY)
-    size = F.col("size").cast(DoubleType())
-    hourly = rows.groupBy(*_KEYS, "hour").agg(
-        F.sort_array(F.collect_list("bytes_in")).alias("sorted_in"),
-        F.sort_array(F.collect_list("bytes_out")).alias("sorted_out"),
-        F.max(F.when(with_size, F.struct("ts_micros", "size"))).alias("latest"),
-        F.struct(
-            F.count(days).cast(DoubleType()).alias("n"),
-            F.avg(days).alias("mean_x"),
-            F.avg(F.when(with_size, size)).alias("mean_y"),
-            (F.var_pop(days) * F.count(days)).alias("sxx"),
-            (F.covar_pop(days, size) * F.count(days)).alias("sxy"),
-        ).alias("moments"),
-    )
-    return hourly.select(
-        "*",
-        _quantile_of_sorted(F.col("sorted_in"), quantile).alias("hour_in"),
-        _quantile_of_sorted(F.col("sorted_out"), quantile).alias("hour_out"),
-    )
+def _no_phase(name: str) -> None:
+    """Default phase sink: say nothing."""
 
 
-def _per_partition(hourly: DataFrame, quantile: float) -> DataFrame:
-    """Stage 2, per partition, over its (at most 24) hourly rows: no raw rows are re-read."""
-    per_partition = hourly.groupBy(*_KEYS).agg(
-        F.sort_array(F.flatten(F.collect_list("sorted_in"))).alias("all_in"),
-        F.sort_array(F.flatten(F.collect_list("sorted_out"))).alias("all_out"),
-        F.map_from_entries(F.collect_list(F.struct("hour", "hour_in"))).alias("by_hour_in"),
-        F.map_from_entries(F.collect_list(F.struct("hour", "hour_out"))).alias("by_hour_out"),
-        # max of (rate, -hour): the highest rate, and on ties the earliest hour.
-        F.max(
-            F.when(F.col("hour_in").isNotNull(), F.struct("hour_in", (-F.col("hour")).alias("h")))
-        ).alias("peak"),
-        F.max("latest").alias("latest"),
-        F.filter(F.collect_list("moments"), lambda m: m["n"] > 0).alias("moments"),
-    )
-    hours = F.sequence(F.lit(0), F.lit(HOURS_PER_DAY - 1))
-    return per_partition.select(
-        *_KEYS,
-        _quantile_of_sorted(F.col("all_in"), quantile).alias("bytes_in_per_sec"),
-        _quantile_of_sorted(F.col("all_out"), quantile).alias("bytes_out_per_sec"),
-        F.transform(hours, lambda h: F.col("by_hour_in")[h]).alias("hourly_bytes_in_per_sec"),
-        F.transform(hours, lambda h: F.col("by_hour_out")[h]).alias("hourly_bytes_out_per_sec"),
-        F.when(F.col("peak.hour_in") > 0, -F.col("peak.h")).alias("peak_hour"),
-        F.col("latest.size").alias("size_bytes"),
-        _slope_per_day(F.col("moments")).alias("size_growth_bytes_per_day"),
-    )
+def compute(
+    spark: SparkSession, history_path: str, out_path: str, params: WeightsParams,
+    checked: CheckedHistory | None = None, step_seconds: float | None = None,
+    on_phase: Phase = _no_phase,
+) -> WeightsResult:
+    """Read, find the sampling grid, transform and write; the partitions written and notes.
 
-
-def _slope_per_day(moments: Column) -> Column:
-    """Least-squares slope from per-hour moments, merged exactly (Chan et al.'s pairwise update).
-
-    Each element holds n, the means of x (days) and y (bytes) and the centred sums Sxx, Sxy of
-    one group; merged: S = sum(S_i) + sum(n_i * (mean_i - mean) ...). 0 when Sxx is 0 (one
-    distinct timestamp), null without any point.
+    The grid is `step_seconds` (--step) if given, else the history's notes, else inferred from
+    the data (spark_jobs/grid.py). `checked` is the result of checking a local history before
+    Spark started (see `run_job`). A file Spark cannot read is a HistoryInputError, one line.
     """
-    zero = F.lit(0.0)
-    n = F.aggregate(moments, zero, lambda acc, m: acc + m["n"])
-    mean_x = F.aggregate(moments, zero, lambda acc, m: acc + m["n"] * m["mean_x"]) / n
-    mean_y = F.aggregate(moments, zero, lambda acc, m: acc + m["n"] * m["mean_y"]) / n
-    sxx = F.aggregate(
-        moments, zero, lambda acc, m: acc + m["sxx"] + m["n"] * (m["mean_x"] - mean_x) ** 2
-    )
-    sxy = F.aggregate(
-        moments,
-        zero,
-        lambda acc, m: acc + m["sxy"] + m["n"] * (m["mean_x"] - mean_x) * (m["mean_y"] - mean_y),
-    )
-    return F.when(n < 1, F.lit(None)).when(sxx > 0, sxy / sxx).otherwise(F.lit(0.0))
+    try:
+        on_phase("reading the history")
+        history, notes = load_history(spark, history_path, checked)
+        validate_history(history)
+        span = history_span(history)
+        if notes is None and step_seconds is None:
+            on_phase("finding the sampling grid")
+        grid = resolve_grid(history, notes, step_seconds, span)
+        on_grid = replace(params, step_seconds=grid.step_seconds,
+                          grid_start_seconds=grid.start_seconds)
+        on_phase("computing weights")
+        weights = transform(history, on_grid).cache()
+    except Exception as exc:  # a Spark or Py4J error: only file-read failures are translated
+        raise _translated(exc) from None
+    try:
+        count = weights.count()
+        if count == 0:
+            raise HistoryInputError(f"history dataset {history_path!r} has no rows with a ts, "
+                                    "a topic and a partition")
+        without_growth = (weights.where(F.col("size_growth_bytes_per_day").isNull()
+                                        & F.col("size_bytes").isNotNull()).count()
+                          if params.min_growth_span_seconds > 0 else 0)
+        on_phase(f"writing {out_path}")
+        write_weights(weights, out_path)
+    except Exception as exc:
+        raise _translated(exc) from None
+    finally:
+        weights.unpersist()
+    messages = grid_notes(grid, notes)
+    messages += span_notes(span, params.min_growth_span_seconds, count, without_growth)
+    return WeightsResult(count, tuple(messages))
+
+
+def _translated(exc: Exception) -> Exception:
+    """A RebalanceError as it is, a Spark failure to read a history file as one line."""
+    if isinstance(exc, RebalanceError):
+        return exc
+    failure = read_failure(exc)
+    return exc if failure is None else failure
 
 
 def run(
     spark: SparkSession, history_path: str, out_path: str, params: WeightsParams,
     checked: CheckedHistory | None = None,
 ) -> int:
-    """Read, transform and write; returns the number of partitions written.
-
-    The sampling grid comes from the history's notes; `checked` is the result of checking a
-    local history before Spark started (see `run_job`). A file Spark cannot read is a
-    HistoryInputError with one line.
-    """
-    history, notes = load_history(spark, history_path, checked)
-    on_grid = replace(params, step_seconds=notes.step_seconds,
-                      grid_start_seconds=notes.start_seconds)
-    weights = transform(history, on_grid).cache()
-    try:
-        count = weights.count()
-        if count == 0:
-            raise HistoryInputError(f"history dataset {history_path!r} has no rows with a ts, "
-                                    "a topic and a partition")
-        write_weights(weights, out_path)
-    except Exception as exc:  # a Spark or Py4J error: only file-read failures are translated
-        failure = read_failure(exc)
-        if failure is None:
-            raise
-        raise failure from None
-    finally:
-        weights.unpersist()
-    return count
+    """Read, transform and write (see `compute`); returns the number of partitions written."""
+    return compute(spark, history_path, out_path, params, checked).partitions
 
 
 def check_history(history_path: str) -> CheckedHistory | None:
@@ -352,8 +325,8 @@ def check_history(history_path: str) -> CheckedHistory | None:
 
 def run_job(
     history_path: str, out_path: str, params: WeightsParams, master: str | None = None,
-    driver_memory: str | None = None,
-) -> int:
+    driver_memory: str | None = None, step_seconds: float | None = None,
+) -> WeightsResult:
     """Check a local history before Spark starts (bad input shows no JVM output), then run.
 
     Uses the active session if there is one (spark-submit), else starts and stops its own.
@@ -364,7 +337,7 @@ def run_job(
     started_here = SparkSession.getActiveSession() is None
     spark = build_session(master, driver_memory=driver_memory)
     try:
-        return run(spark, history_path, out_path, params, checked)
+        return compute(spark, history_path, out_path, params, checked, step_seconds)
     finally:
         if started_here:
             spark.stop()
@@ -378,6 +351,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quantile", type=float, default=0.95, help="rate quantile (0..1)")
     parser.add_argument("--master", default=None,
                         help="Spark master (default local[*], or spark-submit's --master)")
+    parser.add_argument("--step", default=None,
+                        help="sampling step of the history (60s, 5m); default: its "
+                             "_notes.json, else inferred from the data")
+    parser.add_argument("--min-growth-span", default=format_duration(MIN_GROWTH_SPAN_SECONDS),
+                        help="least span of sizes to measure growth from (default %(default)s; "
+                             "0 for any)")
     return parser.parse_args(argv)
 
 
@@ -385,12 +364,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point for spark-submit and `python -m`: exit code 0, or the error's exit code."""
     args = parse_args(argv)
     try:
-        count = run_job(args.history, args.out, WeightsParams(quantile=args.quantile),
-                        args.master)
+        step = parse_duration(args.step, "--step") if args.step is not None else None
+        params = WeightsParams(quantile=args.quantile,
+                               min_growth_span_seconds=parse_min_growth_span(args.min_growth_span))
+        result = run_job(args.history, args.out, params, args.master, step_seconds=step)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-    print(f"wrote weights for {count} partitions to {args.out}")
+    print(f"wrote weights for {result.partitions} partitions to {args.out}")
+    for message in result.notes:
+        print(f"note: {message}", file=sys.stderr)
     return 0
 
 

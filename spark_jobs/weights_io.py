@@ -4,8 +4,10 @@ Every bad input is a HistoryInputError (an InputError: exit code 2) with one lin
 and what is wrong with it. For a local directory the check runs before Spark starts, with
 pyarrow reading only the Parquet footers, so a bad input shows no JVM output: no data file, a
 file that is not Parquet, a missing column, a column of a type the job cannot read, no rows, and
-a missing or malformed `_notes.json`. On other file systems (hdfs://, s3a://) the same notes
-check runs through Spark and file errors are found when Spark reads the files.
+a malformed `_notes.json`. Without `_notes.json` (a history the user brings from their own
+metrics store) the sampling grid comes from `--step` or the data (spark_jobs/grid.py). On other
+file systems (hdfs://, s3a://) the same notes check runs through Spark and file errors are found
+when Spark reads the files.
 
 Files may differ in how they store a column (int32 or int64 partitions, float or integer
 rates, timestamps in ms/us/ns, with or without a time zone): each group of files with one
@@ -84,9 +86,10 @@ class FileGroup:
 
 @dataclass(frozen=True, slots=True)
 class CheckedHistory:
-    """A local history directory whose notes and file footers passed the checks."""
+    """A local history directory whose notes (None: no notes file) and file footers passed
+    the checks."""
 
-    notes: HistoryNotes
+    notes: HistoryNotes | None
     groups: tuple[FileGroup, ...]
     rows: int
 
@@ -175,14 +178,13 @@ def check_local_history(directory: Path) -> CheckedHistory:
     if not files:
         raise HistoryInputError(f"history directory {directory} has no data files")
     notes_path = directory / NOTES_FILE
-    try:
-        notes_text = notes_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HistoryInputError(f"history directory {directory} has no {NOTES_FILE} (the "
-                                "export writes it beside the data)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HistoryInputError(f"cannot read {notes_path}: {exc}") from None
-    notes = parse_notes(notes_text, str(notes_path))
+    notes: HistoryNotes | None = None
+    if notes_path.exists() or notes_path.is_symlink():
+        try:
+            notes_text = notes_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HistoryInputError(f"cannot read {notes_path}: {exc}") from None
+        notes = parse_notes(notes_text, str(notes_path))
     layouts: dict[tuple[tuple[str, ...], bool], list[str]] = {}
     rows = 0
     for path in files:
@@ -195,11 +197,14 @@ def check_local_history(directory: Path) -> CheckedHistory:
     return CheckedHistory(notes, groups, rows)
 
 
-def _spark_notes(spark: SparkSession, path: str) -> HistoryNotes:
+def _spark_notes(spark: SparkSession, path: str) -> HistoryNotes | None:
+    """The notes beside a history on another file system; None when there is no notes file."""
     notes_path = f"{path.rstrip('/')}/{NOTES_FILE}"
     try:
         rows = spark.read.text(notes_path, wholetext=True).collect()
     except AnalysisException as exc:
+        if "PATH_NOT_FOUND" in str(exc):
+            return None
         raise HistoryInputError(f"cannot read {notes_path}: {_first_line(exc.getMessage())}"
                                 ) from None
     return parse_notes(rows[0][0] if rows else "", notes_path)
@@ -207,8 +212,9 @@ def _spark_notes(spark: SparkSession, path: str) -> HistoryNotes:
 
 def load_history(
     spark: SparkSession, path: str, checked: CheckedHistory | None = None
-) -> tuple[DataFrame, HistoryNotes]:
-    """The history rows (ts as a timestamp, the other columns as stored) and the notes.
+) -> tuple[DataFrame, HistoryNotes | None]:
+    """The history rows (ts as a timestamp, the other columns as stored) and the notes (None
+    without a notes file).
 
     `checked` comes from `check_local_history` (run before Spark starts); without it, a local
     path is checked here and any other path is read as one dataset and its notes through Spark.

@@ -25,15 +25,29 @@ from typing import Any, Protocol
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-import requests
-from prometheus_api_client import PrometheusConnect
-from prometheus_api_client.exceptions import PrometheusApiClientException
 
 from topology import promql
 from topology.errors import InputError, MetricsError
 
 MAX_POINTS_PER_SERIES = 11_000
 """Prometheus refuses range queries that would return more points than this per series."""
+
+MAX_EXPORT_STEPS = 1_000_000
+"""Samples per series one export may ask for: 91 chunks (273 range queries), e.g. 7 days at
+1 s or about 2 years at 60 s; more is hours of queries and rows nobody needs for weights."""
+
+LARGE_EXPORT_QUERIES = 30
+"""From this many range queries on, the export says how many before it starts."""
+
+MIN_GROWTH_SPAN_SECONDS = 86_400.0
+"""Least span of sizes the weights job extrapolates growth from (by default): a slope over
+minutes, projected over a plan's horizon of days, turns a burst into gigabytes a day."""
+
+QUERIES_PER_CHUNK = 3
+"""Range queries per chunk: topic bytes in, topic bytes out, partition sizes."""
+
+_NICE_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600,
+               43_200, 86_400)
 
 HISTORY_ARROW_SCHEMA = pa.schema(
     [
@@ -114,6 +128,83 @@ def parse_duration(text: str, what: str) -> float:
     if not seconds > 0 or math.isinf(seconds):
         raise InputError(f"{what}: the duration must be positive, got {text!r}")
     return seconds
+
+
+def parse_min_growth_span(text: str) -> float:
+    """--min-growth-span: a duration, or 0 to measure growth from any span."""
+    if text.strip() in ("0", "0s"):
+        return 0.0
+    return parse_duration(text, "--min-growth-span")
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as the largest one or two units: 720 -> '12m', 93600 -> '1d2h', 0.5 -> '0.5s'."""
+    if seconds < 1:
+        return f"{seconds:g}s"
+    left = round(seconds)
+    parts = []
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, left = divmod(left, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts[:2])
+
+
+@dataclass(frozen=True, slots=True)
+class ExportEstimate:
+    """The size of an export before it runs: samples per series, chunks and range queries."""
+
+    steps: int
+    chunks: int
+
+    @property
+    def queries(self) -> int:
+        return self.chunks * QUERIES_PER_CHUNK
+
+
+def estimate_export(window_s: float, step_s: float) -> ExportEstimate:
+    """Samples per series (the grid start, start + step, ..., end) and the chunks
+    `chunk_ranges` splits them into (at most MAX_POINTS_PER_SERIES each)."""
+    steps = math.floor(window_s / step_s) + 1
+    return ExportEstimate(steps, math.ceil(steps / MAX_POINTS_PER_SERIES))
+
+
+def fitting_step(window_s: float, max_steps: int = MAX_EXPORT_STEPS) -> int:
+    """The smallest round step (1s, 5s, 1m, 5m, ...) at which the window holds at most
+    max_steps samples per series."""
+    needed = window_s / (max_steps - 1)
+    for step in _NICE_STEPS:
+        if step >= needed:
+            return step
+    return math.ceil(needed / 86_400) * 86_400
+
+
+def check_export_size(window_s: float, step_s: float, since: str, step: str) -> ExportEstimate:
+    """The estimate of an export, or an InputError (exit 2) above MAX_EXPORT_STEPS that names
+    the --step that fits."""
+    estimate = estimate_export(window_s, step_s)
+    if estimate.steps > MAX_EXPORT_STEPS:
+        raise InputError(
+            f"--since {since} at --step {step} is {estimate.steps:,} samples per series "
+            f"({estimate.queries:,} range queries); at most {MAX_EXPORT_STEPS:,} are exported: "
+            f"use --step {format_duration(fitting_step(window_s))} or more, or a shorter --since")
+    return estimate
+
+
+def coverage_note(start: float, end: float, first: float, last: float,
+                  min_growth_span_s: float = MIN_GROWTH_SPAN_SECONDS) -> str | None:
+    """A note when the data covers much less (under half) of the window asked for."""
+    asked, covered = end - start, max(0.0, last - first)
+    if covered >= asked / 2:
+        return None
+    message = (f"Prometheus returned {format_duration(covered)} of the {format_duration(asked)} "
+               f"asked for ({_iso(first)} to {_iso(last)}): older samples are gone (its "
+               "retention) or the series are newer; weights from this history describe only "
+               "that time")
+    if covered < min_growth_span_s:
+        message += (f", and the weights job measures no size growth from less than "
+                    f"{format_duration(min_growth_span_s)}")
+    return message
 
 
 def chunk_ranges(
@@ -206,6 +297,7 @@ def export_history(
     rows = 0
     partitions: set[tuple[str, int]] = set()
     unplaced: set[str] = set()
+    first, last = math.inf, -math.inf
     for index, (chunk_start, chunk_end) in enumerate(ranges):
         rates_in = source.query_range(queries.topic_bytes_in, chunk_start, chunk_end, step)
         rates_out = source.query_range(queries.topic_bytes_out, chunk_start, chunk_end, step)
@@ -219,6 +311,8 @@ def export_history(
             pq.write_table(table, out_dir / name)
             files.append(name)
             rows += len(frame)
+            first = min(first, frame["ts"].min().timestamp())
+            last = max(last, frame["ts"].max().timestamp())
             partitions.update(zip(frame["topic"], frame["partition"].astype(int), strict=True))
         if on_chunk:
             on_chunk(index + 1, len(ranges))
@@ -228,6 +322,9 @@ def export_history(
             f"{_iso(start)} and {_iso(end)}; check the queries: {queries.partition_size!r}"
         )
     notes = [SPLIT_NOTE]
+    short = coverage_note(start, end, first, last)
+    if short:
+        notes.append(short)
     if unplaced:
         notes.append(f"topics with traffic but no partition sizes (left out): "
                      f"{', '.join(sorted(unplaced))}")
@@ -261,6 +358,8 @@ class PrometheusRange:
     """Range queries against one Prometheus server (prometheus-api-client); a RangeSource."""
 
     def __init__(self, url: str, timeout_s: int = 60) -> None:
+        from prometheus_api_client import PrometheusConnect
+
         if not url.startswith(("http://", "https://")):
             raise InputError(f"--prometheus {url!r} must start with http:// or https://")
         self._url = url.rstrip("/")
@@ -268,6 +367,9 @@ class PrometheusRange:
         self._client = PrometheusConnect(url=self._url, disable_ssl=False, timeout=timeout_s)
 
     def query_range(self, query: str, start: float, end: float, step: float) -> Series:
+        import requests
+        from prometheus_api_client.exceptions import PrometheusApiClientException
+
         try:
             raw: Any = self._client.custom_query_range(
                 query,

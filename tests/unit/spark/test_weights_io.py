@@ -60,7 +60,6 @@ def _error(tmp: Path) -> str:
 
 
 @pytest.mark.parametrize(("notes", "expected"), [
-    (None, "has no _notes.json"),
     ("{not json", "is not valid JSON"),
     ("[1, 2]", "must hold a JSON object"),
     (json.dumps({"version": 2, "start": "2026-01-05T00:00:00Z", "step_seconds": 60}),
@@ -77,10 +76,12 @@ def _error(tmp: Path) -> str:
     ('{"version": 1, "start": "\\udc80", "step_seconds": 60}', "lone leading surrogate"),
     (json.dumps({"version": True, "start": "2026-01-05T00:00:00Z", "step_seconds": 60}),
      "version True"),
-], ids=["missing", "not JSON", "not an object", "version 2", "no step", "step 0",
+], ids=["not JSON", "not an object", "version 2", "no step", "step 0",
         "step as text", "start as a word", "nested 100,000 deep", "step NaN",
         "lone surrogate", "version true"])
-def test_missing_or_malformed_notes(history_dir: Any, notes: str | None, expected: str) -> None:
+def test_malformed_notes(history_dir: Any, notes: str | None, expected: str) -> None:
+    # Missing notes are no error: the grid then comes from --step or the data
+    # (tests/unit/spark/test_weights_grid.py).
     assert expected in _error(history_dir([GOOD], notes=notes))
 
 
