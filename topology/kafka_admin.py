@@ -31,7 +31,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KpTopicPartition
 
-from topology.errors import ClusterError, InputError
+from topology.bootstrap import bootstrap_string, parse_bootstrap
+from topology.errors import ClusterError
 from topology.model import TopicPartition
 from topology.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from topology.security import SecuritySettings
@@ -58,12 +59,12 @@ class KafkaClusterAdmin:
 
     def __init__(self, bootstrap: str, security: SecuritySettings | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        if not bootstrap.strip():
-            raise InputError("no bootstrap servers given: pass --bootstrap HOST:PORT")
-        self._bootstrap = bootstrap
+        self._servers = parse_bootstrap(bootstrap)
+        self._bootstrap = bootstrap_string(self._servers)
         self._security = security or SecuritySettings()
         self._timeout_s = timeout_s
-        conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "client.id": "kafka-rebalance",
+        conf: dict[str, Any] = {"bootstrap.servers": self._bootstrap,
+                                "client.id": "kafka-rebalance",
                                 "logger": _LOG, "error_cb": self._remember_error,
                                 **self._security.confluent_config()}
         self._last_error: KafkaError | None = None
@@ -170,7 +171,7 @@ class KafkaClusterAdmin:
             timeout_ms = int(self._timeout_s * 1000)
             with self._calling("connect the kafka-python admin client"):
                 self._kp = KafkaAdminClient(
-                    bootstrap_servers=self._bootstrap.split(","),
+                    bootstrap_servers=[str(server) for server in self._servers],
                     client_id="kafka-rebalance", bootstrap_timeout_ms=timeout_ms,
                     request_timeout_ms=timeout_ms, **self._security.kafka_python_kwargs())
         return self._kp

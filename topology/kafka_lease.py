@@ -18,6 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from topology.bootstrap import bootstrap_string, parse_bootstrap
 from topology.errors import ClusterError, LeaseRefused
 from topology.security import SecuritySettings
 
@@ -32,10 +33,10 @@ class KafkaLeaseStore:
 
     def __init__(self, bootstrap: str, security: SecuritySettings | None = None,
                  timeout_s: float = 15.0, topic: str = LEASE_TOPIC) -> None:
+        self._bootstrap = bootstrap_string(parse_bootstrap(bootstrap))
         self._conf: dict[str, str | int | float | bool] = {
-            "bootstrap.servers": bootstrap, "log_level": 0,
+            "bootstrap.servers": self._bootstrap, "log_level": 0,
             **(security or SecuritySettings()).confluent_config()}
-        self._bootstrap = bootstrap
         self._timeout = timeout_s
         self._topic = topic
         self._plain: Producer | None = None
