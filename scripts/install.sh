@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a fresh machine (Debian 12, Python 3.11, JDK 17, Maven 3.8, root):
-# the Python venv with the project, Prometheus (Debian package) and the Kafka sandbox jars.
+# the Python venv with the project, Prometheus and Chromium (Debian packages) and the Kafka
+# sandbox jars.
 # Every step is skipped when its result is already there.
 set -euo pipefail
 
@@ -40,6 +41,17 @@ if ! command -v prometheus >/dev/null 2>&1; then
     fi
 else
     log "prometheus present: $(command -v prometheus)"
+fi
+
+# 2b. Chromium and its WebDriver from Debian, only when missing: the browser test opens the
+# HTML reports in it (selenium is given /usr/bin/chromedriver, so nothing else is downloaded).
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    log "installing chromium and chromium-driver (apt)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+else
+    log "chromium present: /usr/bin/chromium, /usr/bin/chromedriver"
 fi
 
 # 3. Kafka jars + JMX exporter agent from Maven Central into the jar cache.

@@ -1,0 +1,125 @@
+"""Every query of the Grafana dashboard (dashboards/kafka-rebalance.json) returns data from the
+sandbox's Prometheus during a small run, and `status --html` draws that run.
+
+The sandbox's Prometheus scrapes the brokers only; for the run, a scrape job for the executor's
+own metrics port (`execute --metrics-port`) is added to its prometheus.yml and Prometheus is
+reloaded (SIGHUP, as the sandbox does when a broker joins); the file is put back afterwards.
+Template variables are filled as an operator of the sandbox would: the gate's 10s rate window
+and every broker. Each query runs as a range query over the run, so a series that existed at
+any time of it (the copied bytes of the move in flight) counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from integration_executor import (
+    ROOT,
+    create_topic,
+    execute_args,
+    layout,
+    make_plan,
+    rebalance,
+    start_rebalance,
+)
+from integration_topics import free_port
+
+from report.dashboard import queries
+from sandbox import ready
+from sandbox.state import SandboxInfo
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
+
+DASHBOARD = ROOT / "dashboards" / "kafka-rebalance.json"
+VARIABLES = {"$window": "10s", "$broker": ".*"}  # the sandbox gate's window; All brokers
+EXECUTOR_JOB = "kafka-rebalance-executor"
+
+
+def fill(expr: str) -> str:
+    for name, value in VARIABLES.items():
+        expr = expr.replace(name, value)
+    assert "$" not in expr, f"a template variable is left in {expr}"
+    return expr
+
+
+def range_query(info: SandboxInfo, expr: str, start: float, end: float) -> list[Any]:
+    params = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}",
+                                     "end": f"{end:.3f}", "step": "1s"})
+    with urllib.request.urlopen(f"{info.prometheus_url}/api/v1/query_range?{params}",
+                                timeout=30) as answer:
+        body = json.loads(answer.read().decode())
+    assert body["status"] == "success", (expr, body)
+    return list(body["data"]["result"])
+
+
+def has_data(series: list[Any]) -> bool:
+    return any(math.isfinite(float(value)) for s in series for _, value in s["values"])
+
+
+@pytest.fixture
+def executor_scraped(sandbox: SandboxInfo) -> Iterator[int]:
+    """A free port for the executor's metrics, scraped by the sandbox's Prometheus every
+    second while the test runs; the sandbox's own scrape config is restored afterwards."""
+    config_path = sandbox.dir / "prometheus.yml"
+    original = config_path.read_text()
+    port = free_port()
+    config = yaml.safe_load(original)
+    config["scrape_configs"].append({"job_name": EXECUTOR_JOB, "scrape_interval": "1s",
+                                     "scrape_timeout": "1s",
+                                     "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]})
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    os.kill(sandbox.prometheus_pid, signal.SIGHUP)
+    try:
+        yield port
+    finally:
+        config_path.write_text(original)
+        os.kill(sandbox.prometheus_pid, signal.SIGHUP)
+
+
+def test_every_dashboard_query_returns_data_during_a_run(
+        sandbox: SandboxInfo, executor_scraped: int, tmp_path: Path) -> None:
+    model = json.loads(DASHBOARD.read_text())
+    checks = [(title, fill(expr)) for title, expr in queries(model)]
+    assert len(checks) >= 15
+    lay = layout(sandbox)
+    topic = create_topic(sandbox, "exec-dash", 2, [lay.leader, lay.follower])
+    plan_path = tmp_path / "plan.json"
+    make_plan(sandbox, plan_path, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
+    journal = tmp_path / "plan.json.journal"
+    start = time.time()
+    proc = start_rebalance(tmp_path / "execute.log", *execute_args(
+        sandbox, plan_path, journal, "--metrics-port", str(executor_scraped)))
+    try:
+        ready.wait_for_targets(sandbox.prometheus_url, [executor_scraped], 60)
+        assert proc.wait(300) == 0, (tmp_path / "execute.log").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(3)  # the last scrapes and rule windows catch up
+    end = time.time()
+    empty = [(title, expr) for title, expr in checks
+             if not has_data(range_query(sandbox, expr, start - 5, end))]
+    assert not empty, "dashboard queries without data:\n" + "\n".join(
+        f"- {title}: {expr}" for title, expr in empty)
+
+    # the same run as a page: the journal, the plan beside it and Prometheus' copy rates
+    page = tmp_path / "status.html"
+    shown = rebalance("status", str(plan_path), "--html", str(page), "--prometheus",
+                      sandbox.prometheus_url)
+    assert shown.returncode == 0, shown.stderr
+    html = page.read_text()
+    for chart in ("chart-run", "chart-rates", "chart-util-disk", "chart-flows"):
+        assert f'<svg id="{chart}"' in html, chart
+    assert "reassignment bytes in (Prometheus)" in html, "no measured copy rate on the page"
+    assert "Prometheus did not answer" not in html

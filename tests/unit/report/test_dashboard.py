@@ -1,0 +1,68 @@
+"""The Grafana dashboard in the repository: generated from the gates' own PromQL templates, and
+naming only metrics the executor exports."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from executor.config import Event, EventKind
+from executor.exporter import ExecutorMetrics
+from executor.readings import GateQueries
+from report.dashboard import BROKER_SELECTOR, WINDOW_VAR, dashboard, queries, to_json
+from topology import promql
+
+ROOT = Path(__file__).resolve().parents[3]
+DASHBOARD = ROOT / "dashboards" / "kafka-rebalance.json"
+
+
+def test_the_committed_dashboard_is_the_generated_one() -> None:
+    assert DASHBOARD.read_text() == to_json(dashboard()), (
+        "dashboards/kafka-rebalance.json is stale: regenerate it with "
+        "`python -m report.dashboard > dashboards/kafka-rebalance.json`")
+
+
+def test_every_executor_metric_it_names_is_exported() -> None:
+    registry = CollectorRegistry()
+    metrics = ExecutorMetrics(registry, 1_000_000)
+    metrics(Event(EventKind.STATE, "", "t-0", 1, 2, state="copying"))
+    metrics(Event(EventKind.PROGRESS, "", "t-0", 1, 2, bytes_done=10))
+    metrics(Event(EventKind.HOLD, "held"))
+    exported = {s.name for family in registry.collect() for s in family.samples}
+    named = {name for _, expr in queries(dashboard())
+             for name in re.findall(r"\brebalance_\w+", expr)}
+    assert named and named <= exported, named - exported
+    families = {family.name for family in registry.collect()}
+    assert {n.removesuffix("_total") for n in named} >= families  # every one is shown
+
+
+def test_it_shows_every_series_the_gates_read() -> None:
+    exprs = {expr for _, expr in queries(dashboard())}
+    gate = GateQueries()
+    for template in (gate.net_in, gate.net_out, gate.traffic_in, gate.traffic_out,
+                     gate.produce_p99_ms, promql.UNDER_REPLICATED_PARTITIONS,
+                     promql.BROKER_REASSIGNMENT_IN_RATE):
+        assert promql.render(template, window=WINDOW_VAR, selector=BROKER_SELECTOR) in exprs
+
+
+def test_variables_are_defined_and_ids_unique() -> None:
+    model = json.loads(DASHBOARD.read_text())
+    defined = {f"${v['name']}" for v in model["templating"]["list"]}
+    for title, expr in queries(model):
+        used = set(re.findall(r"\$\{?\w+", expr))
+        assert used <= defined, (title, used - defined)
+    ids = [p["id"] for p in model["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in model["panels"]:
+        refs = [t["refId"] for t in panel.get("targets", [])]
+        assert len(refs) == len(set(refs)), panel["title"]
+    cells = set()
+    for panel in model["panels"]:
+        grid = panel["gridPos"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in cells, ("panels overlap", panel["title"])
+                cells.add((x, y))
