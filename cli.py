@@ -7,15 +7,19 @@ anticipated): one line and exit code 70, the traceback only with --debug or REBA
 
 from __future__ import annotations
 
+import inspect
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, get_args
 
 import typer
+from rich.markup import escape
 from rich.text import Text
+from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from commands import auto_cmd, execute_cmd, history_cmd, plan_cmd, snapshot_cmd
 from commands.render import console, err_console, note, spread_table, topology_table
@@ -39,11 +43,71 @@ HELP = ("Plan and execute throttled partition rebalances for Apache Kafka.\n\n"
   5    no valid plan: infeasible, or the plan fails validation
   6    the executor refused to start a run, or stopped it
   7    the sandbox could not be started, found or stopped
+  8    the run was cancelled as asked (`rebalance cancel`), throttles restored
   70   unexpected internal error
   130  interrupted (Ctrl-C or SIGTERM)""")
 
+
+def tidy_help(command: TyperCommand | TyperGroup, parent: typer.Context | None = None) -> None:
+    """Make `command`'s --help (and its subcommands') say what the flags take.
+
+    Typer's rich help prints every option's type, so a flag reads as if it took a value
+    (`--json <bool>`, `--help <bool>`) and a repeatable option shows `<list[int]>`; and it reads
+    help text as rich markup, so a `[default: ...]` in it vanishes. Here a flag gets an empty
+    metavar, a repeatable option its element type (or its own metavar) and "(repeatable)", a
+    docstring's line wrapping is undone, and help text is escaped: done once for every command,
+    before any help is shown.
+    """
+    ctx = typer.Context(command, info_name=command.name, parent=parent,
+                        **command.context_settings)
+    help_option = command.get_help_option(ctx)  # made on first use and kept by the command
+    markup = HAS_RICH and getattr(command, "rich_markup_mode", None) == "rich"
+    for param in [*command.params, *([help_option] if help_option else [])]:
+        if isinstance(param, TyperOption):
+            _tidy_option(param)
+        if isinstance(param, TyperArgument) and param.metavar and param.metavar[0] == "[":
+            param.metavar = param.metavar.strip("[]")  # typer brackets an optional one itself
+        if markup and isinstance(param, TyperOption | TyperArgument) and param.help:
+            param.help = escape(param.help)
+    if command.help:
+        command.help = _reflow(command.help)
+        if markup:
+            command.help = escape(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        if isinstance(sub, TyperCommand | TyperGroup):
+            tidy_help(sub, ctx)
+
+
+def _tidy_option(option: TyperOption) -> None:
+    if option.is_flag or option.count:
+        option.metavar = ""  # a flag takes no value: nothing in the type column
+    elif option.multiple:
+        if option.metavar is None:
+            element = get_args(option.type_descriptor.annotation) or (str,)
+            option.metavar = f"<{getattr(element[0], '__name__', 'str')}>"
+        text = (option.help or "").strip()
+        if "repeat" not in text.lower():
+            option.help = (f"{text[:-1]} (repeatable)." if text.endswith(".") else
+                           f"{text} (repeatable)".strip())
+
+
+def _reflow(text: str) -> str:
+    """A docstring's lines joined within each paragraph (rich help would keep every break);
+    indented lines, such as the rows of a table, stay on lines of their own."""
+    return re.sub(r"(?<=\S)\n(?=[^\s\x08])", " ", inspect.cleandoc(text))
+
+
+class RebalanceGroup(TyperGroup):
+    """The `rebalance` group: Typer's, with every command's help tidied once it is built."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        tidy_help(self)
+
+
 app = typer.Typer(
     name="rebalance",
+    cls=RebalanceGroup,
     help=HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,

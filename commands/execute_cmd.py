@@ -17,16 +17,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from commands.execute_render import (
-    ProgressState,
-    ProgressView,
-    preview_table,
-    report_lines,
-    status_table,
-)
+from commands.execute_render import preview_table
+from commands.execute_run import conclude, drive, print_summary, progress_view
 from commands.execute_setup import (
     adaptive_config,
-    both,
     build_config,
     check_metrics_port,
     check_new_journal,
@@ -34,24 +28,28 @@ from commands.execute_setup import (
     journal_config,
     journal_for,
     journal_in_use,
+    journal_pace,
+    journal_records,
     live_topology,
     parse_finish_by,
     read_queries,
     real_ports,
-    serve_metrics,
     was_adaptive,
     with_scrape_window,
 )
 from commands.render import console, err_console, note, notes_held, say
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, ExecutorConfig, Ports, Reporter
-from executor.state import MoveState
+from commands.report_cmd import (
+    HtmlOption,
+    HtmlPrometheusOption,
+    check_status_html,
+    write_status_html,
+)
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, ExecutorConfig, Ports
 from topology.errors import ExecutionError, InputError
 
 if TYPE_CHECKING:
-    from executor.journal import RunState
     from executor.plan import ExecutionPlan
     from executor.preflight import PlanValidator
-    from executor.runner import Executor, RunReport
 
 # ---- shared options --------------------------------------------------------------------------
 Bootstrap = Annotated[str, typer.Option(help="Kafka bootstrap servers, HOST:PORT[,...].")]
@@ -72,45 +70,6 @@ QuotaBurst = Annotated[bool, typer.Option(
     "follower.replication.throttled.replicas (\"*\", or entries naming them) keeps counting: "
     "Kafka then lets each such move copy up to the cap x 11 s at full speed before the "
     "throttle holds. Without it such a run is refused, naming the topics.")]
-
-
-def progress_view(run: RunState, cap: int, metrics_port: int | None) -> tuple[
-    ProgressView, Reporter
-]:
-    """The progress display for `run` (moves already done count as moved) and the reporter
-    feeding it (and the executor's own metrics when --metrics-port is given)."""
-    done = sum(m.bytes_moved for m in run.plan.moves if run.state_of(m.name) is MoveState.DONE)
-    view = ProgressView(err_console, ProgressState(len(run.plan.moves), run.plan.total_bytes,
-                                                   cap, bytes_before=done))
-    return view, both(view, serve_metrics(metrics_port, cap))
-
-
-INTERRUPTED = ("interrupted: the journal {journal} keeps the run (a move in flight keeps "
-               "copying under its throttle). `rebalance resume --journal {journal} ...` "
-               "continues it; `rebalance cancel --journal {journal} ...` reverts the move in "
-               "flight and restores the throttles.")
-
-
-def _drive(executor: Executor, view: ProgressView, journal: Path) -> RunReport:
-    """Run to the end with the progress view; Ctrl-C leaves the journal for resume/cancel."""
-    try:
-        with view:
-            return executor.run()
-    except KeyboardInterrupt:
-        say(INTERRUPTED.format(journal=journal), err_console)
-        raise typer.Exit(130) from None
-
-
-def _conclude(report: RunReport) -> None:
-    """Print the report; a run that did not complete is an ExecutionError (exit code 6)."""
-    from executor.journal import RunOutcome
-
-    lines = report_lines(report)
-    if report.outcome is RunOutcome.COMPLETED:
-        for line in lines:
-            say(line)
-        return
-    raise ExecutionError("\n".join(lines))
 
 
 GateMargin = Annotated[float, typer.Option(
@@ -253,7 +212,7 @@ def execute(
             return
         run_id = new_run_id()
         view, reporter = progress_view(replay([header_record(plan, config.summary())]),
-                                       config.max_bytes_per_sec, metrics_port)
+                                       config.max_bytes_per_sec, metrics_port, ports.clock.now)
         with cluster_lease(bootstrap, command_config, run_id, journal_path,
                            take_over_lease) as hold:
             executor = Executor.start(plan, ports, config,
@@ -262,9 +221,9 @@ def execute(
             notes.release()
             hold.started = True
             say(f"journal: {journal_path} (run {run_id})", err_console)
-            report = _drive(executor, view, journal_path)
+            report = drive(executor, view, journal_path)
             hold.ended = True
-        _conclude(report)
+        conclude(report, executor, journal_path)
 
 
 def _dry_run(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
@@ -280,17 +239,46 @@ def _dry_run(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
     console.print("preflight: ok (dry run, nothing changed)")
 
 
-def status(plan_path: PlanArg = None, journal: JournalOpt = None) -> None:
-    """Show a run's progress from its journal (works while the run is going)."""
-    from executor.journal import read_journal
-    from executor.status import summarize
+def status(plan_path: PlanArg = None, journal: JournalOpt = None,
+           as_json: Annotated[bool, typer.Option(
+               "--json", help="Print a JSON document (version 1) instead: state, moves and "
+               "bytes done of total, the moves in flight, start, elapsed and ETA.")] = False,
+           html: HtmlOption = None, prometheus: HtmlPrometheusOption = None,
+           ) -> None:
+    """Show a run's progress from its journal (works while the run is going): whether an
+    executor is running on it, moves and bytes done, the move in flight, and an ETA."""
+    import json
+    import time
+
+    from commands.run_report import status_document, status_table, status_view
 
     path = journal_for(plan_path, journal)
-    run = read_journal(path)
+    check_status_html(html, prometheus, {"PLAN.json": plan_path, "--journal": path})
+    records = journal_records(path)
     running = journal_in_use(path)
-    console.print(status_table(summarize(run), str(path), running))
+    cap, settle = journal_pace(records)
+    view = status_view(records, str(path), _plan_of(plan_path, path), running, cap, settle,
+                       time.time())
+    if html is not None:
+        write_status_html(html, path, records, plan_path, prometheus)
+    if as_json:
+        typer.echo(json.dumps(status_document(view), indent=2))
+        return
+    console.print(status_table(view))
     if running:
         console.print("an executor is running on this journal", highlight=False)
+
+
+def _plan_of(plan_path: Path | None, journal: Path) -> str | None:
+    """The plan file: as given, else the journal's name without .journal when that exists."""
+    if plan_path is not None:
+        return str(plan_path)
+    suffix = ".journal"
+    if journal.name.endswith(suffix) and len(journal.name) > len(suffix):
+        plan = journal.with_name(journal.name[:-len(suffix)])
+        if plan.is_file():
+            return str(plan)
+    return None
 
 
 def resume(
@@ -346,13 +334,13 @@ def resume(
             if adaptive and capacities is not None:
                 config = adaptive_config(config, ports, capacities)
             view, reporter = progress_view(replay(records), config.max_bytes_per_sec,
-                                           metrics_port)
+                                           metrics_port, ports.clock.now, records)
             executor = Executor.resume(records, sink, ports, config, reporter,
                                        retry_failed=retry_failed)
             hold.started = True
-            report = _drive(executor, view, path)
+            report = drive(executor, view, path)
             hold.ended = True
-        _conclude(report)
+        conclude(report, executor, path)
     finally:
         sink.close()
 
@@ -398,16 +386,17 @@ def cancel(
               cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
                             take_over_lease) as hold):
             hold.started = leaves_work(records)
-            view, reporter = progress_view(replay(records), config.max_bytes_per_sec, None)
+            view, reporter = progress_view(replay(records), config.max_bytes_per_sec, None,
+                                           ports.clock.now, records)
             executor = Executor.for_cancel(records, sink, ports, config, reporter)
             hold.started = True
             executor.cancel()
-            report = _drive(executor, view, path)
+            report = drive(executor, view, path)
             hold.ended = True
     finally:
         sink.close()
-    for line in report_lines(report):
-        say(line)
+    print_summary(path, report.outcome.value, config.max_bytes_per_sec,
+                  executor.ports.clock.now())
     if report.throttles_left:
         raise ExecutionError("cancelled, but throttles could not all be restored: run "
                              "`rebalance clear-throttles` once the brokers answer")

@@ -1,37 +1,38 @@
-"""Rendering for `rebalance execute` and friends: the live progress view, the dry-run preview,
-the end-of-run report and `status`.
+"""Rendering for `rebalance execute` and friends: the live progress view, the dry-run preview
+and the end-of-run report lines.
 
 The progress view is an executor Reporter: it folds events into a small state and renders it
-(move i of n, bytes moved of total, current rate against the cap, ETA, gate state). On a
-terminal it is a rich Live display; in a pipe or a log it prints one line per event instead.
+(move i of n, bytes moved of total, current rate against the cap, ETA, gate state). It prints
+one line per change (commands.run_lines): on a terminal above a rich Live panel, in a pipe or a
+log alone, with a line at each quarter of a copy instead of the panel.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from commands.render import human_bytes
+from commands.run_lines import RunLines
 from executor.config import Event, EventKind
 from executor.state import MoveState
+from executor.units import duration_text, rate_text, size_text
 
 if TYPE_CHECKING:
     from executor.runner import RunReport
-    from executor.status import RunStatus
     from executor.throttle import ThrottlePlan
+    from executor.timeline import RunTimeline
+    from planner.result import Move
 
 # Rate estimate: bytes over the last RATE_WINDOW_S seconds of progress events.
 RATE_WINDOW_S = 10.0
-# In a pipe, print a progress line at most this often per move.
-PLAIN_PROGRESS_EVERY_S = 5.0
 
 
 @dataclass
@@ -107,38 +108,39 @@ def render_progress(p: ProgressState) -> Table:
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     rate = p.rate()
-    cap = human_bytes(p.cap_bytes_per_sec, "B/s")
+    cap = rate_text(p.cap_bytes_per_sec)
     table.add_row("move", escape(f"{p.current_index} of {p.total_moves}: {p.current or '-'} "
                                  f"({p.state})"))
-    table.add_row("this move", f"{human_bytes(p.current_bytes)} of "
-                               f"{human_bytes(p.current_total)}")
-    table.add_row("all moves", f"{human_bytes(p.bytes_moved)} of {human_bytes(p.bytes_total)}"
+    table.add_row("this move", f"{size_text(p.current_bytes)} of "
+                               f"{size_text(p.current_total)}")
+    table.add_row("all moves", f"{size_text(p.bytes_moved)} of {size_text(p.bytes_total)}"
                                f" ({p.moves_done} move(s) done)")
-    table.add_row("rate", f"{human_bytes(rate, 'B/s') if rate is not None else '-'} "
+    table.add_row("rate", f"{rate_text(rate) if rate is not None else '-'} "
                           f"(cap {cap} per broker)")
-    table.add_row("ETA", _duration(p.eta_seconds()))
+    table.add_row("ETA", duration_text(p.eta_seconds()))
     table.add_row("gate", escape(p.gate or "-"))
     return table
 
 
-def _duration(seconds: float) -> str:
-    hours, rest = divmod(round(seconds), 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
-
-
 class ProgressView:
-    """An executor Reporter that shows progress; use as a context manager around the run."""
+    """An executor Reporter that shows progress; use as a context manager around the run.
+
+    `moves` (the plan's, by name) and `times` (the journal's milestones, for a resumed run)
+    make the lines more telling; `clock` must tell the journal's time (wall-clock seconds).
+    """
 
     def __init__(self, console: Console, state: ProgressState,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.time, *,
+                 moves: Mapping[str, Move] | None = None,
+                 times: RunTimeline | None = None) -> None:
         self.console = console
         self.state = state
         self.clock = clock
         self.live = (Live(get_renderable=lambda: render_progress(self.state), console=console,
                           refresh_per_second=2, transient=False)
                      if console.is_terminal else None)
-        self._last_plain: dict[str, float] = {}
+        self.lines = RunLines(state.cap_bytes_per_sec, moves or {},
+                              progress_lines=self.live is None, times=times)
 
     def __enter__(self) -> ProgressView:
         if self.live is not None:
@@ -152,30 +154,23 @@ class ProgressView:
     def __call__(self, event: Event) -> None:
         now = self.clock()
         self.state.fold(event, now)
-        if event.kind is EventKind.PROGRESS:
-            if self.live is None and now - self._last_plain.get(event.move, -1e9) >= \
-                    PLAIN_PROGRESS_EVERY_S:
-                self._last_plain[event.move] = now
-                rate = self.state.rate()
-                self._line(f"{event.move}: {human_bytes(self.state.current_bytes)} of "
-                           f"{human_bytes(self.state.current_total)} copied"
-                           + (f", {human_bytes(rate, 'B/s')}" if rate is not None else ""))
-            return
-        prefix = f"[{event.index}/{event.total}] " if event.index else ""
-        self._line(prefix + event.message)
+        for line in self.lines.lines(event, now):
+            self._line(line)
 
     def _line(self, text: str) -> None:
-        self.console.print(Text(time.strftime("%H:%M:%S ") + text), soft_wrap=True)
+        self.console.print(Text(time.strftime("%H:%M:%S ") + text), highlight=False,
+                           soft_wrap=True)
 
 
 def preview_table(throttles: list[ThrottlePlan], total: int) -> Table:
     """The dry-run: each move's throttle as it would be set now."""
     table = Table(title=f"Dry run: {total} move(s), nothing changed")
-    for header in ("#", "partition", "broker rates (B/s)", "leader list adds",
+    for header in ("#", "partition", "broker rates", "leader list adds",
                    "follower list adds", "notes"):
         table.add_column(header)
     for index, plan in enumerate(throttles, start=1):
-        rates = "; ".join(f"{b}: " + ", ".join(f"{n.split('.')[0]}={v}" for n, v in r.items())
+        rates = "; ".join(f"{b}: " + ", ".join(f"{n.split('.')[0]} {rate_text(v)}"
+                                               for n, v in r.items())
                           for b, r in sorted(plan.broker_rates.items()))
         table.add_row(*(escape(cell) for cell in (
             str(index), plan.move, rates or "(none: leadership only)",
@@ -197,34 +192,3 @@ def report_lines(report: RunReport) -> list[str]:
         lines.append("throttles may be left by " + ", ".join(report.throttles_left)
                      + ": run `rebalance clear-throttles`")
     return lines
-
-
-def status_table(status: RunStatus, journal: str, running: bool) -> Group:
-    """`rebalance status`: counts, bytes, the notable moves and the next step; `running`: an
-    executor holds the journal's lock now."""
-    head = Table.grid(padding=(0, 2))
-    head.add_column(style="bold")
-    head.add_column()
-    head.add_row("journal", escape(journal))
-    head.add_row("plan", escape(status.plan_id))
-    head.add_row("outcome", status.outcome.value if status.outcome else
-                 "running" if running else
-                 "interrupted: no executor holds the journal (`rebalance resume` continues)")
-    if status.end_reason:
-        head.add_row("reason", escape(status.end_reason))
-    head.add_row("moves", ", ".join(f"{n} {s.value}" for s, n in sorted(
-        status.counts.items(), key=lambda kv: kv[0].value)) + f" (of {status.total_moves})")
-    head.add_row("bytes", f"{human_bytes(status.bytes_done)} of "
-                          f"{human_bytes(status.bytes_total)} moved")
-    head.add_row("next", escape(status.next_step))
-    parts: list[Table] = [head]
-    if status.notable:
-        moves = Table(title="Moves in flight or ended early")
-        for header in ("#", "partition", "state", "bytes", "throttles left", "reason"):
-            moves.add_column(header)
-        for m in status.notable:
-            moves.add_row(str(m.index), escape(m.name), m.state.value,
-                          human_bytes(m.bytes_total), "yes" if m.throttles_left else "no",
-                          escape(m.reason))
-        parts.append(moves)
-    return Group(*parts)

@@ -253,6 +253,38 @@ def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+def journal_records(path: Path) -> list[Record]:
+    """A journal's intact records, read without locking it (a run may hold it): for `status`
+    and the summary at the end of a run. Replay them to check them."""
+    from topology.errors import ExecutionError
+
+    if not path.exists():
+        raise ExecutionError(f"no journal at {path}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ExecutionError(f"cannot read the journal {path}: {exc.strerror}; give the "
+                             "journal file (--journal PATH)") from None
+    from executor.journal import parse_lines
+
+    return parse_lines(data, str(path))[0]
+
+
+def journal_pace(records: list[Record]) -> tuple[float | None, float]:
+    """The run's cap (bytes/s per broker; None if the header has none) and the wait after each
+    move that another follows (the cooldown or the quota window, whichever is longer)."""
+    settings = _settings(records)
+
+    def number(key: str) -> float:
+        value = settings.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return 0.0
+        return float(value) if math.isfinite(value) and value > 0 else 0.0
+
+    cap = number("max_bytes_per_sec")
+    return (cap or None), max(number("cooldown_seconds"), number("quota_window_seconds"))
+
+
 def was_adaptive(records: list[Record]) -> bool:
     """True when the journaled run used --adaptive."""
     return bool(_settings(records).get("adaptive", False))

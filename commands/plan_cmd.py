@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,11 +20,13 @@ import typer
 from rich.markup import escape
 
 from commands.outputs import FORCE_HELP, check_output, check_plan_journal, plan_output
-from commands.plan_render import review, summary
+from commands.plan_render import replicas_text, review, review_document
 from commands.render import console, err_console, note, notes_held
+from commands.report_cmd import HtmlOption, check_html, write_plan_html
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder, order_moves
 from planner.result import PlanResult, SolverStatus
+from topology.bootstrap import parse_bootstrap
 from topology.capacities import Capacities, read_capacities
 from topology.errors import InputError
 from topology.model import Topology
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 
 Solver = Callable[[Topology, Goals, Budget], PlanResult]
 
+JSON_HELP = ("Print the review as one JSON document on stdout instead (goals, brokers before and "
+             "after, moves, totals, ETA, warnings).")
+
 
 def load_solver() -> Solver:
     """The planner's solver, imported on first use."""
@@ -44,17 +50,33 @@ def load_solver() -> Solver:
 
 
 def check_broker_flags(topology: Topology, add: Sequence[int], remove: Sequence[int]) -> None:
-    """Every --add-broker / --remove-broker id must be a broker of the topology."""
-    known = set(topology.broker_ids)
+    """Every --add-broker / --remove-broker id must be a broker of the topology, and a broker
+    to fill must be alive (the planner places nothing on an offline broker)."""
+    known = {b.id: b for b in topology.brokers}
     for flag, ids in (("--add-broker", add), ("--remove-broker", remove)):
         for broker_id in ids:
             if broker_id not in known:
                 raise InputError(
                     f"{flag} {broker_id}: no broker {broker_id} in the cluster (brokers are "
                     f"{sorted(known)}); start the broker first, or take a fresh snapshot")
+    offline = sorted(b for b in set(add) if not known[b].alive)
+    if offline:
+        raise InputError(f"--add-broker {offline[0]}: broker {offline[0]} is offline (alive: "
+                         "false in the snapshot), so nothing can move onto it; start it and "
+                         "take a fresh snapshot")
     if not any(b.alive and b.id not in remove for b in topology.brokers):
         raise InputError("no broker would remain: every broker is removed or not alive "
                          "(alive: false in the snapshot)")
+
+
+def added_broker_notes(topology: Topology, add: Sequence[int]) -> list[str]:
+    """A note for each --add-broker id that already holds replicas: the flag names it as added,
+    but it is not new (the planner balances every live broker either way)."""
+    held = Counter(broker for p in topology.partitions for broker in p.replicas)
+    return [f"--add-broker {broker_id}: broker {broker_id} already holds "
+            f"{replicas_text(held[broker_id])}, so it is not a new broker; the plan balances "
+            "it like the others"
+            for broker_id in sorted(set(add)) if held[broker_id]]
 
 
 def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrder,
@@ -83,6 +105,8 @@ def load_topology(snapshot: Path | None, bootstrap: str | None, prometheus: str 
     """The cluster to plan for: a snapshot file, or the live cluster (read lazily)."""
     if (snapshot is None) == (bootstrap is None):
         raise InputError("give exactly one of --snapshot FILE or --bootstrap HOST:PORT")
+    if bootstrap is not None:
+        parse_bootstrap(bootstrap)  # a bad entry is refused before any file is read
     caps = read_capacities(capacities) if capacities else None
     if snapshot is not None:
         return read_snapshot(snapshot, caps)
@@ -142,10 +166,6 @@ def _say_outcome(plan_file: PlanFile, out: Path) -> None:
         return
     console.print(f"Wrote {len(plan_file.moves)} move(s) to {escape(str(out))}; review it "
                   f"again with `rebalance diff {escape(str(out))}`.", highlight=False)
-    if status is SolverStatus.BEST_EFFORT:
-        console.print("[yellow]Full balance is not reachable:[/] "
-                      + (escape("; ".join(plan_file.solver.binding)) or "see the balance table"),
-                      highlight=False)
 
 
 def plan(
@@ -159,9 +179,9 @@ def plan(
     command_config: Annotated[Path | None, typer.Option(
         help="Kafka client security settings (.properties or YAML).")] = None,
     add_broker: Annotated[list[int] | None, typer.Option(
-        help="A newly added broker to fill (repeatable).")] = None,
+        metavar="ID", help="A newly added broker to fill.")] = None,
     remove_broker: Annotated[list[int] | None, typer.Option(
-        help="A broker to drain completely (repeatable).")] = None,
+        metavar="ID", help="A broker to drain completely.")] = None,
     capacities: Annotated[Path | None, typer.Option(help="Capacities YAML.")] = None,
     weights: Annotated[Path | None, typer.Option(
         help="Partition weights (Parquet or JSON lines) replacing the snapshot's rates.")] = None,
@@ -179,10 +199,10 @@ def plan(
     rate_mbps: Annotated[float, typer.Option(
         help="Copy rate for the ETA, in MB/s (10^6 bytes per second).")] = 50.0,
     show_moves: Annotated[int, typer.Option(help="How many moves the review lists.")] = 30,
-    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary instead.")
-                           ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP.format(what="plan"))
                      ] = False,
+    html: HtmlOption = None,
 ) -> None:
     """Plan a rebalance, validate it, write the plan file and show the dry-run review.
 
@@ -196,6 +216,8 @@ def plan(
                                     "--weights": weights, "--command-config": command_config},
                  force)
     check_plan_journal(out)
+    check_html(html, {"--out": out, "--snapshot": snapshot, "--capacities": capacities,
+                      "--weights": weights, "--command-config": command_config})
     adds, removes = add_broker or [], remove_broker or []
     with notes_held():  # a refusal's error line comes before the notes
         topology = load_topology(snapshot, bootstrap, prometheus, command_config, capacities)
@@ -203,6 +225,8 @@ def plan(
             note(message)
         topology = _apply_weights(topology, weights, horizon)
         check_broker_flags(topology, adds, removes)
+        for message in added_broker_notes(topology, adds):
+            note(message, label="warning")
         goals = Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes))
         budget = Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit)
         created_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -213,11 +237,14 @@ def plan(
     _show(plan_file, show_moves, rate_mbps, json_output)
     if not json_output:
         _say_outcome(plan_file, out)
+    if html is not None:
+        write_plan_html(html, plan_file, rate_mbps * 1e6, f"Plan review: {out.name}")
 
 
 def _show(plan_file: PlanFile, show_moves: int, rate_mbps: float, json_output: bool) -> None:
     if json_output:
-        typer.echo(json.dumps(summary(plan_file), indent=1))
+        typer.echo(json.dumps(review_document(plan_file, rate_mbps * 1e6), indent=1,
+                              allow_nan=False))
     else:
         console.print(review(plan_file, show_moves, rate_mbps * 1e6))
 
@@ -229,13 +256,15 @@ def diff(
     capacities: Annotated[Path | None, typer.Option(help="Capacities YAML.")] = None,
     rate_mbps: Annotated[float, typer.Option(help="Copy rate for the ETA, in MB/s.")] = 50.0,
     show_moves: Annotated[int, typer.Option(help="How many moves the review lists.")] = 30,
-    json_output: Annotated[bool, typer.Option("--json", help="Print a JSON summary instead.")
-                           ] = False,
+    json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    html: HtmlOption = None,
 ) -> None:
     """Show the review of a saved plan again; with --snapshot, check it still applies."""
     from planner.planfile_json import read_plan
 
     check_review_flags(rate_mbps, show_moves)
+    check_html(html, {"PLAN.json": plan_path, "--snapshot": snapshot,
+                      "--capacities": capacities})
     if capacities is not None and snapshot is None:
         raise InputError("--capacities applies to --snapshot: give both, or neither")
     plan_file = read_plan(plan_path)
@@ -244,6 +273,8 @@ def diff(
         with notes_held():
             plan_file = recheck(plan_file, topology)
     _show(plan_file, show_moves, rate_mbps, json_output)
+    if html is not None:
+        write_plan_html(html, plan_file, rate_mbps * 1e6, f"Plan review: {plan_path.name}")
 
 
 def recheck(plan_file: PlanFile, topology: Topology) -> PlanFile:

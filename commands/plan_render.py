@@ -1,10 +1,13 @@
 """The dry-run review of a plan: per-broker before/after, spread, first moves, totals.
 
-Everything renders from a PlanFile, so `plan` and `diff` show the same review.
+Everything renders from a PlanFile, so `plan` and `diff` show the same review, as tables or as
+one JSON document (`review_document`, for --json).
 """
 
 from __future__ import annotations
 
+import math
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
@@ -13,7 +16,7 @@ from rich.table import Table
 
 from commands.render import human_bytes
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
-from planner.result import Move
+from planner.result import Move, SolverStatus
 from topology.model import RESOURCES, Resource
 
 if TYPE_CHECKING:
@@ -51,6 +54,39 @@ def _with_target(plan: PlanFile, broker_id: int, res: Resource, text: str) -> st
     return text if target is None else f"{text} ({target:.0%})"
 
 
+class BrokerRole(StrEnum):
+    """What the plan does with a broker beyond balancing it."""
+
+    ADDED = "added"  # --add-broker
+    REMOVED = "removed"  # --remove-broker: drained
+    OFFLINE = "offline"  # alive: false in the snapshot
+
+
+def broker_role(plan: PlanFile, broker: BrokerStats) -> BrokerRole | None:
+    if broker.id in plan.goals.add_brokers:
+        return BrokerRole.ADDED
+    if broker.id in plan.goals.remove_brokers:
+        return BrokerRole.REMOVED
+    return None if broker.alive else BrokerRole.OFFLINE
+
+
+def replicas_text(count: int) -> str:
+    """'1 replica', '11 replicas'."""
+    return f"{count} replica" + ("" if count == 1 else "s")
+
+
+def _role_tag(plan: PlanFile, broker: BrokerStats) -> str:
+    """' (new)' for an added broker without replicas; an added broker that already holds some
+    says so, since --add-broker does not make it empty."""
+    role = broker_role(plan, broker)
+    if role is None:
+        return ""
+    if role is BrokerRole.ADDED:
+        return (f" (added, already holds {replicas_text(broker.replicas)})" if broker.replicas
+                else " (new)")
+    return f" ({role.value})"
+
+
 def broker_table(plan: PlanFile) -> Table:
     """One row per broker: rack, replicas, leaders and utilization per resource, before -> after
     (and the target in brackets where the rack rule keeps it off the average)."""
@@ -63,11 +99,8 @@ def broker_table(plan: PlanFile) -> Table:
     rows = sorted(plan.before.brokers, key=lambda b: (b.rack is not None, b.rack or "", b.id))
     for b in rows:
         a = after.get(b.id)
-        tag = (" (new)" if b.id in plan.goals.add_brokers else
-               " (removed)" if b.id in plan.goals.remove_brokers else
-               "" if b.alive else " (offline)")
         table.add_row(
-            escape(str(b.rack)), f"{b.id}{tag}",
+            escape(str(b.rack)), f"{b.id}{_role_tag(plan, b)}",
             _arrow(str(b.replicas), str(a.replicas if a else "-")),
             _arrow(str(b.leaders), str(a.leaders if a else "-")),
             *(_with_target(plan, b.id, r, _arrow(_util(b, r), _util(a, r))) for r in RESOURCES),
@@ -120,32 +153,48 @@ def describe_move(move: Move) -> str:
     return text
 
 
-def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
-    """The first `show` moves in execution order with their cumulative ETA: one at a time at the
-    given rate, with execute's default quota-window wait after each move that copies data."""
-    shown = min(show, len(plan.moves))
-    table = Table(title=f"Moves in execution order (first {shown} of {len(plan.moves)}, "
-                        f"ETA at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time, "
-                        f"{DEFAULT_QUOTA_WINDOW_SECONDS:.0f} s between moves)")
-    for header in ("#", "partition", "replicas", "from -> to", "bytes", "ETA"):
-        table.add_column(header, justify="left" if header in ("partition", "from -> to")
-                         else "right")
-    elapsed = 0.0
-    for index, move in enumerate(plan.moves[:shown], start=1):
-        if index > 1 and plan.moves[index - 2].bytes_moved:
+def finish_times(plan: PlanFile, rate_bytes_per_sec: float) -> list[float]:
+    """Seconds from the start of the run until each move is done: one move at a time at the
+    rate, with execute's default quota-window wait after each move that copies data."""
+    elapsed, times = 0.0, []
+    for index, move in enumerate(plan.moves):
+        if index and plan.moves[index - 1].bytes_moved:
             elapsed += DEFAULT_QUOTA_WINDOW_SECONDS
         elapsed += move.bytes_moved / rate_bytes_per_sec
+        times.append(elapsed)
+    return times
+
+
+def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
+    """The first `show` moves in execution order, each with the time from the start of the run
+    until it is done ("done by", cumulative; see `finish_times`)."""
+    shown = min(show, len(plan.moves))
+    table = Table(title=f"Moves in execution order (first {shown} of {len(plan.moves)}; "
+                        f"done by = time from the start of the run until the move is done, "
+                        f"at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time, "
+                        f"{DEFAULT_QUOTA_WINDOW_SECONDS:.0f} s between moves)")
+    for header in ("#", "partition", "replicas", "from -> to", "bytes", "done by"):
+        table.add_column(header, justify="left" if header in ("partition", "from -> to")
+                         else "right")
+    done_by = finish_times(plan, rate_bytes_per_sec)
+    for index, move in enumerate(plan.moves[:shown], start=1):
         table.add_row(str(index), escape(move.name),
                       f"{list(move.current)} -> {list(move.target)}", describe_move(move),
-                      human_bytes(move.bytes_moved), human_duration(elapsed))
+                      human_bytes(move.bytes_moved), "+" + human_duration(done_by[index - 1]))
     return table
 
 
-def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
-    """Copy time at the rate plus the quota-window waits between moves (execute's defaults,
-    one move at a time); the gate can add more when the cluster is slow to settle."""
+def eta_seconds(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[float, float]:
+    """(copying, waiting) seconds of the whole plan: copy time at the rate plus the
+    quota-window waits between moves (execute's defaults, one move at a time)."""
     copying = plan.bytes_moved / rate_bytes_per_sec
     waits = sum(1 for m in plan.moves[:-1] if m.bytes_moved) * DEFAULT_QUOTA_WINDOW_SECONDS
+    return copying, waits
+
+
+def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
+    """The ETA in words; the gate can add more when the cluster is slow to settle."""
+    copying, waits = eta_seconds(plan, rate_bytes_per_sec)
     return (f"{human_duration(copying + waits)} ({human_duration(copying)} copying + "
             f"{human_duration(waits)} of quota-window waits between moves)")
 
@@ -173,44 +222,132 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
              f", within {s.proven_gap:.2%} of CP-SAT's proven bound" if s.proven_gap > 0 else
              ", proven by CP-SAT")
     table.add_row("solver", f"{s.status.value}{proof}, {s.seconds:.1f} s")
-    table.add_row("binding", escape("; ".join(s.binding)) if s.binding else "none")
     return table
 
 
+def binding_text(plan: PlanFile) -> str | None:
+    """Why full balance is out of reach (the solver's binding constraints), or None."""
+    if not plan.solver.binding and plan.solver.status is not SolverStatus.BEST_EFFORT:
+        return None
+    return ("[yellow]Full balance is not reachable:[/] "
+            + (escape("; ".join(plan.solver.binding)) or "see the Balance table"))
+
+
+def shown_warnings(plan: PlanFile) -> list[str]:
+    """The plan's warnings, less those that only restate, per resource, what the binding line
+    already says (a resource left outside the tolerance)."""
+    if not plan.solver.binding:
+        return list(plan.warnings)
+    restated = tuple(f"{r.value} is not within " for r in RESOURCES)
+    return [w for w in plan.warnings if not w.startswith(restated)]
+
+
 def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float) -> Group:
-    """The whole dry-run review as one renderable."""
+    """The whole dry-run review as one renderable; the binding explanation comes once, last."""
     parts: list[Any] = [broker_table(plan), spread_table(plan)]
     if plan.moves and show_moves > 0:
         parts.append(moves_table(plan, show_moves, rate_bytes_per_sec))
     parts.append(totals_table(plan, rate_bytes_per_sec))
     parts.extend(targets_text(plan))
-    parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in plan.warnings)
+    parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in shown_warnings(plan))
+    binding = binding_text(plan)
+    if binding is not None:
+        parts.append(binding)
     return Group(*parts)
 
 
-def summary(plan: PlanFile) -> dict[str, Any]:
-    """A machine-readable summary for --json."""
+REVIEW_FORMAT = "kafka-rebalance.plan-review"
+REVIEW_VERSION = 1  # raised only when a key changes meaning or goes away; new keys may appear
+
+
+def _finite(value: float | None) -> float | None:
+    """JSON has no infinity or NaN: such a number becomes null."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _broker_state(stats: BrokerStats | None) -> dict[str, Any] | None:
+    if stats is None:
+        return None
+    return {"replicas": stats.replicas, "leaders": stats.leaders,
+            "utilization": {r.value: _finite(stats.utilization(r)) for r in RESOURCES},
+            "load": {r.value: stats.load.of(r) for r in RESOURCES}}
+
+
+def _role_value(plan: PlanFile, broker: BrokerStats) -> str | None:
+    role = broker_role(plan, broker)
+    return None if role is None else role.value
+
+
+def _brokers_document(plan: PlanFile) -> list[dict[str, Any]]:
+    after = {b.id: b for b in plan.after.brokers}
+    rows = []
+    for b in sorted(plan.before.brokers, key=lambda b: b.id):
+        targets = None
+        if plan.targets is not None and any(plan.targets.forced):
+            targets = {r.value: plan.targets.of(b.id, r) for r in RESOURCES}
+        rows.append({"id": b.id, "rack": b.rack, "alive": b.alive, "role": _role_value(plan, b),
+                     "before": _broker_state(b), "after": _broker_state(after.get(b.id)),
+                     "target_utilization": targets})
+    return rows
+
+
+def _resources_document(plan: PlanFile) -> dict[str, Any]:
+    doc = {}
+    for r in RESOURCES:
+        b, a = plan.before.resource(r), plan.after.resource(r)
+        doc[r.value] = {
+            "average_utilization_before": b.average, "average_utilization_after": a.average,
+            "max_over_avg_before": b.max_over_avg, "max_over_avg_after": a.max_over_avg,
+            "min_over_avg_before": b.min_over_avg, "min_over_avg_after": a.min_over_avg,
+            "off_target_before": _finite(b.off_target), "off_target_after": _finite(a.off_target),
+            "balanced_before": b.within_tolerance, "balanced_after": a.within_tolerance,
+            "forced": a.forced}
+    return doc
+
+
+def _moves_document(plan: PlanFile, rate_bytes_per_sec: float) -> list[dict[str, Any]]:
+    done_by = finish_times(plan, rate_bytes_per_sec)
+    return [{"order": index, "topic": m.topic, "partition": m.partition,
+             "current_replicas": list(m.current), "target_replicas": list(m.target),
+             "added_brokers": list(m.added_brokers), "removed_brokers": list(m.removed_brokers),
+             "leadership_only": m.leadership_only, "bytes": m.bytes_moved,
+             "done_by_seconds": done_by[index - 1]}
+            for index, m in enumerate(plan.moves, start=1)]
+
+
+def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]:
+    """The review as one JSON document for --json (`plan` and `diff`): goals, every broker
+    before and after, every move with its bytes and finish time, totals, the ETA, warnings.
+    Keys are stable within REVIEW_VERSION; utilizations are fractions (0.5 is 50%)."""
     s = plan.solver
+    copying, waits = eta_seconds(plan, rate_bytes_per_sec)
+    g, budget = plan.goals, plan.budget
     return {
-        "fingerprint": plan.fingerprint,
-        "moves": len(plan.moves),
-        "data_moves": plan.data_moves,
-        "bytes_moved": plan.bytes_moved,
-        "lower_bound_bytes": s.lower_bound_bytes,
-        "disk_lower_bound_bytes": s.disk_lower_bound_bytes,
-        "status": s.status.value,
-        "gap": s.gap,
-        "proven_gap": s.proven_gap,
-        "binding": list(s.binding),
-        "seconds": s.seconds,
-        "balanced": all(r.within_tolerance for r in plan.after.resources),
-        "resources": {r.resource.value: {
-            "max_over_avg_before": plan.before.resource(r.resource).max_over_avg,
-            "min_over_avg_before": plan.before.resource(r.resource).min_over_avg,
-            "max_over_avg_after": r.max_over_avg, "min_over_avg_after": r.min_over_avg,
-            "off_target_before": plan.before.resource(r.resource).off_target,
-            "off_target_after": r.off_target, "forced": r.forced,
-        } for r in plan.after.resources},
+        "format": REVIEW_FORMAT, "version": REVIEW_VERSION,
+        "created_at": plan.created_at, "fingerprint": plan.fingerprint,
+        "goals": {"tolerance": g.tolerance, "max_utilization": g.max_utilization,
+                  "add_brokers": sorted(g.add_brokers),
+                  "remove_brokers": sorted(g.remove_brokers),
+                  "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders},
+        "budget": {"max_bytes": budget.max_bytes, "max_moves": budget.max_moves,
+                   "time_limit_seconds": budget.time_limit_s},
+        "solver": {"status": s.status.value, "seconds": s.seconds, "gap": _finite(s.gap),
+                   "proven_gap": _finite(s.proven_gap), "binding": list(s.binding)},
+        "brokers": _brokers_document(plan),
+        "resources": _resources_document(plan),
+        "moves": _moves_document(plan, rate_bytes_per_sec),
+        "totals": {
+            "moves": len(plan.moves), "data_moves": plan.data_moves,
+            "leadership_moves": len(plan.moves) - plan.data_moves,
+            "bytes_moved": plan.bytes_moved, "lower_bound_bytes": s.lower_bound_bytes,
+            "disk_lower_bound_bytes": s.disk_lower_bound_bytes,
+            "moved_over_lower_bound": (plan.bytes_moved / s.lower_bound_bytes
+                                       if s.lower_bound_bytes > 0 else None),
+            "balanced": all(r.within_tolerance for r in plan.after.resources)},
+        "eta": {"rate_bytes_per_sec": rate_bytes_per_sec,
+                "quota_window_seconds": DEFAULT_QUOTA_WINDOW_SECONDS,
+                "copying_seconds": copying, "waiting_seconds": waits,
+                "total_seconds": copying + waits},
         "target_reasons": list(plan.targets.reasons) if plan.targets else [],
         "warnings": list(plan.warnings),
     }

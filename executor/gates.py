@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from executor.units import rate_text
 from topology.errors import InputError
 from topology.model import TopicPartition
 
@@ -113,8 +114,8 @@ def _unsettled(policy: GatePolicy, baseline: NetworkSample, now: NetworkSample,
                                      ("out", baseline.net_out, now.net_out)):
             limit = max(base.get(b, 0.0) * (1 + policy.margin), policy.floor_bytes_per_sec)
             if cur[b] > limit:
-                problems.append(f"broker {b} network {direction} {cur[b]:.0f} B/s "
-                                f"> {limit:.0f} B/s")
+                problems.append(f"broker {b} network {direction} {rate_text(cur[b])} "
+                                f"> {rate_text(limit)}")
     return problems
 
 

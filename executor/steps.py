@@ -31,6 +31,7 @@ from executor.throttle import (
     restore_changes,
     uniform_rates,
 )
+from executor.units import rate_text
 from planner.result import Move
 from topology.errors import ClusterError, ExecutionError, MetricsError
 from topology.ports import PartitionInfo
@@ -277,8 +278,8 @@ class MoveDriver:
             self.enter(move, S.CANCELLING, "throttle read back differs: " + "; ".join(problems))
             return True
         self._event(EventKind.NOTE, move, f"{move.name}: adaptive rates now "
-                    + ", ".join(f"broker {b} {n}={v}" for b, r in updated.broker_rates.items()
-                                for n, v in r.items()))
+                    + ", ".join(f"broker {b} {n.split('.')[0]} rate {rate_text(v)}"
+                                for b, r in updated.broker_rates.items() for n, v in r.items()))
         return False
 
     def _progress(self, move: Move) -> tuple[int, tuple[int, ...]]:

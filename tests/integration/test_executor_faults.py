@@ -122,9 +122,15 @@ def test_cancel_mid_move_reverts_and_restores_throttles(
     finally:
         if run.proc.poll() is None:
             run.proc.kill()
-    assert code == 6, log.read_text()  # the run ended cancelled, not completed
+    text = log.read_text()
+    assert code == 8, text  # cancelled as asked: its own exit code, not an error
+    assert "error:" not in text, text
+    assert "run cancelled after " in text and "0 of 2 move(s) done" in text, text
+    summary_rows = [line.split() for line in text.splitlines()
+                    if f"{run.moves[0].name} " in line and line.split()[-1:] == ["cancelled"]]
+    assert summary_rows, text  # the summary's table row of the move cut short
     state = read_journal(run.journal)
-    assert state.outcome is RunOutcome.CANCELLED, log.read_text()
+    assert state.outcome is RunOutcome.CANCELLED, text
     assert state.state_of(run.moves[0].name) is MoveState.CANCELLED
     assert state.state_of(run.moves[1].name) is MoveState.CANCELLED
     assert replicas_of(admin, run.topic) == {0: (lay.leader, lay.follower),

@@ -9,6 +9,8 @@ are built with the planner's own plan-file code from a live snapshot; moves chan
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 import urllib.request
@@ -35,6 +37,7 @@ from integration_topics import free_port, wait_for
 
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from planner.result import Move
 from sandbox.state import SandboxInfo
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
@@ -178,6 +181,33 @@ def test_three_moves_in_order_with_throttles_read_back(
     assert "rebalance_throttle_cap_bytes_per_second 1e+06" in exported, exported
     status = rebalance("status", "--journal", str(journal))
     assert status.returncode == 0 and "every move is done" in status.stdout, status.stdout
+    assert_output_for_people(log, moves)
+    as_json = rebalance("status", "--journal", str(journal), "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    doc = json.loads(as_json.stdout)
+    assert (doc["state"], doc["moves_done"], doc["moves_total"], doc["eta_seconds"]) == (
+        "completed", 3, 3, 0.0), doc
+    assert doc["bytes_done"] == doc["bytes_total"] == sum(m.bytes_moved for m in moves), doc
+    assert doc["mean_copy_rate_bytes_per_sec"] > 0 and doc["elapsed_seconds"] > 0, doc
+
+
+def assert_output_for_people(log: str, moves: list[Move]) -> None:
+    """The run's log in a pipe: a few lines per move (the gate is sampled every 0.5 s for the
+    11 s quota window, but said only when its verdict changes), rates in human units, and a
+    summary against the 1 MB/s cap with a row per move."""
+    lines = log.splitlines()
+    assert not re.search(r"\d{5,} B/s", log), log  # no raw byte rates
+    for move in moves:
+        gate = [line for line in lines if f"gate after {move.name}:" in line]
+        assert len(gate) <= 6, gate
+        assert any(f"{move.name}: copied " in line and "of the cap)" in line
+                   for line in lines), log
+    assert re.search(r"^run completed after .+: 3 of 3 move\(s\) done", log, re.M), log
+    assert re.search(r"^copying took .+ in all: mean [\d.]+ [kM]B/s of the 1\.00 MB/s cap "
+                     r"\(\d+%\)$", log, re.M), log
+    rows = {cells[1]: cells for cells in (line.split() for line in lines)
+            if len(cells) > 2 and cells[0].isdigit() and cells[-1] == "done"}
+    assert sorted(rows) == sorted(m.name for m in moves), log
 
 
 def test_stale_plan_is_refused_and_nothing_changes(

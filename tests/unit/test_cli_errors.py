@@ -134,9 +134,10 @@ def test_help_documents_every_exit_code() -> None:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "Exit codes" in line)
-    table = [line.split() for line in lines[start + 1:start + 11]]
-    assert [row[0] for row in table] == ["0", "1", "2", "3", "4", "5", "6", "7", "70", "130"]
-    assert table[2][1:4] == ["bad", "input", "(a"] and table[8][1:] == ["unexpected",
+    table = [line.split() for line in lines[start + 1:start + 12]]
+    assert [row[0] for row in table] == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "70",
+                                         "130"]
+    assert table[2][1:4] == ["bad", "input", "(a"] and table[9][1:] == ["unexpected",
                                                                       "internal", "error"]
     assert "--debug" in result.stdout
 

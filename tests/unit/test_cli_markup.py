@@ -18,14 +18,16 @@ from commands.execute_render import (
     preview_table,
     render_progress,
     report_lines,
-    status_table,
 )
+from commands.run_report import StatusView, status_table
 from commands.sandbox_cmd import _brokers_table
-from executor.journal import RunOutcome
+from executor.journal import RunOutcome, RunState
+from executor.plan import ExecutionPlan
 from executor.runner import RunReport
 from executor.state import MoveState
 from executor.status import MoveStatus, RunStatus
 from executor.throttle import ThrottlePlan, ThrottlePriors
+from executor.timeline import RunTimeline
 from sandbox.state import BrokerInfo, SandboxInfo
 
 Rebalance = Callable[..., tuple[int, str]]
@@ -86,7 +88,9 @@ def test_status_and_report_print_names_and_reasons_as_written() -> None:
     status = RunStatus("[bold]plan", RunOutcome.STOPPED, "stopped: [/]", 2,
                        {MoveState.FAILED: 1}, 0, 10,
                        (MoveStatus(1, name, MoveState.FAILED, 10, reason, True),), (name,))
-    text = rendered(status_table(status, "[/]run.journal", running=False))
+    view = StatusView("[/]run.journal", "[bold]plan", False, RunState(ExecutionPlan(()), {}),
+                      status, RunTimeline(None, None, None, {}), None, None, 0.0)
+    text = rendered(status_table(view))
     for expected in (name, reason, "[bold]plan", "stopped: [/]", "[/]run.journal"):
         assert expected in text, expected
     report = RunReport(RunOutcome.STOPPED, {name: MoveState.FAILED}, {name: reason}, (name,),

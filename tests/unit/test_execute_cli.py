@@ -63,7 +63,7 @@ def test_status_reads_the_journal(tmp_path: Path) -> None:
     result = runner.invoke(cli.app, ["status", "--journal", str(path)])
     assert result.exit_code == 0, result.output
     assert "copying" in result.output and "t-0" in result.output
-    assert "0B of 8.0MB moved" in result.output
+    assert "0 B of 8.00 MB moved" in result.output
     assert "rebalance resume" in result.output  # killed run: the next step is named
     assert "an executor is running" not in result.output
     assert "interrupted: no executor holds the journal" in " ".join(result.output.split())
@@ -170,7 +170,7 @@ def test_progress_counts_bytes_rate_and_eta() -> None:
     assert (p.current, p.current_index, p.current_total) == ("t-1", 2, 3 * MB)
     assert p.rate() is None and "hold" in p.gate
     text = str(render_progress(p).columns[1]._cells)
-    assert "2 of 2" in text and "5.0MB of 8.0MB" in text
+    assert "2 of 2" in text and "5.00 MB of 8.00 MB" in text
 
 
 def test_cli_main_maps_errors_to_exit_codes(tmp_path: Path) -> None:
@@ -208,14 +208,16 @@ def test_progress_view_on_a_terminal_and_in_a_pipe() -> None:
         view = ProgressView(console, ProgressState(2, 8 * MB, MB), clock=iter(range(100)).__next__)
         with view:
             view(_event(EventKind.STATE, "t-0", 1, state="throttling"))
-            view(_event(EventKind.PROGRESS, "t-0", 1, MB))
+            view(_event(EventKind.PROGRESS, "t-0", 1, 2 * MB))
             view(_event(EventKind.GATE, "t-0", 1, state="wait"))
         text = out.getvalue()
-        assert "t-0: throttling" in text
+        assert "[1/2] t-0: started (5.00 MB to copy)" in text
         if terminal:
-            assert "all moves" in text and "1.0MB of 8.0MB" in text  # the live panel
+            assert "all moves" in text and "2.00 MB of 8.00 MB" in text  # the live panel
+            assert "% copied" not in text
         else:
-            assert "1.0MB of 5.0MB copied" in text  # one line per event in a pipe
+            assert "40% copied (2.00 MB of 5.00 MB" in text  # a line per quarter in a pipe
+            assert "all moves" not in text
 
 
 @pytest.mark.parametrize(("text", "expected"), [

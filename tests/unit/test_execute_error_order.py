@@ -18,6 +18,7 @@ import pytest
 
 from commands import execute_cmd
 from executor import runner
+from executor.clock import SystemClock
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.planfile_json import write_plan
@@ -48,7 +49,7 @@ def plan_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
     @contextmanager
     def no_cluster(*args: object) -> Iterator[Any]:
-        yield SimpleNamespace()
+        yield SimpleNamespace(clock=SystemClock())  # ports (the run's clock) or a lease hold
 
     monkeypatch.setattr(execute_cmd, "real_ports", no_cluster)
     monkeypatch.setattr(execute_cmd, "cluster_lease", no_cluster)

@@ -125,9 +125,10 @@ def test_plan_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     result = invoke(["plan", "--snapshot", str(snap), "--out", str(tmp_path / "p.json"),
                      "--json"])
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.stdout)
-    assert (summary["moves"], summary["bytes_moved"], summary["balanced"]) == (2, 200, True)
-    assert summary["resources"]["disk"]["max_over_avg_before"] == pytest.approx(2.0)
+    review = json.loads(result.stdout)
+    totals = review["totals"]
+    assert (totals["moves"], totals["bytes_moved"], totals["balanced"]) == (2, 200, True)
+    assert review["resources"]["disk"]["max_over_avg_before"] == pytest.approx(2.0)
 
 
 def test_invalid_solver_plan_is_never_written(tmp_path: Path,

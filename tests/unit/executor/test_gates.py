@@ -49,7 +49,7 @@ def test_busy_sample_resets_the_streak_and_names_the_broker() -> None:
     busy = reading({1: 10.5e6, 2: 40e6}, {1: 30e6, 2: 0.0})
     d = decide(busy, streak=2)
     assert d.verdict is GateVerdict.WAIT and d.streak == 0
-    assert "broker 2 network in 40000000 B/s > 22000000 B/s" in d.reason
+    assert "broker 2 network in 40.0 MB/s > 22.0 MB/s" in d.reason
 
 
 def test_absolute_floor_settles_an_idle_broker() -> None:

@@ -458,7 +458,7 @@ def test_adaptive_rates_follow_headroom_during_a_move() -> None:
     assert report.outcome is RunOutcome.COMPLETED
     assert seen[0] == str(1 * MB) and str(8 * MB) in seen
     notes = [m for m in world.messages(EventKind.NOTE) if "adaptive rates now" in m]
-    assert notes and "broker 3 follower.replication.throttled.rate=8000000" in notes[0]
+    assert notes and "broker 3 follower rate 8.00 MB/s" in notes[0]
     assert world.admin.configs() == before
     rates = [r for r in world.sink.records if r["kind"] == "rates"]
     assert len(rates) == 1

@@ -1,0 +1,159 @@
+"""When each move of a run started, copied and ended, read from the journal's timestamps; the
+run's observed copy pace, and an ETA from it (the end-of-run summary and `rebalance status`).
+
+Pure functions over journal records that `replay` has already accepted: the journal is the run,
+so a summary after a resume, or a status from another terminal, sees the same times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from executor.journal import Record, RunState
+from executor.state import MoveState
+
+S = MoveState
+
+# States in which a move's data is already in place (its copy ended and was verified).
+COPIED: frozenset[MoveState] = frozenset({S.VERIFYING, S.UNTHROTTLING, S.ELECTING,
+                                          S.COOLING_DOWN, S.DONE})
+
+
+@dataclass(frozen=True, slots=True)
+class MoveTiming:
+    """Clock times (seconds) of one move's milestones in its latest attempt; None: not yet."""
+
+    started_at: float | None = None  # entered throttling
+    copying_at: float | None = None  # reassignment submitted: the copy is under way
+    copied_at: float | None = None  # the copy ended (verifying), or was cut short (cancelling)
+    ended_at: float | None = None  # done, cancelled or failed
+
+    @property
+    def copy_seconds(self) -> float | None:
+        """How long the copy ran; None when it never started or has not ended."""
+        if self.copying_at is None or self.copied_at is None:
+            return None
+        return max(0.0, self.copied_at - self.copying_at)
+
+    def seconds(self, now: float) -> float | None:
+        """Start to end (to `now` while the move is in flight)."""
+        if self.started_at is None:
+            return None
+        return max(0.0, (self.ended_at if self.ended_at is not None else now) - self.started_at)
+
+
+@dataclass(frozen=True)
+class RunTimeline:
+    """The run's first and last times and each move's milestones."""
+
+    started_at: float | None  # the first record after the header: the first move's start
+    ended_at: float | None  # the end record; None while running, or after a kill
+    last_at: float | None  # the latest record of any kind
+    moves: Mapping[str, MoveTiming]
+
+    def elapsed(self, now: float) -> float | None:
+        """First record to the end (to `now` while the run has not ended)."""
+        if self.started_at is None:
+            return None
+        end = self.ended_at if self.ended_at is not None else now
+        return max(0.0, end - self.started_at)
+
+    def of(self, name: str) -> MoveTiming:
+        return self.moves.get(name, MoveTiming())
+
+
+def timeline(records: Sequence[Record]) -> RunTimeline:
+    """The milestones `records` (a journal, header first) describe."""
+    moves: dict[str, MoveTiming] = {}
+    started = ended = last = None
+    for record in records[1:]:
+        at = record.get("at")
+        if not isinstance(at, int | float) or isinstance(at, bool):
+            continue
+        at = float(at)
+        started = at if started is None else min(started, at)
+        last = at if last is None else max(last, at)
+        kind = record.get("kind")
+        if kind == "end":
+            ended = at
+        elif kind == "resume":
+            ended = None
+        elif kind == "retry":
+            moves[str(record.get("move"))] = MoveTiming()
+        elif kind == "state":
+            name = str(record.get("move"))
+            moves[name] = _milestone(moves.get(name, MoveTiming()), str(record.get("state")), at)
+    return RunTimeline(started, ended, last, moves)
+
+
+def _milestone(timing: MoveTiming, state: str, at: float) -> MoveTiming:
+    if state == S.THROTTLING.value:
+        return MoveTiming(started_at=at)
+    if state == S.COPYING.value:
+        return replace(timing, copying_at=at)
+    if state == S.VERIFYING.value or (state == S.CANCELLING.value and
+                                      timing.copying_at is not None and timing.copied_at is None):
+        return replace(timing, copied_at=at)
+    if state in (S.DONE.value, S.CANCELLED.value, S.FAILED.value):
+        return replace(timing, ended_at=at)
+    return timing
+
+
+@dataclass(frozen=True, slots=True)
+class CopyPace:
+    """Bytes of the copies that ended in place over the time they took."""
+
+    bytes_copied: int
+    seconds: float
+
+    @property
+    def rate(self) -> float | None:
+        """Mean copy rate, bytes/s; None before any copy has ended."""
+        return self.bytes_copied / self.seconds if self.seconds > 0 else None
+
+
+def copy_pace(run: RunState, times: RunTimeline) -> CopyPace:
+    """The run's observed copy pace: moves whose data is in place and whose copy was timed."""
+    copied, seconds = 0, 0.0
+    for move in run.plan.moves:
+        took = times.of(move.name).copy_seconds
+        if move.bytes_moved and run.state_of(move.name) in COPIED and took:
+            copied += move.bytes_moved
+            seconds += took
+    return CopyPace(copied, seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Eta:
+    """Time until the run's unfinished moves are done, and what it assumes."""
+
+    seconds: float
+    bytes_left: int  # to copy, the move in flight counted by its copy time so far
+    rate: float  # bytes/s the remaining copies are assumed to run at
+    observed: bool  # True: the run's mean copy rate so far; False: the cap
+    waits: float  # seconds of settle waits (cooldown, quota window) between the moves left
+
+
+def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_seconds: float,
+                 now: float) -> Eta | None:
+    """Remaining bytes over the observed mean copy rate (the cap until a copy has ended), plus
+    one settle wait after each data move that another follows; moves one at a time. None when
+    nothing is left to run or no rate is known."""
+    unfinished = run.unfinished
+    rate = copy_pace(run, times).rate
+    observed = rate is not None
+    rate = rate if rate is not None else cap
+    if not unfinished or rate is None or rate <= 0:
+        return None
+    left = 0.0
+    for move in unfinished:
+        state = run.state_of(move.name)
+        if state in COPIED or state is S.CANCELLING:
+            continue  # in place, or being reverted: nothing more to copy
+        copying_at = times.of(move.name).copying_at
+        done = rate * (now - copying_at) if state is S.COPYING and copying_at else 0.0
+        left += max(0.0, move.bytes_moved - done)
+    waits = settle_seconds * sum(1 for m in unfinished[:-1] if m.bytes_moved)
+    return Eta(left / rate + waits, round(left), rate, observed, waits)
+
