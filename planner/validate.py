@@ -109,21 +109,26 @@ class ValidationReport:
 
 
 def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignment,
-                  goals: Goals, *, worse_balance_is_error: bool = True) -> ValidationReport:
+                  goals: Goals, *, worse_balance_is_error: bool = True,
+                  untouched_breaks_are_errors: bool = True) -> ValidationReport:
     """Check a plan against the cluster it was made for.
 
     `after` is the planned topology, the plan's moves, or a raw target assignment. Without
     `worse_balance_is_error`, a resource left further from its targets is a warning (an
-    operator's own moves, made for another reason than balance).
+    operator's own moves, made for another reason than balance). Without
+    `untouched_breaks_are_errors`, a partition the plan does not change that already breaks a
+    hard rule (a crowded rack, a replica on an offline or removed broker) is a warning: running
+    the plan leaves it as it is, so it is no reason to refuse the run.
     """
     errors: list[str] = []
+    warnings: list[str] = []
     changes = _changes(before, after, errors)
     _check_brokers(before, after, goals, errors)
     arrays = flatten(before)
-    changed = _check_partitions(before, arrays, changes, goals, errors)
+    changed = _check_partitions(before, arrays, changes, goals, errors,
+                                errors if untouched_breaks_are_errors else warnings)
     moved = sum(p.size_bytes * len(set(r) - set(p.replicas)) for p, r in changed)
     resources: tuple[ResourceReport, ...] = ()
-    warnings: list[str] = []
     known = set(before.broker_ids)
     if all(len(set(r)) == len(r) and set(r) <= known for _, r in changed):
         counts_before = tally_flat(arrays)
@@ -202,11 +207,13 @@ def _rack_limit(brokers: Mapping[int, Broker], goals: Goals) -> tuple[dict[int, 
 
 def _check_partitions(before: Topology, arrays: FlatReplicas,
                       changes: Mapping[Key, tuple[int, ...]], goals: Goals,
-                      errors: list[str]) -> list[tuple[Partition, tuple[int, ...]]]:
+                      errors: list[str], untouched: list[str]
+                      ) -> list[tuple[Partition, tuple[int, ...]]]:
     """Hard goals of every partition after the plan; returns the changed partitions.
 
     Unchanged partitions can only break a goal through a bad broker (offline, removed) or a
     rack rule they already broke: a vectorized pass flags those, the rest is not revisited.
+    What they break goes to `untouched`.
     """
     brokers = {b.id: b for b in before.brokers}
     racks, rack_count = _rack_limit(brokers, goals)
@@ -224,10 +231,11 @@ def _check_partitions(before: Topology, arrays: FlatReplicas,
         p = before.partitions[index]
         if (p.topic, p.partition) in changes:
             continue
-        errors.extend(_partition_errors(p, p.replicas, brokers, goals))
+        found = _partition_errors(p, p.replicas, brokers, goals)
         error = _rack_error(p, p.replicas, racks, rack_count) if rack_count else None
-        if error:
-            errors.append(error)
+        found += [error] if error else []
+        suffix = "" if untouched is errors else " (already so; the plan does not change it)"
+        untouched.extend(f"{problem}{suffix}" for problem in found)
     return changed
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from executor.plan import ExecutionPlan
+from executor.preflight import planner_validator
 from planner.goals import Goals
 from planner.result import Move
 from planner.validate import validate_plan
@@ -241,3 +245,25 @@ def test_report_agrees_with_a_recount_of_the_planned_cluster(
     ) > -(-p.replication_factor // rack_count)}
     flagged = {e.split(":")[0].removeprefix("partition ") for e in report.errors if " rack " in e}
     assert flagged == crowded
+
+
+def test_a_rack_break_the_plan_does_not_touch_refuses_a_plan_but_not_a_run() -> None:
+    """t-0 already sits on brokers 1 and 2, both rack a; the plan only swaps t-1 and t-3.
+    The planner must repair such a partition, but running a plan that leaves it alone cannot
+    make it worse, so the executor's check names it as a warning and lets the run go."""
+    before = Topology(cluster().brokers,
+                      tuple(replace(p, replicas=(1, 2)) if p.partition == 0 else p
+                            for p in cluster().partitions))
+    moves = [Move("t", 1, (2, 4), (2, 3), 100), Move("t", 3, (4, 2), (4, 1), 100)]
+    strict = validate_plan(before, moves, Goals(), worse_balance_is_error=False)
+    assert any("t-0" in e and "rack a" in e for e in strict.errors)
+    lenient = validate_plan(before, moves, Goals(), worse_balance_is_error=False,
+                            untouched_breaks_are_errors=False)
+    assert lenient.errors == ()
+    assert any("t-0" in w and "the plan does not change it" in w for w in lenient.warnings)
+    assert planner_validator(before, Goals(), allow_worse_balance=True)(
+        ExecutionPlan(tuple(moves))) == ()
+    # a move that itself breaks the rule is refused either way
+    crowding = [Move("t", 1, (2, 4), (2, 1), 100)]
+    assert any("t-1" in e for e in validate_plan(before, crowding, Goals(),
+                                                 untouched_breaks_are_errors=False).errors)
