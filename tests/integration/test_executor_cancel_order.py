@@ -13,7 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from integration_executor import (
+
+from executor.journal import read_journal
+from executor.state import MoveState
+from sandbox import cluster
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
     create_topic,
     execute_args,
     layout,
@@ -24,12 +29,7 @@ from integration_executor import (
     start_rebalance,
     throttle_configs,
 )
-from integration_topics import wait_for
-
-from executor.journal import read_journal
-from executor.state import MoveState
-from sandbox import cluster
-from sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = pytest.mark.integration
@@ -67,7 +67,7 @@ def test_cancel_puts_back_the_replica_order_and_the_preferred_leader(
         finally:
             if proc.poll() is None:
                 proc.kill()
-        assert code == 6, log.read_text()
+        assert code == 8, log.read_text()  # cancelled as asked
         assert read_journal(journal).state_of(move.name) is MoveState.CANCELLED
         assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower)}
         wait_for("the original leader to lead again",
