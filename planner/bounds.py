@@ -1,5 +1,7 @@
-"""Lower bounds on the bytes any plan must move to bring every broker into the band the planner
-aims at (planner.balance.aim).
+"""Lower bounds on the bytes any plan must move to bring every broker into the band that counts
+as balanced (planner.balance.band: within the tolerance of its target). Not the narrower band
+the planner aims at where targets are forced: a plan the validator calls balanced may stop
+short of that, and a bound above its bytes would make the gap negative.
 
 Every replica that leaves a broker is copied to a broker that did not hold it, so the bytes
 moved equal the bytes leaving brokers and equal the bytes arriving at them. A broker above its
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.arrays import DISK, NET_IN, ClusterArrays, FloatArray, broker_loads, to_arrays
-from planner.balance import Targets, achievable_targets, aim
+from planner.balance import Targets, achievable_targets, band
 from planner.goals import Goals
 from topology.model import Topology
 
@@ -61,7 +63,7 @@ def _ratio_order(arrays: ClusterArrays, parts: np.ndarray) -> np.ndarray:
 def lower_bounds(arrays: ClusterArrays, goals: Goals, targets: Targets) -> Bounds:
     """Both bounds (see the module docstring) for the current placement."""
     loads = broker_loads(arrays, arrays.replicas)
-    lower, upper = aim(arrays, targets, goals.tolerance, goals.max_utilization)
+    lower, upper = band(arrays, targets, goals.tolerance, goals.max_utilization)
     excess = np.maximum(loads - upper, 0.0)
     deficit = np.maximum(lower - loads, 0.0)
     deficit[~arrays.eligible] = 0.0
