@@ -58,6 +58,7 @@ class ExecutionPlan:
         raise PlanError(f"the plan has no move for partition {name}")
 
 
-def move_brokers(move: Move) -> frozenset[int]:
-    """Every broker a move touches: its source (current) and target replicas."""
+def touched_brokers(move: Move) -> frozenset[int]:
+    """Every broker a move touches: each in its current or its target replica list, those
+    that keep their replica included (any current replica may serve the copy)."""
     return frozenset(move.current) | frozenset(move.target)

@@ -24,7 +24,7 @@ from executor.journal import (
     replay,
     retry_record,
 )
-from executor.plan import ExecutionPlan, move_brokers
+from executor.plan import ExecutionPlan, touched_brokers
 from executor.preflight import (
     ClusterView,
     PlanValidator,
@@ -221,12 +221,12 @@ class Executor:
 
     def _start_moves(self) -> None:
         active = self._active()
-        busy = frozenset().union(*(move_brokers(m) for m in active))
+        busy = frozenset().union(*(touched_brokers(m) for m in active))
         slots = self.config.concurrency - len(active)
         for move in self._pending():
             if slots <= 0:
                 return
-            brokers = move_brokers(move)
+            brokers = touched_brokers(move)
             if brokers & busy:
                 continue  # never two moves on one broker; a later, disjoint move may go first
             if self._past_finish_by(move):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.gates import GateReading, NetworkSample, gate_decision, start_decision
 from executor.journal import Journal, MoveRecord
-from executor.plan import move_brokers
+from executor.plan import touched_brokers
 from executor.readings import read_gate, read_network, read_traffic
 from executor.state import REASSIGNMENT_MAY_BE_IN_FLIGHT, MoveState
 from executor.throttle import (
@@ -159,7 +159,7 @@ class MoveDriver:
     # ---- starting --------------------------------------------------------------------------
     def start(self, move: Move) -> bool:
         """Read the baseline and the prior configs, journal them, and throttle; False = HOLD."""
-        brokers = sorted(move_brokers(move))
+        brokers = sorted(touched_brokers(move))
         try:
             network = read_network(self.ports.metrics, self.config.queries, brokers)
             rates = self.rates(move)
@@ -241,7 +241,7 @@ class MoveDriver:
             self.tracking[move.name] = Tracking()
             self.enter(move, S.VERIFYING)
             return True
-        dead = sorted(move_brokers(move) - {b.id for b in admin.brokers()})
+        dead = sorted(touched_brokers(move) - {b.id for b in admin.brokers()})
         if dead:
             self.enter(move, S.CANCELLING, f"broker(s) {dead} went offline during the move")
             return True
@@ -341,7 +341,7 @@ class MoveDriver:
         if not self._gate_needed():
             self.enter(move, S.DONE, "no move follows: gate not needed")
             return False
-        brokers = sorted(move_brokers(move))
+        brokers = sorted(touched_brokers(move))
         policy = self.config.gate
         reading = read_gate(self.ports.metrics, self.ports.admin, self.config.queries, brokers,
                             want_p99=policy.produce_p99_max_ms is not None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.arrays import NO_RACK, FloatArray, IntArray
-from planner.state import SolverState
+from planner.state import SolverState, sessions_on_worst
 
 PARTNERS = 6  # brokers scored as partners of the worst broker per session
 SESSION_MOVES = 64  # moves applied per session at most before picking the worst broker again
@@ -131,19 +131,5 @@ def rebalance_replicas(state: SolverState, max_sessions: int = 1_000_000) -> int
 
     Returns the number of replica moves applied.
     """
-    stuck: set[int] = set()
-    total = 0
-    for _ in range(max_sessions):
-        pen = state.all_penalties()
-        if stuck:
-            pen[list(stuck)] = 0.0
-        worst = int(np.argmax(pen))
-        if pen[worst] <= 1e-12:
-            break
-        applied = _session(state, worst)
-        if applied:
-            total += applied
-            stuck.clear()
-        else:
-            stuck.add(worst)
-    return total
+    return sessions_on_worst(state.all_penalties, lambda worst: _session(state, worst),
+                             max_sessions)

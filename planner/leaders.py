@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.arrays import NET_OUT, FloatArray, IntArray
-from planner.state import SolverState
+from planner.state import SolverState, sessions_on_worst
 
 SESSION_SWITCHES = 128
 MAX_REJECTS = 40
@@ -94,21 +94,13 @@ def _apply(state: SolverState, switches: list[Switch]) -> int:
 
 def rebalance_leaders(state: SolverState, max_sessions: int = 1_000_000) -> int:
     """Greedy leadership switches until network out is in band or cannot improve."""
-    stuck: set[int] = set()
-    total = 0
     everyone = np.arange(state.arrays.brokers)
-    for _ in range(max_sessions):
-        pen = _out_penalty(state, everyone, state.loads[:, NET_OUT])
-        if stuck:
-            pen[list(stuck)] = 0.0
-        worst = int(np.argmax(pen))
-        if pen[worst] <= 1e-12:
-            break
+
+    def penalties() -> FloatArray:
+        return _out_penalty(state, everyone, state.loads[:, NET_OUT])
+
+    def session(worst: int) -> int:
         shed = state.loads[worst, NET_OUT] > state.upper[worst, NET_OUT]
-        applied = _apply(state, _switches(state, worst, bool(shed)))
-        if applied:
-            total += applied
-            stuck.clear()
-        else:
-            stuck.add(worst)
-    return total
+        return _apply(state, _switches(state, worst, bool(shed)))
+
+    return sessions_on_worst(penalties, session, max_sessions)

@@ -1,8 +1,8 @@
 """Order a plan's moves for the executor: spread consecutive moves over broker pairs.
 
-Moves are edges between the brokers that give up a replica and the brokers that receive one
-(a networkx multigraph). The order is a sequence of rounds; within a round no two moves share
-a broker (each round is a matching of that graph), so consecutive copies load different disks
+A data move keeps busy the brokers that give up a replica and the brokers that receive one.
+The order is a sequence of rounds; within a round no two moves share such a broker (seen as
+edges between brokers, each round is a matching), so consecutive copies load different disks
 and links. Candidates are taken in order of bytes copied (smallest or largest first) with a
 bounded look-ahead that only reaches moves of similar size (within SIZE_SLACK of the next move
 in that order), so spreading never pulls a huge copy ahead of many small ones; this keeps
@@ -12,14 +12,10 @@ ordering linear in the number of moves. Leadership-only moves copy no bytes and 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from planner.result import Move
-
-if TYPE_CHECKING:
-    import networkx as nx
 
 LOOKAHEAD = 256
 """How many pending moves a round scans for one that shares no broker with the round."""
@@ -35,23 +31,10 @@ class MoveOrder(StrEnum):
     LARGEST_FIRST = "largest-first"
 
 
-def move_brokers(move: Move) -> frozenset[int]:
-    """The brokers a data move keeps busy: those that receive and those that give up a replica."""
+def changed_brokers(move: Move) -> frozenset[int]:
+    """The brokers a data move keeps busy: those that receive and those that give up a replica
+    (a leadership-only move changes none)."""
     return frozenset(move.added_brokers) | frozenset(move.removed_brokers)
-
-
-def move_graph(moves: Iterable[Move]) -> nx.MultiGraph:
-    """Brokers as nodes, one edge per replica copy (giving broker -> receiving broker).
-
-    networkx is imported here, not at module level: the CLI imports MoveOrder at start-up.
-    """
-    import networkx as nx
-
-    graph = nx.MultiGraph()
-    for move in moves:
-        for source, target in zip(move.removed_brokers, move.added_brokers, strict=False):
-            graph.add_edge(source, target, key=move.name, bytes=move.size_bytes)
-    return graph
 
 
 def _size_key(order: MoveOrder) -> Callable[[Move], tuple[int, str, int]]:
@@ -83,7 +66,7 @@ def _similar(order: MoveOrder, head: int, candidate: int) -> bool:
 
 
 def _rounds(moves: list[Move], lookahead: int, order: MoveOrder) -> list[Move]:
-    pending: deque[tuple[Move, frozenset[int]]] = deque((m, move_brokers(m)) for m in moves)
+    pending: deque[tuple[Move, frozenset[int]]] = deque((m, changed_brokers(m)) for m in moves)
     ordered: list[Move] = []
     busy: set[int] = set()
     while pending:
@@ -115,7 +98,7 @@ def rounds_of(ordered: Sequence[Move]) -> list[list[Move]]:
     out: list[list[Move]] = []
     busy: set[int] = set()
     for move in ordered:
-        brokers = move_brokers(move)
+        brokers = changed_brokers(move)
         if not out or not busy.isdisjoint(brokers):
             out.append([])
             busy = set()

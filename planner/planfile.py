@@ -16,7 +16,7 @@ import numpy as np
 from planner.arrays import ClusterArrays, to_arrays
 from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Budget, Goals
-from planner.result import Move, SolverStatus
+from planner.result import Move, MoveTotals, SolverStatus
 from planner.tally import Tally, balance_of, load_rows, retally, tally
 from topology.model import RESOURCES, Broker, Capacity, Load, Resource, TopicPartition, Topology
 
@@ -88,11 +88,12 @@ class ClusterStats:
 
 @dataclass(frozen=True, slots=True)
 class SolverInfo:
-    """How the plan was found: status, optimality gap, the lower bound and what binds."""
+    """How the plan was found: status, the lower bound and the bytes moved against it, CP-SAT's
+    own gap where it proved one, and what binds."""
 
     status: SolverStatus
     lower_bound_bytes: int
-    gap: float | None = None  # bytes moved over the lower bound, minus one
+    excess_over_bound: float | None = None  # bytes moved / lower bound - 1 (not a solver gap)
     seconds: float = 0.0
     binding: tuple[str, ...] = ()
     proven_gap: float | None = None  # CP-SAT's relative gap to its proven bound (exact model)
@@ -100,7 +101,7 @@ class SolverInfo:
 
 
 @dataclass(frozen=True)
-class PlanFile:
+class PlanFile(MoveTotals):
     """A plan as written to disk: ordered moves and the context to review or execute them."""
 
     moves: tuple[Move, ...]
@@ -113,14 +114,6 @@ class PlanFile:
     created_at: str
     warnings: tuple[str, ...] = ()
     targets: TargetInfo | None = None
-
-    @property
-    def bytes_moved(self) -> int:
-        return sum(m.bytes_moved for m in self.moves)
-
-    @property
-    def data_moves(self) -> int:
-        return sum(1 for m in self.moves if not m.leadership_only)
 
     def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Target replicas of every changed partition."""

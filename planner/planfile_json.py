@@ -82,7 +82,8 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
                    "time_limit_s": b.time_limit_s, "seed": b.seed},
         "before": _stats_dict(plan.before),
         "after": _stats_dict(plan.after),
-        "solver": {"status": s.status.value, "gap": s.gap,
+        # "gap" keeps its name (plan files already written, their readers): excess over the bound
+        "solver": {"status": s.status.value, "gap": s.excess_over_bound,
                    "lower_bound_bytes": s.lower_bound_bytes, "seconds": s.seconds,
                    "binding": list(s.binding), "proven_gap": s.proven_gap,
                    "disk_lower_bound_bytes": s.disk_lower_bound_bytes},
@@ -287,9 +288,10 @@ def _solver(entry: SolverEntry, problems: list[str]) -> SolverInfo | None:
         known = ", ".join(s.value for s in SolverStatus)
         problems.append(f"solver: unknown status {entry['status']!r} (expected one of {known})")
         return None
-    # plans written before the bound was honest carry a negative gap: it meant nothing
-    gap, proven = entry.get("gap"), entry.get("proven_gap")
-    return SolverInfo(status, entry["lower_bound_bytes"], None if gap is None or gap < 0 else gap,
+    # plans written before the bound was honest carry a negative excess: it meant nothing
+    excess, proven = entry.get("gap"), entry.get("proven_gap")
+    return SolverInfo(status, entry["lower_bound_bytes"],
+                      None if excess is None or excess < 0 else excess,
                       entry.get("seconds") or 0.0, tuple(entry.get("binding") or ()),
                       None if proven is None or proven < 0 else proven,
                       entry.get("disk_lower_bound_bytes"))

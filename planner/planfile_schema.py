@@ -132,7 +132,7 @@ class StatsEntry(TypedDict):
 class SolverEntry(TypedDict, total=False):
     status: Required[Text]
     lower_bound_bytes: Required[ByteCount]
-    gap: Number | None
+    gap: Number | None  # SolverInfo.excess_over_bound: bytes moved / lower bound - 1
     proven_gap: Number | None
     seconds: Quantity | None
     binding: list[Text] | None

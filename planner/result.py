@@ -10,7 +10,7 @@ from topology.errors import PlanError
 from topology.model import (
     INT32_MAX,
     TOPIC_NOUN,
-    TopicPartition,
+    KeyedByPartition,
     Topology,
     is_kafka_id,
     is_topic_name,
@@ -25,13 +25,13 @@ class SolverStatus(StrEnum):
 
     ALREADY_BALANCED = "already_balanced"  # nothing to do: empty plan
     OPTIMAL = "optimal"  # proven optimal for the model solved
-    FEASIBLE = "feasible"  # solver improved the plan, optimality not proven (see gap)
+    FEASIBLE = "feasible"  # solver improved the plan, optimality not proven
     GREEDY = "greedy"  # solver found nothing better than the greedy warm start
     BEST_EFFORT = "best_effort"  # full balance unreachable (budget/racks): best reachable
 
 
 @dataclass(frozen=True, slots=True)
-class Move:
+class Move(KeyedByPartition):
     """One partition's change of replica list. Leader first in both lists."""
 
     topic: str
@@ -44,7 +44,7 @@ class Move:
         if not isinstance(self.topic, str) or not is_topic_name(self.topic):
             raise PlanError(f"move {self.topic!r}-{self.partition!r}: the topic must be "
                             f"{TOPIC_NOUN}")
-        name = f"{self.topic}-{self.partition}"
+        name = self.name
         ids = (self.partition, *self.current, *self.target)
         if not all(is_kafka_id(i) for i in ids):
             raise PlanError(f"move {name}: partition and broker ids must be integers from 0 to "
@@ -59,14 +59,6 @@ class Move:
             raise PlanError(f"move {name}: target equals current replicas")
         if self.size_bytes < 0:
             raise PlanError(f"move {name}: negative size")
-
-    @property
-    def key(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
     @property
     def added_brokers(self) -> tuple[int, ...]:
@@ -88,21 +80,10 @@ class Move:
         return not self.added_brokers
 
 
-@dataclass(frozen=True)
-class PlanResult:
-    """A plan: the topology before and after, the ordered moves and how it was found."""
+class MoveTotals:
+    """What a plan's moves add up to; shared by the planner's result and the plan file."""
 
-    before: Topology
-    after: Topology
     moves: tuple[Move, ...]
-    status: SolverStatus
-    lower_bound_bytes: int
-    gap: float | None = None
-    binding: tuple[str, ...] = field(default=())
-    solve_seconds: float = 0.0
-    targets: Targets | None = None
-    proven_gap: float | None = None  # CP-SAT's own gap to its bound, whole-cluster model only
-    disk_lower_bound_bytes: int | None = None  # lower_bound_bytes counts net in as well
 
     @property
     def bytes_moved(self) -> int:
@@ -110,4 +91,22 @@ class PlanResult:
 
     @property
     def data_moves(self) -> int:
+        """Moves that copy data (not leadership only)."""
         return sum(1 for m in self.moves if not m.leadership_only)
+
+
+@dataclass(frozen=True)
+class PlanResult(MoveTotals):
+    """A plan: the topology before and after, the ordered moves and how it was found."""
+
+    before: Topology
+    after: Topology
+    moves: tuple[Move, ...]
+    status: SolverStatus
+    lower_bound_bytes: int
+    excess_over_bound: float | None = None  # bytes moved / lower bound - 1 (not a solver gap)
+    binding: tuple[str, ...] = field(default=())
+    solve_seconds: float = 0.0
+    targets: Targets | None = None
+    proven_gap: float | None = None  # CP-SAT's own gap to its bound, whole-cluster model only
+    disk_lower_bound_bytes: int | None = None  # lower_bound_bytes counts net in as well

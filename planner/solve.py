@@ -5,7 +5,7 @@ moves (disk, net in) -> leadership for net out -> greedy again with every resour
 relief (the max-utilization cap, where hot partitions kept a broker above it) -> CP-SAT
 large-neighbourhood improvement -> the no-worse guard (undo what left a resource outside the
 tolerance and more spread than before) of bytes moved within the time limit. The best valid
-assignment so far is always at hand; on timeout it is returned with its gap.
+assignment so far is always at hand; on timeout it is returned as it stands.
 
 Racks: no rack may hold more than ceil(RF / racks) replicas of a partition, racks counted over
 the brokers that remain. When no broker has a rack the rule is off (distinct brokers only).
@@ -75,15 +75,16 @@ def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
            if dev[r] > goals.tolerance + 1e-9]
     if not off:
         return ()
-    gap = "; ".join(off)
+    still_off = "; ".join(off)
     if "bytes" in state.budget_hit:
         notes.append(f"max_bytes: the byte budget {state.max_bytes:.0f} is spent "
-                     f"({state.bytes_moved:.0f} bytes planned); still off: {gap}")
+                     f"({state.bytes_moved:.0f} bytes planned); still off: {still_off}")
     if "moves" in state.budget_hit:
-        notes.append(f"max_moves: the move budget {state.max_moves} is spent; still off: {gap}")
+        notes.append(f"max_moves: the move budget {state.max_moves} is spent; "
+                     f"still off: {still_off}")
     if not notes:
         notes.append(f"partition sizes: no rack-aware move brings every broker within "
-                     f"+/-{goals.tolerance:.0%} of its {what}; still off: {gap}")
+                     f"+/-{goals.tolerance:.0%} of its {what}; still off: {still_off}")
     return tuple(notes)
 
 
@@ -180,11 +181,11 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     else:
         status = SolverStatus.FEASIBLE if search.improved else SolverStatus.GREEDY
     return PlanResult(topology, after, moves, status, lower_bound,
-                      bound_ratio(moved, lower_bound), binding, time.monotonic() - start,
+                      excess_over_bound(moved, lower_bound), binding, time.monotonic() - start,
                       targets, search.proven_gap, bounds.disk)
 
 
-def bound_ratio(moved: int, lower_bound: int) -> float | None:
+def excess_over_bound(moved: int, lower_bound: int) -> float | None:
     """Bytes moved over the lower bound, minus one: how much more than the least any plan
     reaching the aimed band must move. None when the bound is 0, or when the plan moved less
     (it stopped short of that band, so the bound says nothing about it)."""

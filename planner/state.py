@@ -7,6 +7,8 @@ Penalty of a broker = sum over resources of weight * distance outside its band /
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -242,3 +244,26 @@ class SolverState:
         racks = a.rack_of(row)
         same = int(((racks == a.rack[dest]) & (row != source) & (racks != NO_RACK)).sum())
         return same < int(a.rack_limit[p])
+
+
+def sessions_on_worst(penalties: Callable[[], FloatArray], session: Callable[[int], int],
+                      max_sessions: int = 1_000_000) -> int:
+    """Run `session` on the broker with the highest penalty until no penalty is left or no
+    session improves: a broker whose session applied nothing is passed over until another
+    session applies something. Returns the number of changes the sessions applied."""
+    stuck: set[int] = set()
+    total = 0
+    for _ in range(max_sessions):
+        pen = penalties()
+        if stuck:
+            pen[list(stuck)] = 0.0
+        worst = int(np.argmax(pen))
+        if pen[worst] <= 1e-12:
+            break
+        applied = session(worst)
+        if applied:
+            total += applied
+            stuck.clear()
+        else:
+            stuck.add(worst)
+    return total

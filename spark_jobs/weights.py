@@ -1,7 +1,7 @@
 """The weights job: per-partition traffic quantiles, hourly profile and size growth from history.
 
 `transform` is a pure DataFrame -> DataFrame function with a declared output schema; `main` only
-checks and reads the history (spark_jobs/history_input.py) and writes the weights file.
+checks and reads the history and writes the weights file (both in spark_jobs/weights_io.py).
 
 Samples (what a history row counts as; real histories have gaps, repeats and counter glitches):
 - a row without ts, topic or a partition in 0..2^31-1 cannot be placed and is skipped;

@@ -124,8 +124,24 @@ class TopicPartition:
         return f"{self.topic}-{self.partition}"
 
 
+class KeyedByPartition:
+    """A value about one partition: its topic and index give its key and its name."""
+
+    __slots__ = ()
+    topic: str
+    partition: int
+
+    @property
+    def key(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
 @dataclass(frozen=True, slots=True)
-class Partition:
+class Partition(KeyedByPartition):
     """A partition with its replica list (preferred leader first), size and byte rates."""
 
     topic: str
@@ -139,7 +155,7 @@ class Partition:
         if not isinstance(self.topic, str) or not is_topic_name(self.topic):
             raise InputError(f"partition {self.topic!r}-{self.partition!r}: the topic must be "
                              f"{TOPIC_NOUN}")
-        name = f"{self.topic}-{self.partition}"
+        name = self.name
         if not is_kafka_id(self.partition):
             raise InputError(f"partition {self.topic}-{self.partition!r}: index must be an "
                              f"integer from 0 to {INT32_MAX}")
@@ -155,14 +171,6 @@ class Partition:
             if not math.isfinite(rate) or rate < 0:
                 raise InputError(f"partition {name}: byte rates must not be negative "
                                  f"or infinite, got {rate!r}")
-
-    @property
-    def key(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
     @property
     def replication_factor(self) -> int:

@@ -2,39 +2,20 @@
 
 `sandbox` reuses a running sandbox when `REBALANCE_SANDBOX_DIR` points at one (and leaves it
 running); otherwise it starts one in a temp dir on free ports and always stops it at the end.
-
-The shared helper modules beside this file are made importable under names no other test dir
-uses (pytest runs with --import-mode=importlib): kafka_topics.py as `integration_topics`,
-executor_support.py as `integration_executor`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from sandbox import cluster
 from sandbox.state import SandboxInfo, read_state
+from tests.integration import executor_support, kafka_topics
 from topology.kafka_admin import KafkaClusterAdmin
-
-
-def _load_helpers(name: str, file_name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file_name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_topics = _load_helpers("integration_topics", "kafka_topics.py")
-_executor = _load_helpers("integration_executor", "executor_support.py")
 
 SESSION_BROKERS = 4
 SESSION_RACKS = 2
@@ -71,9 +52,9 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
 
 @pytest.fixture(scope="module", autouse=True)
 def _delete_created_topics() -> Iterator[None]:
-    """Topics made with integration_topics.create_topic are deleted when their module ends."""
+    """Topics made with kafka_topics.create_topic are deleted when their module ends."""
     yield
-    _topics.delete_created_topics()
+    kafka_topics.delete_created_topics()
 
 
 @pytest.fixture
@@ -88,7 +69,7 @@ def admin(sandbox: SandboxInfo) -> Iterator[KafkaClusterAdmin]:
 def drop_exec_topics(sandbox: SandboxInfo) -> Iterator[None]:
     """The executor tests' topics (exec-*) are deleted after each test."""
     yield
-    _executor.drop_test_topics(sandbox)
+    executor_support.drop_test_topics(sandbox)
 
 
 @pytest.hookimpl(hookwrapper=True)

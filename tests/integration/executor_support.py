@@ -2,7 +2,6 @@
 filled with data, a plan for chosen moves, and the throttle configs read back from the brokers.
 
 Test topics are named exec-*; the `drop_exec_topics` fixture deletes them after each test.
-conftest.py loads this file as `integration_executor` (pytest runs with --import-mode=importlib).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Topic helpers shared by the integration tests: create a topic with an explicit replica
 assignment (deleted again when the test module ends), produce to it, wait for a full ISR, read
 replica sizes from the brokers' log files.
-
-conftest.py loads this file as `integration_topics` (pytest runs with --import-mode=importlib).
 """
 
 from __future__ import annotations

@@ -25,16 +25,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from integration_executor import (
-    ThrottleConfigs,
-    create_topic,
-    layout,
-    move_in,
-    replicas_of,
-    start_rebalance,
-    throttle_configs,
-)
-from integration_topics import wait_for
 
 from autobalance.imbalance import imbalance_verdict
 from executor.journal import RunOutcome, parse_lines, read_journal
@@ -51,6 +41,16 @@ from planner.planfile import PlanFile
 from planner.planfile_json import read_plan
 from sandbox import cluster
 from sandbox.state import BrokerInfo, SandboxInfo
+from tests.integration.executor_support import (
+    ThrottleConfigs,
+    create_topic,
+    layout,
+    move_in,
+    replicas_of,
+    start_rebalance,
+    throttle_configs,
+)
+from tests.integration.kafka_topics import wait_for
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.live import read_live_topology

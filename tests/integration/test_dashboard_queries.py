@@ -24,7 +24,11 @@ from typing import Any
 
 import pytest
 import yaml
-from integration_executor import (
+
+from report.dashboard import queries
+from sandbox import ready
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
     ROOT,
     create_topic,
     execute_args,
@@ -33,11 +37,7 @@ from integration_executor import (
     rebalance,
     start_rebalance,
 )
-from integration_topics import free_port
-
-from report.dashboard import queries
-from sandbox import ready
-from sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
 

@@ -7,7 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from integration_executor import (
+
+from executor.state import MoveState
+from executor.throttle import FOLLOWER_RATE, LEADER_RATE
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
     create_topic,
     execute_args,
     layout,
@@ -16,11 +20,7 @@ from integration_executor import (
     start_rebalance,
     throttle_configs,
 )
-from integration_topics import wait_for
-
-from executor.state import MoveState
-from executor.throttle import FOLLOWER_RATE, LEADER_RATE
-from sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]

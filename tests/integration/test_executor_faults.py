@@ -15,7 +15,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
-from integration_executor import (
+
+from executor.journal import RunOutcome, read_journal
+from executor.state import MoveState
+from planner.result import Move
+from sandbox import cluster, process
+from sandbox.state import SandboxInfo, read_state, write_state
+from tests.integration.executor_support import (
     Layout,
     ThrottleConfigs,
     create_topic,
@@ -28,13 +34,7 @@ from integration_executor import (
     start_rebalance,
     throttle_configs,
 )
-from integration_topics import wait_for
-
-from executor.journal import RunOutcome, read_journal
-from executor.state import MoveState
-from planner.result import Move
-from sandbox import cluster, process
-from sandbox.state import SandboxInfo, read_state, write_state
+from tests.integration.kafka_topics import wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]

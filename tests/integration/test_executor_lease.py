@@ -10,7 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from integration_executor import (
+
+from executor.journal import RunOutcome, read_journal
+from executor.state import MoveState
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
     create_topic,
     execute_args,
     layout,
@@ -20,11 +24,7 @@ from integration_executor import (
     start_rebalance,
     throttle_configs,
 )
-from integration_topics import wait_for
-
-from executor.journal import RunOutcome, read_journal
-from executor.state import MoveState
-from sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]

@@ -8,7 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from integration_executor import (
+
+from executor.throttle import FOLLOWER_REPLICAS
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
     create_topic,
     execute_args,
     layout,
@@ -17,9 +20,6 @@ from integration_executor import (
     replicas_of,
     throttle_configs,
 )
-
-from executor.throttle import FOLLOWER_REPLICAS
-from sandbox.state import SandboxInfo
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]

@@ -20,7 +20,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka import TopicPartition as CTP
-from integration_executor import (
+
+from executor.state import MoveState
+from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from planner.result import Move
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
     BrokerConfigs,
     create_topic,
     execute_args,
@@ -33,12 +38,7 @@ from integration_executor import (
     state_sequence,
     throttle_configs,
 )
-from integration_topics import free_port, wait_for
-
-from executor.state import MoveState
-from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
-from planner.result import Move
-from sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import free_port, wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
 

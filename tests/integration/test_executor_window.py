@@ -11,7 +11,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from integration_executor import (
+
+from executor.journal import RunOutcome, read_journal
+from executor.state import MoveState
+from executor.throttle import FOLLOWER_RATE, LEADER_REPLICAS
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
     create_topic,
     execute_args,
     layout,
@@ -23,12 +28,7 @@ from integration_executor import (
     state_sequence,
     throttle_configs,
 )
-from integration_topics import wait_for
-
-from executor.journal import RunOutcome, read_journal
-from executor.state import MoveState
-from executor.throttle import FOLLOWER_RATE, LEADER_REPLICAS
-from sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import wait_for
 from topology import promql
 from topology.kafka_admin import KafkaClusterAdmin
 

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
-from integration_topics import (
+
+from sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import (
     create_topic,
     disk_size,
     free_port,
@@ -21,8 +23,6 @@ from integration_topics import (
     wait_for,
     wait_in_sync,
 )
-
-from sandbox.state import SandboxInfo
 from topology.errors import ClusterError
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition

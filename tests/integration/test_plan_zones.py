@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from integration_executor import execute_args, rebalance
 
 from executor.throttle import BROKER_THROTTLE_CONFIGS
 from planner.planfile_json import read_plan
 from planner.validate import validate_plan
 from sandbox import cluster
 from sandbox.state import SandboxInfo
+from tests.integration.executor_support import execute_args, rebalance
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import Resource
 from topology.snapshot import read_snapshot

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import requests
 from confluent_kafka import Consumer
-from integration_topics import create_topic, disk_size, free_port, produce, wait_in_sync
 
 from sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import create_topic, disk_size, free_port, produce, wait_in_sync
 from topology import promql
 from topology.errors import ClusterError
 from topology.prom_source import PrometheusMetrics

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import typer.main
 
+import cli
 from topology.errors import InputError
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    env = None if columns is None else {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run(
         [sys.executable, "-c", "import cli; cli.main()", *args],
         capture_output=True, text=True, timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[2], env=env,
     )
 
 
@@ -57,7 +62,13 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_help_explains_commands() -> None:
-    result = run_cli("--help")
-    assert result.returncode == 0
-    assert "show" in result.stdout
+def test_help_lists_every_command_with_its_summary() -> None:
+    result = run_cli("--help", columns=250)  # wide: one row per command, nothing wrapped
+    assert result.returncode == 0, result.stderr
+    rows = dict(re.findall(r"^│ ([a-z][\w-]*) {2,}(\S.*?)\s*│$", result.stdout, re.MULTILINE))
+    root = typer.main.get_command(cli.app)
+    assert isinstance(root, cli.RebalanceGroup)
+    assert sorted(rows) == sorted(root.commands)
+    assert all(rows.values())
+    assert cli.show.__doc__ is not None
+    assert rows["show"] == cli.show.__doc__.splitlines()[0]

@@ -10,8 +10,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from executor_fakes import MB, World, make_world, standard_moves
-
 from autobalance.cycle import Action, Pace
 from autobalance.orchestrator import AutoSettings, CycleResult, Edge, run_cycle
 from autobalance.statedir import StateDir
@@ -23,6 +21,7 @@ from executor.throttle import FOLLOWER_RATE, LEADER_RATE
 from planner.goals import Budget, Goals
 from planner.planfile import PlanFile, SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
+from tests.unit.executor.fakes import MB, World, make_world, standard_moves
 from topology.model import Broker, Capacity, Partition, Topology
 
 UTC_ZONE = ZoneInfo("UTC")

@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from executor_fakes import Crash, World, make_world
 
 from executor.journal import JournalFile, RunOutcome, header_record
 from executor.runner import Executor, clear_throttles_from
 from executor.state import TERMINAL
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE, LEADER_REPLICAS
+from tests.unit.executor.fakes import Crash, World, make_world
 from topology.errors import ExecutionError
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from executor_fakes import MB, make_world
 from prometheus_client import CollectorRegistry
 
 from executor.config import Event, EventKind
 from executor.exporter import ExecutorMetrics
 from executor.runner import Executor
+from tests.unit.executor.fakes import MB, make_world
 
 
 def value(registry: CollectorRegistry, name: str, **labels: str) -> float | None:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from executor_fakes import make_world
-
 from executor.journal import RunOutcome
 from executor.runner import Executor
 from executor.state import MoveState
+from tests.unit.executor.fakes import make_world
 
 
 def test_a_move_that_would_end_after_the_window_is_not_started() -> None:

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from executor_fakes import standard_moves
 
 from executor.gates import NetworkSample
 from executor.journal import (
@@ -21,6 +20,7 @@ from executor.journal import (
 from executor.plan import ExecutionPlan
 from executor.state import IllegalTransition, MoveState
 from executor.throttle import ThrottlePriors, plan_throttle, uniform_rates
+from tests.unit.executor.fakes import standard_moves
 from topology.errors import ExecutionError
 
 S = MoveState

@@ -6,10 +6,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from executor_fakes import World, make_world
 
 from executor.config import EventKind, ExecutorConfig
 from executor.runner import Executor
+from tests.unit.executor.fakes import World, make_world
 from topology.errors import InputError
 
 
@@ -90,9 +90,8 @@ def test_the_last_move_skips_the_gate_unless_asked() -> None:
 
 def test_a_leadership_only_move_does_not_wait_for_the_window() -> None:
     """Reordering replicas copies nothing, so no throttled bytes linger in Kafka's window."""
-    from executor_fakes import MB
-
     from planner.result import Move
+    from tests.unit.executor.fakes import MB
 
     moves = [Move("orders", 0, (1, 2), (2, 1), 30 * MB), Move("orders", 1, (2, 3), (2, 4), 20 * MB),
              Move("events", 0, (3, 1), (1, 4), 10 * MB)]

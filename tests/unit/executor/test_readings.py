@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from executor_fakes import FakeAdmin, FakeClock
-
 from executor.readings import GateQueries, per_broker, read_gate, read_network, under_replicated
+from tests.unit.executor.fakes import FakeAdmin, FakeClock
 from topology.errors import MetricsError
 from topology.model import TopicPartition
 from topology.ports import PartitionInfo

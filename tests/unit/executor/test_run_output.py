@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from executor_fakes import MB, World, make_world
 
 from commands import execute_cmd, execute_run
 from executor import runner
@@ -25,6 +24,7 @@ from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.planfile_json import write_plan
 from planner.result import Move, SolverStatus
+from tests.unit.executor.fakes import MB, World, make_world
 from topology.errors import ExecutionError
 from topology.model import Topology
 from topology.snapshot import topology_from_dict

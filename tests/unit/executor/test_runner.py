@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from executor_fakes import MB, World, make_world
 
 from executor.config import Event, EventKind
 from executor.journal import RunOutcome, replay
 from executor.runner import Executor, clear_throttles_from
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from tests.unit.executor.fakes import MB, World, make_world
 from topology.errors import ExecutionError
 from topology.model import TopicPartition
 
@@ -266,10 +266,22 @@ def test_preflight_refuses_and_changes_nothing(mutate: object, message: str) -> 
     assert world.sink.records == []
 
 
-def test_preflight_override_for_under_replicated() -> None:
-    world = make_world(allow_under_replicated=True)
+def under_replicated_world(**config: object) -> World:
+    """The standard world with `other-0`, which no move touches, out of sync."""
+    world = make_world(**config)
     world.admin.parts[TopicPartition("other", 0)].isr = (1, 2)
-    start(world)
+    return world
+
+
+def test_preflight_override_for_under_replicated() -> None:
+    with pytest.raises(ExecutionError, match=r"under-replicated \(other-0\)"):
+        start(under_replicated_world())
+    world = under_replicated_world(allow_under_replicated=True)
+    start(world).tick()
+    assert [r["kind"] for r in world.sink.records][:1] == ["run"]
+    submitted = [args for name, args in world.admin.calls
+                 if name == "alter_partition_reassignments"]
+    assert submitted == [{TopicPartition("orders", 0): [3, 2]}]  # the plan's first move
 
 
 def test_preflight_runs_the_plan_validator() -> None:
@@ -288,7 +300,7 @@ def test_progress_events_count_bytes() -> None:
 
 
 def test_transient_cluster_errors_are_retried() -> None:
-    from executor_fakes import FlakyAdmin
+    from tests.unit.executor.fakes import FlakyAdmin
     world = make_world()
     flaky = FlakyAdmin(world.clock, parts=world.admin.parts)
     world.admin = flaky
@@ -305,8 +317,7 @@ def test_transient_cluster_errors_are_retried() -> None:
 
 
 def test_a_cluster_that_stays_unreachable_stops_the_run_resumably() -> None:
-    from executor_fakes import FlakyAdmin
-
+    from tests.unit.executor.fakes import FlakyAdmin
     from topology.errors import ClusterError
     world = make_world()
     flaky = FlakyAdmin(world.clock, parts=world.admin.parts)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from executor_fakes import MB, World, make_world
-
 from executor.config import Event, EventKind
 from executor.journal import RunOutcome, replay
 from executor.runner import Executor
 from executor.state import MoveState
 from executor.status import summarize
+from tests.unit.executor.fakes import MB, World, make_world
 
 
 def test_status_of_a_completed_run() -> None:

@@ -72,6 +72,6 @@ def test_plans_inside_the_aimed_band_move_at_least_the_bound() -> None:
         arrays = to_arrays(topology, goals)
         bounds = lower_bounds(arrays, goals, achievable_targets(arrays, goals))
         assert result.lower_bound_bytes == bounds.combined >= bounds.disk
-        if result.gap is not None:
+        if result.excess_over_bound is not None:
             assert result.bytes_moved >= bounds.combined
-            assert result.gap >= 0
+            assert result.excess_over_bound >= 0

@@ -73,7 +73,7 @@ def test_small_benchmark_cluster_is_balanced_near_the_bound() -> None:
     check(topology, goals, result)
     assert result.status in (SolverStatus.GREEDY, SolverStatus.FEASIBLE)
     assert result.bytes_moved <= 1.05 * result.lower_bound_bytes
-    assert result.gap is not None and 0 <= result.gap <= 0.05
+    assert result.excess_over_bound is not None and 0 <= result.excess_over_bound <= 0.05
     moved_to_new = {b for m in result.moves for b in m.added_brokers}
     assert {13, 14, 15} <= moved_to_new
 

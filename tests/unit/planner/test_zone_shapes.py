@@ -56,7 +56,7 @@ def test_zone_shapes_are_levelled_at_their_targets(
     assert levels.fullest <= 1.05 + 1e-6, levels
     assert levels.forced_spread <= 0.10 + 1e-6, levels
     if result.lower_bound_bytes:
-        assert result.gap is None or result.gap >= 0.0
+        assert result.excess_over_bound is None or result.excess_over_bound >= 0.0
 
 
 def brute_force_fullest(topology: Topology, goals: Goals) -> float:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from commands.render import human_bytes
 from commands.sandbox_cmd import check_up_dir, next_commands
+from report.text import human_bytes
 from sandbox import cluster, teardown
 from sandbox.produce import (
     MB,
