@@ -46,7 +46,8 @@ from topology.errors import ExecutionError, InputError
 from topology.model import Topology
 
 Planner = Callable[[Topology, Goals, Budget], PlanFile]
-"""Solve, validate and order (commands.plan_cmd.build_plan with its order and timestamp)."""
+"""Solve, validate and order within the cycle's goals and byte budget (`rebalance auto` gives
+`usecases.auto.plan_for_cycle`; tests a stub)."""
 
 
 @dataclass(frozen=True)

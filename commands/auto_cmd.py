@@ -1,17 +1,16 @@
 """`rebalance auto`: scheduled auto-balancing inside maintenance windows.
 
-Parses flags into one AutoSettings, holds the state directory's lock, and runs cycles
-(`autobalance.orchestrator.run_cycle`) once (--once, for cron or a systemd timer) or forever,
-sleeping until the next window and re-checking every --interval minutes inside one. Each event
-is one timestamped line on stdout.
+Parses flags into the use case's settings (one AutoSettings for every cycle, the loop's and the
+cluster's) and calls `usecases.auto.run_auto`, which holds the state directory's lock and runs
+cycles once (--once, for cron or a systemd timer) or forever. Each event is one timestamped
+line on stdout; SIGTERM cancels a run in flight like Ctrl-C.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import signal
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
@@ -19,13 +18,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from commands.execute_cmd import QueriesFile, RateWindow
-from commands.render import console
+from commands.render import console, note
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
-from topology.errors import ExecutionError, InputError, RebalanceError
+from topology.errors import ExecutionError, InputError
+from usecases.auto import ClusterAccess, LoopSettings, run_auto
 
 if TYPE_CHECKING:
     from autobalance.orchestrator import AutoSettings, CycleResult
-    from autobalance.statedir import StateDir
     from executor.config import Event
 
 MB = 1_000_000
@@ -56,7 +55,7 @@ def resolve_zone(name: str | None) -> tzinfo:
 
 class Lines:
     """One timestamped line per event (copy progress is left out; a gate's verdict is shown
-    when it changes)."""
+    when it changes): the auto use case's output (`usecases.auto.AutoOutput`)."""
 
     def __init__(self, zone: tzinfo) -> None:
         self.zone = zone
@@ -77,6 +76,9 @@ class Lines:
             self.last_gate = event.message
         prefix = f"{event.move}: " if event.move and event.move not in event.message else ""
         self.say(prefix + event.message)
+
+    def note(self, message: str) -> None:
+        note(message)
 
 
 def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: float,
@@ -110,29 +112,6 @@ def _with_queries(settings: AutoSettings, rate_window: str, queries_file: Path |
     if derive:
         queries = with_scrape_window(queries, prometheus)
     return replace(settings, executor=replace(settings.executor, queries=queries))
-
-
-def _cycle(settings: AutoSettings, state: StateDir, lines: Lines, bootstrap: str,
-           prometheus: str, command_config: Path | None,
-           capacities: Path | None) -> CycleResult:
-    from autobalance.orchestrator import Edge, run_cycle
-    from commands.execute_setup import cluster_lease, live_topology, real_ports
-    from commands.plan_cmd import build_plan
-    from planner.goals import Budget, Goals
-    from planner.ordering import MoveOrder
-    from planner.planfile import PlanFile
-    from topology.model import Topology
-
-    def planner(topology: Topology, goals: Goals, budget: Budget) -> PlanFile:
-        created_at = datetime.now(UTC).isoformat(timespec="seconds")
-        return build_plan(topology, goals, budget, MoveOrder.SMALLEST_FIRST, created_at)
-
-    with real_ports(bootstrap, prometheus, command_config) as ports:
-        edge = Edge(ports, lambda: live_topology(ports, bootstrap, capacities), planner, state,
-                    lines.say, lines.report,
-                    lambda run_id, journal: cluster_lease(bootstrap, command_config, run_id,
-                                                          journal, None))
-        return run_cycle(settings, edge)
 
 
 def _raise_on_sigterm() -> None:
@@ -222,51 +201,27 @@ def auto(
     Throttles are always restored; Ctrl-C or SIGTERM cancels a run in flight cleanly. A second
     `rebalance auto` on the same --state-dir is refused.
     """
-    from autobalance.statedir import StateDir, state_lock
+    from autobalance.statedir import StateDir
 
     zone = resolve_zone(timezone)
     settings = _settings(window, zone, max_mbps, tolerance, efficiency, time_limit, cooldown,
                          quota_window, gate_timeout, poll_seconds, dry_run, min_improvement)
-    if not 0 < interval < math.inf:
-        raise InputError(f"--interval must be positive (minutes), got {interval}")
+    loop = LoopSettings(once=once, interval_minutes=interval)
     if capacities is not None:  # checked now, not at the first cycle inside a window
         from topology.capacities import read_capacities
 
         read_capacities(capacities)
     settings = _with_queries(settings, rate_window, queries_file, prometheus)
     lines = Lines(zone)
-    state = StateDir(state_dir)
     lines.say(f"windows: {settings.schedule.describe()}; state: {state_dir}"
               + ("; dry run" if dry_run else ""))
     _raise_on_sigterm()
-    if dry_run:  # reads only: no lock, nothing written
-        _conclude(_cycle(settings, state, lines, bootstrap, prometheus, command_config,
-                         capacities))
-        return
-    with state_lock(state):
-        while True:
-            try:
-                result = _cycle(settings, state, lines, bootstrap, prometheus, command_config,
-                                capacities)
-                if once:
-                    _conclude(result)
-                    return
-                wake = result.decision.wake_at
-            except RebalanceError as exc:
-                if once or isinstance(exc, InputError):
-                    raise
-                lines.say(f"cycle failed: {exc}")
-                wake = None
-            _sleep_until(wake, interval, lines)
-
-
-def _sleep_until(wake: datetime | None, interval: float, lines: Lines) -> None:
-    from executor.clock import SystemClock
-
-    now = datetime.now(UTC)
-    until = wake if wake is not None else now + timedelta(minutes=interval)
-    lines.say(f"next check at {until.astimezone(lines.zone):%Y-%m-%d %H:%M:%S %Z}")
-    SystemClock().sleep((until - now).total_seconds())
+    result = run_auto(settings, loop=loop,
+                      cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
+                                            command_config=command_config,
+                                            capacities=capacities),
+                      state=StateDir(state_dir), output=lines)
+    _conclude(result)
 
 
 def _conclude(result: CycleResult) -> None:

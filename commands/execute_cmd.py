@@ -24,16 +24,13 @@ from commands.execute_setup import (
     build_config,
     check_metrics_port,
     check_new_journal,
-    cluster_lease,
     journal_config,
     journal_for,
     journal_in_use,
     journal_pace,
     journal_records,
-    live_topology,
     parse_finish_by,
     read_queries,
-    real_ports,
     was_adaptive,
     with_scrape_window,
 )
@@ -46,6 +43,7 @@ from commands.report_cmd import (
 )
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, ExecutorConfig, Ports
 from topology.errors import ExecutionError, InputError
+from usecases.cluster import cluster_lease, live_topology, real_ports
 
 if TYPE_CHECKING:
     from executor.plan import ExecutionPlan
@@ -214,7 +212,7 @@ def execute(
         view, reporter = progress_view(replay([header_record(plan, config.summary())]),
                                        config.max_bytes_per_sec, metrics_port, ports.clock.now)
         with cluster_lease(bootstrap, command_config, run_id, journal_path,
-                           take_over_lease) as hold:
+                           take_over_lease, note) as hold:
             executor = Executor.start(plan, ports, config,
                                       lambda header: JournalFile.create(journal_path, header),
                                       validator=validator, reporter=reporter, run_id=run_id)
@@ -329,7 +327,7 @@ def resume(
                              "--no-adaptive to resume at --max-mbps on every broker")
         with (real_ports(bootstrap, prometheus, command_config) as ports,
               cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
-                            take_over_lease) as hold):
+                            take_over_lease, note) as hold):
             hold.started = leaves_work(records)
             if adaptive and capacities is not None:
                 config = adaptive_config(config, ports, capacities)
@@ -384,7 +382,7 @@ def cancel(
         config = journal_config(records, None, poll_seconds)
         with (real_ports(bootstrap, prometheus, command_config) as ports,
               cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
-                            take_over_lease) as hold):
+                            take_over_lease, note) as hold):
             hold.started = leaves_work(records)
             view, reporter = progress_view(replay(records), config.max_bytes_per_sec, None,
                                            ports.clock.now, records)
@@ -423,7 +421,7 @@ def clear_throttles(
         config = journal_config(records, None, 1.0)
         with (real_ports(bootstrap, prometheus, command_config) as ports,
               cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
-                            take_over_lease) as hold):
+                            take_over_lease, note) as hold):
             hold.started = leaves_work(records)
             problems = clear_throttles_from(records, sink, ports, config)
             hold.ended = not problems

@@ -1,5 +1,6 @@
-"""Wiring for the execute family of commands: the journal's path, the real ports, the live
-cluster for the validator, and one ExecutorConfig from flags or from a journal's header."""
+"""Wiring for the execute family of commands: the journal's path, the executor's own /metrics,
+and one ExecutorConfig from flags or from a journal's header. (The real ports, the run lease
+and the live cluster are `usecases.cluster`.)"""
 
 from __future__ import annotations
 
@@ -7,25 +8,19 @@ import fcntl
 import math
 import os
 import re
-import socket
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from commands.render import note
-from executor.clock import SystemClock
 from executor.config import Event, ExecutorConfig, Ports, Reporter
 from executor.gates import GatePolicy
-from topology.capacities import CAPACITY_KEYS, Capacities, read_capacities
-from topology.errors import InputError, RebalanceError
-from topology.model import Topology
+from topology.capacities import read_capacities
+from topology.errors import InputError
 
 if TYPE_CHECKING:
     from executor.journal import Record
-    from executor.lease import LeaseHold
     from executor.readings import GateQueries
 
 MB = 1_000_000
@@ -72,74 +67,6 @@ def journal_in_use(path: Path) -> bool:
     finally:
         os.close(fd)  # closing releases a lock taken here
     return False
-
-
-class NoMetrics:
-    """A MetricsSource for commands that never read metrics (clear-throttles)."""
-
-    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
-        from topology.errors import MetricsError
-
-        raise MetricsError("no --prometheus given")
-
-
-@contextmanager
-def real_ports(bootstrap: str, prometheus: str | None,
-               command_config: Path | None) -> Iterator[Ports]:
-    """The real adapters (client libraries imported here, on use); the admin is closed after."""
-    from topology.kafka_admin import KafkaClusterAdmin
-    from topology.ports import MetricsSource
-    from topology.prom_source import PrometheusMetrics
-    from topology.security import load_security
-
-    metrics: MetricsSource = PrometheusMetrics(prometheus) if prometheus else NoMetrics()
-    admin = KafkaClusterAdmin(bootstrap, load_security(command_config, os.environ))
-    try:
-        yield Ports(admin, metrics, SystemClock())
-    finally:
-        admin.close()
-
-
-@contextmanager
-def cluster_lease(bootstrap: str, command_config: Path | None, run_id: str, journal: Path,
-                  take_over: str | None) -> Iterator[LeaseHold]:
-    """Hold the cluster's run lease (executor.lease) while the body runs: a second run from
-    anywhere is refused before it changes anything."""
-    from executor.lease import LeaseHold, LeaseKeeper
-    from topology.kafka_lease import KafkaLeaseStore
-    from topology.security import load_security
-
-    store = KafkaLeaseStore(bootstrap, load_security(command_config, os.environ))
-    keeper = LeaseKeeper(store)
-    keeper.acquire(run_id, f"{socket.gethostname()} pid {os.getpid()}, journal {journal}",
-                   take_over)
-    hold = LeaseHold()
-    try:
-        yield hold
-    finally:
-        try:
-            if hold.release:
-                keeper.release()
-            else:
-                keeper.abandon()
-        except RebalanceError as exc:
-            note(f"the run lease of {run_id} could not be released ({exc}); another run needs "
-                 f"--take-over-lease {run_id} once this one is over")
-
-
-# Without --capacities every broker counts as equal and unbounded: the validator then compares
-# brokers with each other only (the plan's capacity goals were checked when it was made).
-EQUAL_CAPACITIES = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
-
-
-def live_topology(ports: Ports, bootstrap: str, capacities: Path | None) -> Topology:
-    """The cluster as it is now (sizes, racks, rates) for the planner's validator."""
-    from topology.live import read_live_topology
-    from topology.snapshot import topology_from_dict
-
-    caps = read_capacities(capacities) if capacities else EQUAL_CAPACITIES
-    doc = read_live_topology(ports.admin, ports.metrics, caps).document
-    return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
 
 
 def check_metrics_port(port: int | None) -> None:

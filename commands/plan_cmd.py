@@ -1,18 +1,16 @@
 """`rebalance plan` and `rebalance diff`: make, validate, order and review a plan.
 
-The command parses flags and renders; `build_plan` is the glue (solve, validate, order) and
-never writes a plan the validator rejects. The plan file and validator modules (numpy) are
-imported where they are used, so that `rebalance` starts fast for the other commands.
+The commands parse flags into the use case's settings (`usecases.plan`: read the cluster, then
+solve, validate and order) and render what comes back: the plan file and the dry-run review
+(`report.review`). Notes are held so that a refusal's error line comes first on stderr.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,53 +18,24 @@ import typer
 from rich.markup import escape
 
 from commands.outputs import FORCE_HELP, check_output, check_plan_journal, plan_output
-from commands.plan_render import replicas_text, review, review_document
 from commands.render import console, err_console, note, notes_held
 from commands.report_cmd import HtmlOption, check_html, write_plan_html
 from planner.goals import Budget, Goals
-from planner.ordering import MoveOrder, order_moves
-from planner.result import PlanResult, SolverStatus
-from topology.bootstrap import parse_bootstrap
-from topology.capacities import Capacities, read_capacities
+from planner.ordering import MoveOrder
+from planner.result import SolverStatus
+from report.review import replicas_text, review, review_document
+from topology.capacities import read_capacities
 from topology.errors import InputError
 from topology.model import Topology
-from topology.snapshot import read_snapshot, topology_from_dict
+from topology.snapshot import read_snapshot
 from topology.units import parse_bytes
+from usecases.plan import PlanInputs, PlanSettings, build_plan, read_cluster, recheck
 
 if TYPE_CHECKING:
     from planner.planfile import PlanFile
 
-Solver = Callable[[Topology, Goals, Budget], PlanResult]
-
 JSON_HELP = ("Print the review as one JSON document on stdout instead (goals, brokers before and "
              "after, moves, totals, ETA, warnings).")
-
-
-def load_solver() -> Solver:
-    """The planner's solver, imported on first use."""
-    from planner.solve import plan as solve_plan
-
-    return solve_plan
-
-
-def check_broker_flags(topology: Topology, add: Sequence[int], remove: Sequence[int]) -> None:
-    """Every --add-broker / --remove-broker id must be a broker of the topology, and a broker
-    to fill must be alive (the planner places nothing on an offline broker)."""
-    known = {b.id: b for b in topology.brokers}
-    for flag, ids in (("--add-broker", add), ("--remove-broker", remove)):
-        for broker_id in ids:
-            if broker_id not in known:
-                raise InputError(
-                    f"{flag} {broker_id}: no broker {broker_id} in the cluster (brokers are "
-                    f"{sorted(known)}); start the broker first, or take a fresh snapshot")
-    offline = sorted(b for b in set(add) if not known[b].alive)
-    if offline:
-        raise InputError(f"--add-broker {offline[0]}: broker {offline[0]} is offline (alive: "
-                         "false in the snapshot), so nothing can move onto it; start it and "
-                         "take a fresh snapshot")
-    if not any(b.alive and b.id not in remove for b in topology.brokers):
-        raise InputError("no broker would remain: every broker is removed or not alive "
-                         "(alive: false in the snapshot)")
 
 
 def added_broker_notes(topology: Topology, add: Sequence[int]) -> list[str]:
@@ -77,72 +46,6 @@ def added_broker_notes(topology: Topology, add: Sequence[int]) -> list[str]:
             f"{replicas_text(held[broker_id])}, so it is not a new broker; the plan balances "
             "it like the others"
             for broker_id in sorted(set(add)) if held[broker_id]]
-
-
-def build_plan(topology: Topology, goals: Goals, budget: Budget, order: MoveOrder,
-               created_at: str, solver: Callable[[], Solver] | None = None) -> PlanFile:
-    """Solve, validate and order; a cluster already balanced gets an empty plan."""
-    from planner.planfile import SolverInfo, make_plan_file
-    from planner.validate import validate_plan
-
-    current = validate_plan(topology, (), goals)
-    if not current.errors and current.balanced:
-        return make_plan_file(topology, (), goals, budget,
-                              SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at)
-    result = (solver or load_solver)()(topology, goals, budget)
-    report = validate_plan(topology, result.moves, goals)
-    report.raise_if_invalid()
-    ordered = order_moves(result.moves, order)
-    info = SolverInfo(result.status, result.lower_bound_bytes, result.gap,
-                      result.solve_seconds, result.binding, result.proven_gap,
-                      result.disk_lower_bound_bytes)
-    return make_plan_file(topology, ordered, goals, budget, info, created_at,
-                          report.warnings, result.targets or report.targets)
-
-
-def load_topology(snapshot: Path | None, bootstrap: str | None, prometheus: str | None,
-                  command_config: Path | None, capacities: Path | None) -> Topology:
-    """The cluster to plan for: a snapshot file, or the live cluster (read lazily)."""
-    if (snapshot is None) == (bootstrap is None):
-        raise InputError("give exactly one of --snapshot FILE or --bootstrap HOST:PORT")
-    if bootstrap is not None:
-        parse_bootstrap(bootstrap)  # a bad entry is refused before any file is read
-    caps = read_capacities(capacities) if capacities else None
-    if snapshot is not None:
-        return read_snapshot(snapshot, caps)
-    assert bootstrap is not None
-    return read_live(bootstrap, prometheus, command_config, caps)
-
-
-def read_live(bootstrap: str, prometheus: str | None, command_config: Path | None,
-              caps: Capacities | None) -> Topology:
-    """Read the live cluster through the Kafka adapter (imported lazily: client libraries)."""
-    from topology.kafka_admin import KafkaClusterAdmin
-    from topology.live import read_live_topology
-    from topology.prom_source import PrometheusMetrics
-    from topology.security import load_security
-
-    security = load_security(command_config, os.environ)
-    metrics = PrometheusMetrics(prometheus) if prometheus else None
-    admin = KafkaClusterAdmin(bootstrap, security)
-    try:
-        doc = read_live_topology(admin, metrics, caps).document
-    finally:
-        admin.close()
-    return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
-
-
-def _apply_weights(topology: Topology, weights: Path | None, horizon: float) -> Topology:
-    if weights is None:
-        if horizon:
-            raise InputError("--horizon needs --weights FILE (sizes grow by the weights' growth)")
-        return topology
-    from planner.weights import apply_weights, read_weights
-
-    weighted, notes = apply_weights(topology, read_weights(weights), horizon)
-    for message in notes:
-        note(message)
-    return weighted
 
 
 def check_review_flags(rate_mbps: float, show_moves: int) -> None:
@@ -218,21 +121,21 @@ def plan(
     check_plan_journal(out)
     check_html(html, {"--out": out, "--snapshot": snapshot, "--capacities": capacities,
                       "--weights": weights, "--command-config": command_config})
-    adds, removes = add_broker or [], remove_broker or []
+    adds, removes = tuple(add_broker or ()), tuple(remove_broker or ())
+    inputs = PlanInputs(snapshot=snapshot, bootstrap=bootstrap, prometheus=prometheus,
+                        command_config=command_config, capacities=capacities, weights=weights,
+                        horizon_days=horizon, add_brokers=adds, remove_brokers=removes)
     with notes_held():  # a refusal's error line comes before the notes
-        topology = load_topology(snapshot, bootstrap, prometheus, command_config, capacities)
-        for message in topology.notes:
-            note(message)
-        topology = _apply_weights(topology, weights, horizon)
-        check_broker_flags(topology, adds, removes)
+        topology = read_cluster(inputs, note=note)
         for message in added_broker_notes(topology, adds):
             note(message, label="warning")
-        goals = Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes))
-        budget = Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit)
-        created_at = datetime.now(UTC).isoformat(timespec="seconds")
+        settings = PlanSettings(
+            goals=Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes)),
+            budget=Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit),
+            order=order)
         with err_console.status(f"planning {len(topology.partitions)} partitions on "
                                 f"{len(topology.brokers)} brokers ..."):
-            plan_file = build_plan(topology, goals, budget, order, created_at)
+            plan_file = build_plan(topology, settings)
     write_plan(out, plan_file)
     _show(plan_file, show_moves, rate_mbps, json_output)
     if not json_output:
@@ -271,23 +174,8 @@ def diff(
     if snapshot is not None:
         topology = read_snapshot(snapshot, read_capacities(capacities) if capacities else None)
         with notes_held():
-            plan_file = recheck(plan_file, topology)
+            plan_file = recheck(plan_file, topology,
+                                warn=lambda message: note(message, label="warning"))
     _show(plan_file, show_moves, rate_mbps, json_output)
     if html is not None:
         write_plan_html(html, plan_file, rate_mbps * 1e6, f"Plan review: {plan_path.name}")
-
-
-def recheck(plan_file: PlanFile, topology: Topology) -> PlanFile:
-    """The plan's review recomputed on `topology`; PlanError when it no longer applies."""
-    from planner.planfile import make_plan_file
-    from planner.validate import validate_plan
-
-    if topology.fingerprint() != plan_file.fingerprint:
-        note("the snapshot's replica placement differs from the one the plan was made against "
-             "(fingerprint mismatch)", label="warning")
-    report = validate_plan(topology, plan_file.moves, plan_file.goals)
-    report.raise_if_invalid()
-    return make_plan_file(topology, plan_file.moves, plan_file.goals, plan_file.budget,
-                          plan_file.solver, plan_file.created_at, report.warnings)
-
-

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from report.text import human_bytes
 from topology.errors import RebalanceError
 from topology.load import balance, broker_loads
 from topology.model import RESOURCES, Resource, Topology
@@ -84,17 +85,6 @@ def notes_held() -> Iterator[NoteHold]:
 
 
 _RESOURCE_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
-
-
-def human_bytes(value: float, suffix: str = "B") -> str:
-    """1234567 -> '1.2MB' (decimal units, as network and disk vendors quote)."""
-    units = ["", "k", "M", "G", "T", "P"]
-    magnitude = float(value)
-    for unit in units:
-        if abs(magnitude) < 1000 or unit == units[-1]:
-            return f"{magnitude:.1f}{unit}{suffix}" if unit else f"{magnitude:.0f}{suffix}"
-        magnitude /= 1000
-    return f"{magnitude:.1f}P{suffix}"
 
 
 def topology_table(topology: Topology, title: str = "Brokers") -> Table:

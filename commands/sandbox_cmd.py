@@ -15,7 +15,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from commands.render import console, err_console, human_bytes, note, say
+from commands.render import console, err_console, note, say
+from report.text import human_bytes
 from sandbox import cluster, teardown
 from sandbox.config import DEFAULT_BASE_PORT
 from sandbox.state import (

@@ -16,7 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 import typer
 
 from commands.outputs import FORCE_HELP, check_output, snapshot_output
-from commands.render import human_bytes, say
+from commands.render import say
+from report.text import human_bytes
 from topology.capacities import read_capacities
 from topology.errors import InputError
 from topology.promql import DEFAULT_RATE_WINDOW

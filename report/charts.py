@@ -22,11 +22,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator, PercentFormatter
 
-from commands.plan_render import human_duration
-from commands.render import human_bytes
 from report.plan_view import FlowMatrix, ResourceView
 from report.run_view import Phase, RunView
 from report.schedule import Schedule
+from report.text import human_bytes, human_duration
 
 BEFORE, AFTER, BAND, TARGET = "#a0aec0", "#2b6cb0", "#9ae6b4", "#dd6b20"
 CAP, COPY, MEASURED = "#c53030", "#2b6cb0", "#38a169"

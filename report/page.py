@@ -14,12 +14,11 @@ from datetime import UTC, datetime
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from commands.plan_render import human_duration
-from commands.render import human_bytes
 from report import charts
 from report.files import GENERATOR
 from report.plan_view import PlanView
 from report.run_view import RunView
+from report.text import human_bytes, human_duration
 
 
 def _environment() -> Environment:

@@ -2,7 +2,7 @@
 
 Utilizations come from the plan file's own before/after statistics (`BrokerStats.utilization`,
 `TargetInfo.of`), exactly what the terminal review prints. The terminal review itself
-(`commands.plan_render.review`: brokers, balance, totals, targets, warnings) is reused as it
+(`report.review.review`: brokers, balance, totals, targets, warnings) is reused as it
 renders: each of its tables cell for cell (`table_view`), each of its lines as text.
 """
 
@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from commands.plan_render import describe_move, eta_text, human_duration, review
-from commands.render import human_bytes
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from planner.planfile import BrokerStats, PlanFile
+from report.review import describe_move, eta_text, review
 from report.schedule import Schedule, schedule
+from report.text import human_bytes, human_duration
 from topology.model import RESOURCES, Resource
 
 RESOURCE_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in",

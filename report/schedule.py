@@ -1,8 +1,8 @@
 """When each move of a plan would run: the review's ETA model, with concurrency.
 
-The review (commands/plan_render) times moves one at a time: each copies its bytes at the rate,
-and a move that copied data is followed by Kafka's replication quota window before the next
-starts. `schedule` is that model for any concurrency: moves start in plan order while a slot is
+The review's ETA (`executor.plan_eta`) times moves one at a time: each copies its bytes at the
+rate, and a move that copied data is followed by Kafka's replication quota window before the
+next starts. `schedule` is that model for any concurrency: moves start in plan order while a slot is
 free, a move whose brokers are busy is passed over for a later, disjoint one (as the executor's
 run loop does), and a move's brokers stay busy through its quota-window wait when moves remain.
 """

@@ -16,8 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from commands import outputs, plan_cmd, sandbox_cmd
+from commands import outputs, sandbox_cmd
 from topology.errors import ClusterError, MetricsError, SandboxError
+from usecases import plan as plan_usecase
 
 Rebalance = Callable[..., tuple[int, str]]
 
@@ -99,7 +100,7 @@ def test_plan_refuses_an_output_before_any_work(
     def no_reading(*args: object) -> None:
         raise AssertionError("the inputs were read before the output was checked")
 
-    monkeypatch.setattr(plan_cmd, "load_topology", no_reading)
+    monkeypatch.setattr(plan_usecase, "load_topology", no_reading)
     (workdir / "sub").mkdir()
     before = files_under(workdir)
     code, error = rebalance("plan", *PLAN_INPUTS, "--out", out, *(["--force"] if force else []))

@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from commands import plan_cmd
 from planner.goals import Budget, Goals
 from planner.planfile_json import read_plan
 from planner.result import Move, PlanResult, SolverStatus
@@ -20,6 +19,7 @@ from planner.validate import validate_plan
 from topology.errors import InputError, PlanError
 from topology.model import Topology, replace_replicas
 from topology.snapshot import read_snapshot
+from usecases import plan as plan_usecase
 
 ROOT = Path(__file__).resolve().parents[2]
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
@@ -100,7 +100,7 @@ def invoke(args: list[str]) -> Any:
 def test_plan_writes_validated_ordered_plan_and_review(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Goals] = []
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(FILL_BROKER_4, calls=calls))
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4, calls=calls))
     snap = write_snapshot(tmp_path / "snap.json", UNBALANCED)
     out = tmp_path / "plan.json"
     result = invoke(["plan", "--snapshot", str(snap), "--add-broker", "4", "--out", str(out),
@@ -120,7 +120,7 @@ def test_plan_writes_validated_ordered_plan_and_review(tmp_path: Path,
 
 
 def test_plan_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(FILL_BROKER_4))
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4))
     snap = write_snapshot(tmp_path / "snap.json", UNBALANCED)
     result = invoke(["plan", "--snapshot", str(snap), "--out", str(tmp_path / "p.json"),
                      "--json"])
@@ -134,7 +134,7 @@ def test_plan_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 def test_invalid_solver_plan_is_never_written(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     same_rack = (Move("t", 1, (3, 2), (3, 1), 100),)
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(same_rack))
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(same_rack))
     snap = write_snapshot(tmp_path / "snap.json", UNBALANCED)
     out = tmp_path / "plan.json"
     result = invoke(["plan", "--snapshot", str(snap), "--out", str(out)])
@@ -145,7 +145,7 @@ def test_invalid_solver_plan_is_never_written(tmp_path: Path,
 
 def test_diff_shows_the_review_and_detects_a_stale_plan(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(FILL_BROKER_4))
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4))
     snap = write_snapshot(tmp_path / "snap.json", UNBALANCED)
     out = tmp_path / "plan.json"
     assert invoke(["plan", "--snapshot", str(snap), "--out", str(out)]).exit_code == 0
@@ -177,7 +177,7 @@ def test_horizon_without_weights_is_refused(tmp_path: Path) -> None:
 def test_weights_make_a_balanced_snapshot_unbalanced(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Goals] = []
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver((), SolverStatus.BEST_EFFORT,
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver((), SolverStatus.BEST_EFFORT,
                                                               calls))
     snap = write_snapshot(tmp_path / "snap.json", BALANCED)
     weights = tmp_path / "w.jsonl"

@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from commands import plan_cmd
-from commands.plan_render import REVIEW_FORMAT, finish_times
+from executor.plan_eta import finish_times
 from planner.goals import Budget, Goals
 from planner.planfile_json import read_plan
 from planner.result import Move, PlanResult, SolverStatus
+from report.review import REVIEW_FORMAT
 from tests.unit.conftest import RebalanceMain
 from topology.errors import InputError
 from topology.model import Topology, replace_replicas
+from usecases import plan as plan_usecase
 
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
 # Brokers 1, 3 on rack a and 2, 4 on rack b; broker 4 holds nothing.
@@ -53,7 +54,7 @@ def snap(tmp_path: Path) -> Path:
 def test_moves_show_when_each_is_done_counted_from_the_start(
         snap: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         rebalance_main: RebalanceMain) -> None:
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(FILL_BROKER_4))
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4))
     out = tmp_path / "plan.json"
     shown = rebalance_main("plan", "--snapshot", str(snap), "--out", str(out), *RATE)
     assert shown.code == 0, shown.err
@@ -68,7 +69,7 @@ def test_moves_show_when_each_is_done_counted_from_the_start(
 def test_the_binding_explanation_is_printed_once(snap: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  rebalance_main: RebalanceMain) -> None:
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(
         FILL_BROKER_4[:1], SolverStatus.BEST_EFFORT, (BINDING,)))
     out = tmp_path / "plan.json"
     planned = rebalance_main("plan", "--snapshot", str(snap), "--out", str(out))
@@ -84,7 +85,7 @@ def test_the_binding_explanation_is_printed_once(snap: Path, tmp_path: Path,
 def test_warnings_stay_when_nothing_binds(snap: Path, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch,
                                           rebalance_main: RebalanceMain) -> None:
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(FILL_BROKER_4[:1]))
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4[:1]))
     planned = rebalance_main("plan", "--snapshot", str(snap), "--out", str(tmp_path / "p.json"))
     assert planned.code == 0, planned.err
     text = " ".join(planned.out.split())
@@ -94,7 +95,7 @@ def test_warnings_stay_when_nothing_binds(snap: Path, tmp_path: Path,
 def test_an_added_broker_that_holds_replicas_says_so(snap: Path, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      rebalance_main: RebalanceMain) -> None:
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(FILL_BROKER_4))
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4))
     shown = rebalance_main("plan", "--snapshot", str(snap), "--out", str(tmp_path / "p.json"),
                            "--add-broker", "1", "--add-broker", "4")
     assert shown.code == 0, shown.err
@@ -118,7 +119,7 @@ def test_an_offline_broker_cannot_be_added(tmp_path: Path,
 def test_json_review_is_one_document_with_brokers_moves_totals_and_eta(
         snap: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         rebalance_main: RebalanceMain) -> None:
-    monkeypatch.setattr(plan_cmd, "load_solver", fake_solver(FILL_BROKER_4))
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4))
     out = tmp_path / "plan.json"
     planned = rebalance_main("plan", "--snapshot", str(snap), "--out", str(out),
                              "--add-broker", "4", "--json", *RATE)
@@ -150,7 +151,7 @@ def test_a_bad_bootstrap_is_refused_before_kafka_is_contacted(
     def never(*args: object) -> Topology:
         raise AssertionError("the cluster was contacted")
 
-    monkeypatch.setattr(plan_cmd, "read_live", never)
+    monkeypatch.setattr(plan_usecase, "read_live", never)
     out = tmp_path / "p.json"
     refused = rebalance_main("plan", "--bootstrap", "127.0.0.1:99999", "--out", str(out))
     assert refused.code == InputError.exit_code

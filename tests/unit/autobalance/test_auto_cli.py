@@ -1,22 +1,28 @@
-"""`rebalance auto` without a cluster: flag errors, the lock against a second process, and the
-state directory's bookkeeping."""
+"""`rebalance auto` without a cluster: flag errors, the lock against a second process, the
+state directory's bookkeeping, and the loop of cycles (`usecases.auto.auto_loop`) with a fake
+cycle and clock."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from typer.testing import CliRunner
 
 import cli
-from autobalance.cycle import RunLeft
+from autobalance.cycle import Action, Decision, RunLeft
+from autobalance.orchestrator import CycleResult
 from autobalance.statedir import StateDir, run_left_of, state_lock
 from executor.journal import header_record, replay, state_record
 from executor.plan import ExecutionPlan
 from executor.state import MoveState
 from planner.result import Move
-from topology.errors import ExecutionError, InputError
+from topology.errors import ClusterError, ExecutionError, InputError, RebalanceError
+from usecases.auto import LoopSettings, auto_loop
 
 runner = CliRunner()
 CONN = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1", "--max-mbps", "5"]
@@ -92,32 +98,73 @@ class _Stop(Exception):
     pass
 
 
-def test_the_loop_survives_a_failed_cycle_and_sleeps_until_the_next_window(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from autobalance.cycle import Action, Decision
-    from autobalance.orchestrator import CycleResult
-    from commands import auto_cmd
-    from topology.errors import ClusterError
+class StopClock:
+    """A clock whose sleeps only advance it, recorded; the test's end raises _Stop."""
 
-    wake = datetime(2026, 11, 24, 1, 0, tzinfo=UTC)
-    outcomes: list[object] = [ClusterError("cannot reach Kafka"),
-                              CycleResult(Decision(Action.SLEEP, "outside", wake_at=wake))]
-    sleeps: list[datetime | None] = []
+    def __init__(self, start: datetime, stop_after: int) -> None:
+        self.t = start.timestamp()
+        self.slept: list[float] = []
+        self.stop_after = stop_after
 
-    def cycle(*args: object) -> CycleResult:
-        outcome = outcomes.pop(0)
-        if isinstance(outcome, Exception):
-            raise outcome
-        assert isinstance(outcome, CycleResult)
-        return outcome
+    def now(self) -> float:
+        return self.t
 
-    def sleep(until: datetime | None, interval: float, lines: object) -> None:
-        sleeps.append(until)
-        if not outcomes:
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.t += seconds
+        if len(self.slept) == self.stop_after:
             raise _Stop
 
-    monkeypatch.setattr(auto_cmd, "_cycle", cycle)
-    monkeypatch.setattr(auto_cmd, "_sleep_until", sleep)
-    error = invoke("--window", "daily 01:00-05:00", "--state-dir", str(tmp_path / "s"))
-    assert isinstance(error, _Stop)
-    assert sleeps == [None, wake]  # after the failure: --interval; then until the window
+
+def cycles(*outcomes: CycleResult | RebalanceError) -> Callable[[], CycleResult]:
+    """A cycle that returns (or raises) each outcome in turn."""
+    pending = list(outcomes)
+
+    def cycle() -> CycleResult:
+        outcome = pending.pop(0)
+        if isinstance(outcome, RebalanceError):
+            raise outcome
+        return outcome
+    return cycle
+
+
+NOON = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+WAKE = datetime(2026, 11, 24, 1, 0, tzinfo=UTC)
+OUTSIDE = CycleResult(Decision(Action.SLEEP, "outside", wake_at=WAKE))
+
+
+def test_the_loop_survives_a_failed_cycle_and_sleeps_until_the_next_window() -> None:
+    clock, said = StopClock(NOON, stop_after=2), []
+    with pytest.raises(_Stop):
+        auto_loop(cycles(ClusterError("cannot reach Kafka"), OUTSIDE),
+                  loop=LoopSettings(interval_minutes=15), zone=ZoneInfo("Europe/Berlin"),
+                  say=said.append, clock=clock)
+    # after the failure: --interval; then until the window opens
+    assert clock.slept == [15 * 60, (WAKE - NOON).total_seconds() - 15 * 60]
+    assert said == ["cycle failed: cannot reach Kafka",
+                    "next check at 2026-11-23 13:15:00 CET",
+                    "next check at 2026-11-24 02:00:00 CET"]
+
+
+def test_once_returns_the_cycle_and_raises_its_failure() -> None:
+    clock = StopClock(NOON, stop_after=1)
+    once = LoopSettings(once=True)
+    assert auto_loop(cycles(OUTSIDE), loop=once, zone=UTC, say=print, clock=clock) is OUTSIDE
+    with pytest.raises(ClusterError):
+        auto_loop(cycles(ClusterError("cannot reach Kafka")), loop=once, zone=UTC, say=print,
+                  clock=clock)
+    assert clock.slept == []
+
+
+def test_a_refused_input_ends_the_loop() -> None:
+    clock = StopClock(NOON, stop_after=1)
+    with pytest.raises(InputError):
+        auto_loop(cycles(InputError("--capacities: no such file")), loop=LoopSettings(),
+                  zone=UTC, say=print, clock=clock)
+    assert clock.slept == []
+
+
+@pytest.mark.parametrize("minutes", [0.0, -1.0, math.inf, math.nan])
+def test_the_interval_must_be_positive(minutes: float) -> None:
+    with pytest.raises(InputError, match="--interval must be positive"):
+        LoopSettings(interval_minutes=minutes)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from commands.plan_render import review
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from planner.planfile import PlanFile
 from report.plan_view import PlanView, flow_matrix, plan_view, resource_view
+from report.review import review
 from topology.model import RESOURCES, Resource
 
 RATE = 50e6

@@ -6,12 +6,13 @@ import itertools
 
 import pytest
 
-from commands.plan_render import eta_text, human_duration, moves_table
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from planner.planfile import PlanFile
 from planner.result import Move
 from report.plan_view import table_view
+from report.review import eta_text, moves_table
 from report.schedule import schedule
+from report.text import human_duration
 
 RATE = 50e6
 

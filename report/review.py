@@ -1,7 +1,8 @@
 """The dry-run review of a plan: per-broker before/after, spread, first moves, totals.
 
 Everything renders from a PlanFile, so `plan` and `diff` show the same review, as tables or as
-one JSON document (`review_document`, for --json).
+one JSON document (`review_document`, for --json), and the HTML report reuses the tables cell
+for cell (`report.plan_view`). The ETA is `executor.plan_eta`'s model.
 """
 
 from __future__ import annotations
@@ -14,27 +15,16 @@ from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
-from commands.render import human_bytes
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
+from executor.plan_eta import eta_seconds, finish_times
 from planner.result import Move, SolverStatus
+from report.text import human_bytes, human_duration
 from topology.model import RESOURCES, Resource
 
 if TYPE_CHECKING:
     from planner.planfile import BrokerStats, PlanFile
 
 _TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
-
-
-def human_duration(seconds: float) -> str:
-    """3725 -> '1h02m05s'."""
-    whole = round(seconds)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{secs:02d}s"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
 
 
 def _arrow(before: str, after: str) -> str:
@@ -153,18 +143,6 @@ def describe_move(move: Move) -> str:
     return text
 
 
-def finish_times(plan: PlanFile, rate_bytes_per_sec: float) -> list[float]:
-    """Seconds from the start of the run until each move is done: one move at a time at the
-    rate, with execute's default quota-window wait after each move that copies data."""
-    elapsed, times = 0.0, []
-    for index, move in enumerate(plan.moves):
-        if index and plan.moves[index - 1].bytes_moved:
-            elapsed += DEFAULT_QUOTA_WINDOW_SECONDS
-        elapsed += move.bytes_moved / rate_bytes_per_sec
-        times.append(elapsed)
-    return times
-
-
 def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
     """The first `show` moves in execution order, each with the time from the start of the run
     until it is done ("done by", cumulative; see `finish_times`)."""
@@ -184,14 +162,6 @@ def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
     return table
 
 
-def eta_seconds(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[float, float]:
-    """(copying, waiting) seconds of the whole plan: copy time at the rate plus the
-    quota-window waits between moves (execute's defaults, one move at a time)."""
-    copying = plan.bytes_moved / rate_bytes_per_sec
-    waits = sum(1 for m in plan.moves[:-1] if m.bytes_moved) * DEFAULT_QUOTA_WINDOW_SECONDS
-    return copying, waits
-
-
 def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
     """The ETA in words; the gate can add more when the cluster is slow to settle."""
     copying, waits = eta_seconds(plan, rate_bytes_per_sec)
@@ -207,7 +177,7 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
     table.add_column("value", justify="right")
     ratio = (f"{plan.bytes_moved / s.lower_bound_bytes:.3f}" if s.lower_bound_bytes > 0
              else "-")
-    if s.lower_bound_bytes > 0 and s.gap is None:
+    if s.lower_bound_bytes > 0 and s.excess_over_bound is None:
         ratio += " (the plan stops short of the aimed band, so the bound does not apply)"
     table.add_row("bytes moved", human_bytes(plan.bytes_moved))
     table.add_row("lower bound (disk and net in into the aimed band)",
@@ -331,7 +301,8 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                   "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders},
         "budget": {"max_bytes": budget.max_bytes, "max_moves": budget.max_moves,
                    "time_limit_seconds": budget.time_limit_s},
-        "solver": {"status": s.status.value, "seconds": s.seconds, "gap": _finite(s.gap),
+        "solver": {"status": s.status.value, "seconds": s.seconds,
+                   "gap": _finite(s.excess_over_bound),  # the key keeps its published name
                    "proven_gap": _finite(s.proven_gap), "binding": list(s.binding)},
         "brokers": _brokers_document(plan),
         "resources": _resources_document(plan),
