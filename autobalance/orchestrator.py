@@ -4,8 +4,9 @@ The outside world comes in as arguments (the executor's ports, a topology reader
 the state directory, a line printer), so this module holds the sequence and nothing of Kafka.
 Guarantees: no move starts outside a window (a new or resumed run gets finish_by = the window's
 end); a stale unfinished run is cancelled before a fresh plan; a new plan is executed only when
-it is worth its bytes (autobalance.worth); a resumed run uses this process's flags
-(autobalance.resume_flags); and whatever a run leaves in throttles is restored before the cycle
+it is worth its bytes (autobalance.worth); a resumed run keeps its own settings except this
+process's cap, as `rebalance resume --max-mbps` does (ExecutorConfig.from_journal,
+autobalance.resume_flags); and whatever a run leaves in throttles is restored before the cycle
 returns (an interrupted run is cancelled, not left).
 """
 
@@ -23,11 +24,12 @@ from autobalance.resume_flags import resume_line
 from autobalance.statedir import StateDir, run_left_of
 from autobalance.windows import Schedule
 from autobalance.worth import DEFAULT_MIN_IMPROVEMENT, judge_plan
-from executor.config import ExecutorConfig, Ports, Reporter
+from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
 from executor.journal import (
     JournalFile,
     Record,
     RunOutcome,
+    header_settings,
     leaves_work,
     new_run_id,
     replay,
@@ -57,7 +59,7 @@ class AutoSettings:
     schedule: Schedule
     pace: Pace
     goals: Goals
-    executor: ExecutorConfig  # finish_by is set per cycle
+    executor: ExecutorConfig  # a new run's; finish_by is set per cycle
     planner_seconds: float = 60.0
     dry_run: bool = False
     min_improvement: float = DEFAULT_MIN_IMPROVEMENT
@@ -65,6 +67,15 @@ class AutoSettings:
     def __post_init__(self) -> None:
         if not 0 <= self.min_improvement < 1:
             raise InputError(f"--min-improvement must be in [0, 1), got {self.min_improvement}")
+
+    def resume_overrides(self, finish_by: float) -> RunOverrides:
+        """What this process gives a run it resumes (ExecutorConfig.from_journal has the
+        rest from the journal): its cap, as `rebalance resume --max-mbps` does, its poll
+        interval and permissions, the window's end; never adaptive rates (auto has none)."""
+        return RunOverrides(max_bytes_per_sec=self.executor.max_bytes_per_sec, adaptive=False,
+                            allow_under_replicated=self.executor.allow_under_replicated,
+                            allow_quota_burst=self.executor.allow_quota_burst,
+                            finish_by=finish_by, poll_seconds=self.executor.poll_seconds)
 
 
 LeaseFactory = Callable[[str, Path], AbstractContextManager[LeaseHold]]
@@ -150,10 +161,12 @@ def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
         return CycleResult(decision, journal_path=journal)
     sink, records = JournalFile.open(journal)
     try:
+        started = header_settings(records)
+        config = ExecutorConfig.from_journal(
+            started, overrides=settings.resume_overrides(decision.finish_by.timestamp()))
         with edge.lease(run_id_of(records, journal), journal) as hold:
             hold.started = leaves_work(records)
             stale = _stale(records, edge.ports)
-            config = replace(settings.executor, finish_by=decision.finish_by.timestamp())
             if stale:
                 edge.say(f"the cluster changed since {journal.name} was planned ({stale}); "
                          "cancelling that run and planning afresh")
@@ -165,9 +178,7 @@ def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
                 return None
             executor = Executor.resume(records, sink, edge.ports, config, edge.reporter)
             hold.started = True
-            started = records[0].get("settings") if records else None
-            edge.say(resume_line(journal.name, started if isinstance(started, dict) else {},
-                                 config.summary()))
+            edge.say(resume_line(journal.name, started, config.to_journal()))
             report = _drive(executor, edge)
             hold.ended = True
     finally:

@@ -1,11 +1,12 @@
 """Which settings a resumed run uses, said in one line. Pure.
 
-A cycle that resumes an earlier run uses the flags of the auto process running now (its cap,
-cooldown, gate and quota-window settings), not those in the run's journal: an operator who
-restarts `rebalance auto` with a lower --max-mbps or a longer --cooldown means it for every
-move from then on, the remaining moves of an earlier run included (as `rebalance resume
---max-mbps` overrides a journal's cap). The one exception is the executor's: a move that was
-in flight when the earlier process ended keeps the throttle journaled for it until it is done.
+A cycle that resumes an earlier run follows the rule of `rebalance resume`
+(ExecutorConfig.from_journal): the run keeps the settings in its journal (cooldown, quota
+window, gates, concurrency), and the auto process running now gives its cap, as `resume
+--max-mbps` does, and the window's end. The line names every journaled setting that differs
+from what the run started with (the cap, or a setting an older journal did not keep). A move
+that was in flight when the earlier process ended keeps the throttle journaled for it until it
+is done.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ _LABELS = {
     "gate_margin": "gate margin",
     "gate_consecutive": "gate samples",
     "produce_p99_max_ms": "produce p99 limit",
+    "adaptive_floor_bytes_per_sec": "adaptive floor",
 }
+# Executor tuning no flag sets: a journal from before they were kept ran with the defaults.
+_UNSAID_WHEN_UNKEPT = frozenset({"stall_intervals", "adaptive_floor_bytes_per_sec",
+                                 "adaptive_every_polls", "adaptive_change"})
 
 
 def _show(key: str, value: Any) -> str:
@@ -48,12 +53,14 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def setting_changes(started: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
-    """'cap 1 MB/s (the run started with 2 MB/s)' for each setting in `now` (this process's,
-    ExecutorConfig.summary()) that differs from `started` (the journal header's)."""
+    """'cap 1 MB/s (the run started with 2 MB/s)' for each setting in `now` (the resumed run's,
+    ExecutorConfig.to_journal()) that differs from `started` (the journal header's)."""
     changes = []
-    for key in now:  # the summary's order: cap first
+    for key in now:  # to_journal's order: cap first
         before = started.get(key)
         if key in started and _same(before, now[key]):
+            continue
+        if key not in started and key in _UNSAID_WHEN_UNKEPT:
             continue
         label = _LABELS.get(key, key.replace("_", " "))
         was = (f"the run started with {_show(key, before)}" if key in started
@@ -63,8 +70,8 @@ def setting_changes(started: Mapping[str, Any], now: Mapping[str, Any]) -> list[
 
 
 def resume_line(journal_name: str, started: Mapping[str, Any], now: Mapping[str, Any]) -> str:
-    """The log line of a resumed run: which flags apply and what changed."""
+    """The log line of a resumed run: its own settings, and each that is not as it started."""
     changes = setting_changes(started, now)
-    detail = "; ".join(changes) if changes else "the same as when the run started"
-    return (f"resuming {journal_name} with this auto process's flags: {detail} (a move left in "
-            "flight keeps its journaled throttle until it is done)")
+    detail = " except " + "; ".join(changes) if changes else ""
+    return (f"resuming {journal_name} with the run's own settings{detail}; a move left in "
+            "flight keeps its journaled throttle until it is done")

@@ -21,7 +21,8 @@ from commands.execute_cmd import QueriesFile, RateWindow
 from commands.render import console, note
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from topology.errors import ExecutionError, InputError
-from usecases.auto import ClusterAccess, LoopSettings, run_auto
+from usecases.auto import LoopSettings, run_auto
+from usecases.cluster import ClusterAccess
 
 if TYPE_CHECKING:
     from autobalance.orchestrator import AutoSettings, CycleResult
@@ -88,15 +89,15 @@ def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: floa
     from autobalance.cycle import Pace
     from autobalance.orchestrator import AutoSettings
     from autobalance.windows import parse_schedule
-    from commands.execute_setup import build_config
+    from commands.execute_setup import config_from_flags
     from planner.goals import Budget, Goals
 
     if max_mbps <= 0:
         raise InputError(f"--max-mbps must be positive, got {max_mbps}")
     Budget(time_limit_s=time_limit)  # --time-limit checked now, not at the first plan
     schedule = parse_schedule(windows, zone)
-    config = build_config(max_mbps, 1, cooldown, False, True, False, 0.10, 1.0, 3,
-                          gate_timeout, None, poll_seconds, None, quota_window, False)
+    config = config_from_flags(max_mbps=max_mbps, cooldown=cooldown, gate_timeout=gate_timeout,
+                               poll_seconds=poll_seconds, quota_window=quota_window)
     return AutoSettings(schedule, Pace(int(max_mbps * MB), efficiency), Goals(tolerance),
                         config, time_limit, dry_run, min_improvement)
 
@@ -106,7 +107,8 @@ def _with_queries(settings: AutoSettings, rate_window: str, queries_file: Path |
     """The gate's queries from --queries / --rate-window ('auto': from the scrape interval)."""
     from dataclasses import replace
 
-    from commands.execute_setup import read_queries, with_scrape_window
+    from commands.execute_setup import read_queries
+    from usecases.cluster import with_scrape_window
 
     queries, derive = read_queries(rate_window, queries_file)
     if derive:
@@ -194,9 +196,10 @@ def auto(
     A plan that would not fix a hard-goal violation, reach the tolerance or improve the worst
     broker by --min-improvement is not executed ("nothing worth doing", with the numbers).
 
-    A resumed run uses this process's flags (--max-mbps, --cooldown, --quota-window,
-    --gate-timeout), not those it was started with, and the log line says what changed; a move
-    left in flight keeps its journaled throttle until it is done.
+    A resumed run keeps the settings it was started with (--cooldown, --quota-window,
+    --gate-timeout, the gate's queries) except the cap: this process's --max-mbps applies, as
+    with `rebalance resume --max-mbps`, and the log line says what changed; a move left in
+    flight keeps its journaled throttle until it is done.
 
     Throttles are always restored; Ctrl-C or SIGTERM cancels a run in flight cleanly. A second
     `rebalance auto` on the same --state-dir is refused.

@@ -1,53 +1,57 @@
 """`rebalance execute`, `status`, `cancel`, `resume` and `clear-throttles`.
 
-The commands parse flags, build one ExecutorConfig and the real ports (Kafka admin, Prometheus,
-system clock), call the executor core and render. The journal is the run: by default it lives
-next to the plan (`PLAN.json.journal`); the other commands find it with --journal, from the plan
-path, or as the only `*.journal` file in the current directory.
-
-The executor core (and the plan file's numpy) is imported inside the commands that run it, so
-that `rebalance` starts fast for every other command.
+The commands parse flags into the run use cases' settings (`usecases.run`), call them and
+render: the progress view, the summary and the exit code (`commands.execute_run`). The journal
+is the run: by default it lives next to the plan (`PLAN.json.journal`); the other commands find
+it with --journal, from the plan path, or as the only `*.journal` file in the current
+directory.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from commands.execute_render import preview_table
-from commands.execute_run import conclude, drive, print_summary, progress_view
+from commands.execute_run import RunScreen, conclude, print_summary
 from commands.execute_setup import (
-    adaptive_config,
-    build_config,
     check_metrics_port,
-    check_new_journal,
-    journal_config,
+    config_from_flags,
     journal_for,
-    journal_in_use,
     journal_pace,
     journal_records,
+    new_cap,
     parse_finish_by,
     read_queries,
-    was_adaptive,
-    with_scrape_window,
 )
-from commands.render import console, err_console, note, notes_held, say
+from commands.render import console, note, notes_held, say
 from commands.report_cmd import (
     HtmlOption,
     HtmlPrometheusOption,
     check_status_html,
     write_status_html,
 )
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, ExecutorConfig, Ports
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, RunOverrides
 from topology.errors import ExecutionError, InputError
-from usecases.cluster import cluster_lease, live_topology, real_ports
+from usecases.cluster import ClusterAccess
+from usecases.run import (
+    CancelAsked,
+    JournalSettings,
+    ResumeSettings,
+    StartSettings,
+    cancel_run,
+    clear_run_throttles,
+    preview_run,
+    resume_run,
+    start_run,
+)
 
 if TYPE_CHECKING:
-    from executor.plan import ExecutionPlan
-    from executor.preflight import PlanValidator
+    from usecases.run import RunPreview
 
 # ---- shared options --------------------------------------------------------------------------
 Bootstrap = Annotated[str, typer.Option(help="Kafka bootstrap servers, HOST:PORT[,...].")]
@@ -163,77 +167,47 @@ def execute(
     `rebalance cancel` reverts the move in flight and restores the throttles,
     `rebalance status` shows where the run stands.
     """
-    from executor.journal import JournalFile, header_record, new_run_id, replay
-    from executor.plan import ExecutionPlan
-    from executor.preflight import planner_validator
-    from executor.runner import Executor
-    from planner.planfile_json import read_plan
-
     # every flag is checked before the plan is read or the cluster contacted
     if adaptive and capacities is None:
         raise InputError("--adaptive needs --capacities FILE (headroom = capacity minus "
                          "client traffic)")
     check_metrics_port(metrics_port)
-    config = build_config(max_mbps, concurrency, cooldown, adaptive, elect_leaders,
-                          allow_under_replicated, gate_margin, gate_floor_mbps,
-                          gate_samples, gate_timeout, produce_p99_max_ms, poll_seconds,
-                          None, quota_window, final_gate)
-    if finish_by is not None:
-        config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
-    if allow_quota_burst:
-        config = _with(config, allow_quota_burst=True)
+    config = config_from_flags(
+        max_mbps=max_mbps, concurrency=concurrency, cooldown=cooldown, adaptive=adaptive,
+        elect_leaders=elect_leaders, allow_under_replicated=allow_under_replicated,
+        gate_margin=gate_margin, gate_floor_mbps=gate_floor_mbps, gate_samples=gate_samples,
+        gate_timeout=gate_timeout, produce_p99_max_ms=produce_p99_max_ms,
+        poll_seconds=poll_seconds, quota_window=quota_window, final_gate=final_gate)
+    deadline = parse_finish_by(finish_by, _local_now()) if finish_by is not None else None
     queries, derive_window = read_queries(rate_window, queries_file)
-    config = _with(config, queries=queries)
-    plan_file = read_plan(plan_path)
-    plan = ExecutionPlan.from_plan_file(plan_file)
-    journal_path = journal_for(plan_path, journal)
-    if not dry_run:
-        check_new_journal(journal_path)
+    settings = StartSettings(
+        plan=plan_path, journal=journal_for(plan_path, journal),
+        config=replace(config, finish_by=deadline, allow_quota_burst=allow_quota_burst,
+                       queries=queries),
+        derive_rate_window=derive_window, allow_worse_balance=allow_worse_balance,
+        take_over_lease=take_over_lease)
+    cluster = ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
+                            command_config=command_config, capacities=capacities)
     # notes wait until the run starts: a refused run's error line comes first on stderr
-    with real_ports(bootstrap, prometheus, command_config) as ports, notes_held() as notes:
-        topology = live_topology(ports, bootstrap, capacities)
-        config = _with(config, capacities={b.id: b.capacity for b in topology.brokers})
-        if derive_window:
-            config = _with(config, queries=with_scrape_window(config.queries, prometheus))
-            note(f"{config.queries.window} (from the scrape interval; --rate-window sets it)",
-                 label="gate rate window", style="")
-        validator = planner_validator(topology, plan_file.goals,
-                                      allow_worse_balance=allow_worse_balance)
-        if topology.fingerprint() != plan.fingerprint:
-            note("the cluster changed since the plan was made (fingerprint differs); preflight "
-                 "checks every move's partition")
+    with notes_held() as notes:
+        screen = RunScreen(metrics_port, notes)
         if dry_run:
-            _dry_run(plan, ports, config, validator)
+            _show_dry_run(preview_run(settings, cluster=cluster, hooks=screen))
             return
-        if not plan.moves:
+        result = start_run(settings, cluster=cluster, hooks=screen)
+        if result is None:
             console.print("The plan has no moves: nothing to do.")
             return
-        run_id = new_run_id()
-        view, reporter = progress_view(replay([header_record(plan, config.summary())]),
-                                       config.max_bytes_per_sec, metrics_port, ports.clock.now)
-        with cluster_lease(bootstrap, command_config, run_id, journal_path,
-                           take_over_lease, note) as hold:
-            executor = Executor.start(plan, ports, config,
-                                      lambda header: JournalFile.create(journal_path, header),
-                                      validator=validator, reporter=reporter, run_id=run_id)
-            notes.release()
-            hold.started = True
-            say(f"journal: {journal_path} (run {run_id})", err_console)
-            report = drive(executor, view, journal_path)
-            hold.ended = True
-        conclude(report, executor, journal_path)
+    conclude(result)
 
 
-def _dry_run(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig,
-             validator: PlanValidator) -> None:
-    from executor.runner import preview
-
-    seen = preview(plan, ports, config, validator=validator)
-    console.print(preview_table(seen.throttles, len(plan.moves)))
-    for warning in seen.warnings:
+def _show_dry_run(seen: RunPreview) -> None:
+    console.print(preview_table(seen.preview.throttles, seen.moves))
+    for warning in seen.preview.warnings:
         note(warning)
-    if seen.problems:
-        raise ExecutionError("preflight would refuse the run:\n- " + "\n- ".join(seen.problems))
+    if seen.preview.problems:
+        raise ExecutionError("preflight would refuse the run:\n- "
+                             + "\n- ".join(seen.preview.problems))
     console.print("preflight: ok (dry run, nothing changed)")
 
 
@@ -249,6 +223,7 @@ def status(plan_path: PlanArg = None, journal: JournalOpt = None,
     import time
 
     from commands.run_report import status_document, status_table, status_view
+    from executor.journal import journal_in_use
 
     path = journal_for(plan_path, journal)
     check_status_html(html, prometheus, {"PLAN.json": plan_path, "--journal": path})
@@ -306,51 +281,25 @@ def resume(
 ) -> None:
     """Continue an interrupted or stopped run: reconcile the journal with the cluster (moves in
     flight, throttles present) and go on with the run's own settings."""
-    from executor.journal import JournalFile, leaves_work, replay, run_id_of
-    from executor.runner import Executor
-
     check_metrics_port(metrics_port)
     path = journal_for(plan_path, journal)
-    sink, records = JournalFile.open(path)
-    try:
-        replay(records)  # a corrupt journal is refused before the cluster is contacted
-        config = journal_config(records, max_mbps, poll_seconds)
-        if allow_under_replicated:
-            config = _with(config, allow_under_replicated=True)
-        if allow_quota_burst:
-            config = _with(config, allow_quota_burst=True)
-        if finish_by is not None:
-            config = _with(config, finish_by=parse_finish_by(finish_by, _local_now()))
-        adaptive = was_adaptive(records) if adaptive is None else adaptive
-        if adaptive and capacities is None:
-            raise InputError("the run used --adaptive: pass --capacities FILE to keep it, or "
-                             "--no-adaptive to resume at --max-mbps on every broker")
-        with (real_ports(bootstrap, prometheus, command_config) as ports,
-              cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
-                            take_over_lease, note) as hold):
-            hold.started = leaves_work(records)
-            if adaptive and capacities is not None:
-                config = adaptive_config(config, ports, capacities)
-            view, reporter = progress_view(replay(records), config.max_bytes_per_sec,
-                                           metrics_port, ports.clock.now, records)
-            executor = Executor.resume(records, sink, ports, config, reporter,
-                                       retry_failed=retry_failed)
-            hold.started = True
-            report = drive(executor, view, path)
-            hold.ended = True
-        conclude(report, executor, path)
-    finally:
-        sink.close()
+    overrides = RunOverrides(
+        max_bytes_per_sec=new_cap(max_mbps), adaptive=adaptive,
+        allow_under_replicated=allow_under_replicated, allow_quota_burst=allow_quota_burst,
+        finish_by=parse_finish_by(finish_by, _local_now()) if finish_by is not None else None,
+        poll_seconds=poll_seconds)
+    result = resume_run(ResumeSettings(journal=path, overrides=overrides,
+                                       retry_failed=retry_failed,
+                                       take_over_lease=take_over_lease),
+                        cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
+                                              command_config=command_config,
+                                              capacities=capacities),
+                        hooks=RunScreen(metrics_port))
+    conclude(result)
 
 
 def _local_now() -> datetime:
     return datetime.now().astimezone()
-
-
-def _with(config: ExecutorConfig, **changes: Any) -> ExecutorConfig:
-    from dataclasses import replace
-
-    return replace(config, **changes)
 
 
 def cancel(
@@ -367,35 +316,19 @@ def cancel(
 
     If an executor is running on the journal, it is asked to cancel and does the work itself.
     """
-    from executor.journal import JournalFile, leaves_work, replay, request_cancel, run_id_of
-    from executor.runner import Executor
-
     path = journal_for(plan_path, journal)
-    if journal_in_use(path):
-        request_cancel(path)
-        say(f"asked the executor running on {path} to cancel; it reverts the move in flight and "
-            "restores throttles (`rebalance status` shows the outcome)")
+    outcome = cancel_run(JournalSettings(journal=path, poll_seconds=poll_seconds,
+                                         take_over_lease=take_over_lease),
+                         cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
+                                               command_config=command_config),
+                         hooks=RunScreen())
+    if isinstance(outcome, CancelAsked):
+        say(f"asked the executor running on {outcome.journal} to cancel; it reverts the move "
+            "in flight and restores throttles (`rebalance status` shows the outcome)")
         return
-    sink, records = JournalFile.open(path)
-    try:
-        replay(records)  # a corrupt journal is refused before the cluster is contacted
-        config = journal_config(records, None, poll_seconds)
-        with (real_ports(bootstrap, prometheus, command_config) as ports,
-              cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
-                            take_over_lease, note) as hold):
-            hold.started = leaves_work(records)
-            view, reporter = progress_view(replay(records), config.max_bytes_per_sec, None,
-                                           ports.clock.now, records)
-            executor = Executor.for_cancel(records, sink, ports, config, reporter)
-            hold.started = True
-            executor.cancel()
-            report = drive(executor, view, path)
-            hold.ended = True
-    finally:
-        sink.close()
-    print_summary(path, report.outcome.value, config.max_bytes_per_sec,
-                  executor.ports.clock.now())
-    if report.throttles_left:
+    print_summary(outcome.journal, outcome.report.outcome.value, outcome.cap,
+                  outcome.clock.now())
+    if outcome.report.throttles_left:
         raise ExecutionError("cancelled, but throttles could not all be restored: run "
                              "`rebalance clear-throttles` once the brokers answer")
 
@@ -411,25 +344,14 @@ def clear_throttles(
 ) -> None:
     """Restore every throttle config the journal says a run may have left on the cluster
     (operator values that existed before the run are put back exactly)."""
-    from executor.journal import JournalFile, leaves_work, replay, run_id_of
-    from executor.runner import clear_throttles_from
-
-    path = journal_for(plan_path, journal)
-    sink, records = JournalFile.open(path)
-    try:
-        replay(records)  # a corrupt journal is refused before the cluster is contacted
-        config = journal_config(records, None, 1.0)
-        with (real_ports(bootstrap, prometheus, command_config) as ports,
-              cluster_lease(bootstrap, command_config, run_id_of(records, path), path,
-                            take_over_lease, note) as hold):
-            hold.started = leaves_work(records)
-            problems = clear_throttles_from(records, sink, ports, config)
-            hold.ended = not problems
-    finally:
-        sink.close()
-    if problems:
+    cleared = clear_run_throttles(
+        JournalSettings(journal=journal_for(plan_path, journal),
+                        take_over_lease=take_over_lease),
+        cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
+                              command_config=command_config),
+        note=note)
+    if cleared.problems:
         raise ExecutionError("some throttles could not be restored:\n- "
-                             + "\n- ".join(problems))
-    left = [m.name for m in replay(records).plan.moves]
-    console.print(f"throttles restored ({len(left)} move(s) in the journal checked)",
+                             + "\n- ".join(cleared.problems))
+    console.print(f"throttles restored ({cleared.moves_checked} move(s) in the journal checked)",
                   highlight=False)

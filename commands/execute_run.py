@@ -1,11 +1,13 @@
-"""How a run of `execute`, `resume` or `cancel` is shown and ends: the progress view fed by
-the executor's events, and the summary printed however the run ends (completed, stopped,
-cancelled, interrupted) with the exit code that says which.
+"""How a run of `execute`, `resume` or `cancel` is shown and ends: the run use cases' hooks
+(`RunScreen`: notes, the progress view fed by the executor's events, Ctrl-C), and the summary
+printed however the run ends (completed, stopped, cancelled, interrupted) with the exit code
+that says which.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,14 +15,15 @@ import typer
 
 from commands.execute_render import ProgressState, ProgressView, report_lines
 from commands.execute_setup import both, journal_records, serve_metrics
-from commands.render import console, err_console, note, say
+from commands.render import NoteHold, console, err_console, note, say
 from executor.config import Reporter
 from executor.state import MoveState
 from topology.errors import ExecutionError, RebalanceError
 
 if TYPE_CHECKING:
     from executor.journal import Record, RunState
-    from executor.runner import Executor, RunReport
+    from executor.runner import Executor
+    from usecases.run import RunResult
 
 # The run was cancelled as the operator asked (`rebalance cancel` from another terminal):
 # not an error, but not a completed run either (see HELP in cli.py).
@@ -61,19 +64,50 @@ def print_summary(journal: Path, ending: str, cap: float, now: float) -> None:
                   highlight=False, soft_wrap=True)
 
 
-def drive(executor: Executor, view: ProgressView, journal: Path) -> RunReport:
-    """Run to the end with the progress view; Ctrl-C (or an error that stops the loop)
-    prints the summary so far and leaves the journal for resume/cancel."""
-    try:
-        with view:
-            return executor.run()
-    except KeyboardInterrupt:
-        _summary_anyway(executor, journal, "interrupted")
-        say(INTERRUPTED.format(journal=journal), err_console)
-        raise typer.Exit(130) from None
-    except RebalanceError:
-        _summary_anyway(executor, journal, "ended by an error")
-        raise
+class RunScreen:
+    """The terminal side of a run use case (`usecases.run.RunHooks`): notes on stderr, the
+    progress view (and the executor's own /metrics on `metrics_port`), and around the run
+    loop the summary so far when Ctrl-C (or an error) stops it. `notes`, held until a new run
+    starts so that a refused run's error line comes first, are released then."""
+
+    def __init__(self, metrics_port: int | None = None, notes: NoteHold | None = None) -> None:
+        self.metrics_port = metrics_port
+        self.notes = notes
+        self.view: ProgressView | None = None
+
+    def note(self, message: str) -> None:
+        note(message)
+
+    def rate_window(self, window: str) -> None:
+        note(f"{window} (from the scrape interval; --rate-window sets it)",
+             label="gate rate window", style="")
+
+    def watch(self, run: RunState, cap: int, clock: Callable[[], float],
+              records: list[Record] | None) -> Reporter:
+        self.view, reporter = progress_view(run, cap, self.metrics_port, clock, records)
+        return reporter
+
+    def started(self, journal: Path, run_id: str) -> None:
+        if self.notes is not None:
+            self.notes.release()
+        say(f"journal: {journal} (run {run_id})", err_console)
+
+    @contextmanager
+    def running(self, executor: Executor, journal: Path) -> Iterator[None]:
+        """Run to the end with the progress view; Ctrl-C (or an error that stops the loop)
+        prints the summary so far and leaves the journal for resume/cancel."""
+        if self.view is None:
+            raise RuntimeError("the progress view is made by watch(), before the run")
+        try:
+            with self.view:
+                yield
+        except KeyboardInterrupt:
+            _summary_anyway(executor, journal, "interrupted")
+            say(INTERRUPTED.format(journal=journal), err_console)
+            raise typer.Exit(130) from None
+        except RebalanceError:
+            _summary_anyway(executor, journal, "ended by an error")
+            raise
 
 
 def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:
@@ -85,13 +119,13 @@ def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:
         note(f"no summary: {exc}")
 
 
-def conclude(report: RunReport, executor: Executor, journal: Path) -> None:
+def conclude(result: RunResult) -> None:
     """The summary, then the exit: 0 completed, CANCELLED_EXIT_CODE cancelled as asked (throttles
     restored), an ExecutionError (exit code 6) for a run that stopped or left throttles."""
     from executor.journal import RunOutcome
 
-    print_summary(journal, report.outcome.value, executor.config.max_bytes_per_sec,
-                  executor.ports.clock.now())
+    report = result.report
+    print_summary(result.journal, report.outcome.value, result.cap, result.clock.now())
     if report.outcome is RunOutcome.COMPLETED:
         return
     if report.outcome is RunOutcome.CANCELLED and not report.throttles_left:

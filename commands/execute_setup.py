@@ -1,30 +1,27 @@
-"""Wiring for the execute family of commands: the journal's path, the executor's own /metrics,
-and one ExecutorConfig from flags or from a journal's header. (The real ports, the run lease
-and the live cluster are `usecases.cluster`.)"""
+"""Flags of the execute family of commands: the journal's path, the executor's own /metrics,
+a new run's ExecutorConfig (`config_from_flags`), a resumed run's new cap, the --finish-by time
+and the gate's queries. (The run use cases are `usecases.run`; which settings a resumed run
+keeps is `ExecutorConfig.from_journal`.)"""
 
 from __future__ import annotations
 
-import fcntl
 import math
-import os
 import re
-from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from executor.config import Event, ExecutorConfig, Ports, Reporter
+from executor.config import MB, Event, ExecutorConfig, Reporter, adaptive_floor_for
 from executor.gates import GatePolicy
-from topology.capacities import read_capacities
 from topology.errors import InputError
 
 if TYPE_CHECKING:
     from executor.journal import Record
     from executor.readings import GateQueries
 
-MB = 1_000_000
 JOURNAL_SUFFIX = ".journal"
+
 
 def journal_for(plan: Path | None, journal: Path | None) -> Path:
     """The journal path: --journal, else next to the plan, else the only one in the cwd."""
@@ -40,33 +37,6 @@ def journal_for(plan: Path | None, journal: Path | None) -> Path:
                          "or the plan file")
     raise InputError("several journals here (" + ", ".join(p.name for p in found)
                      + "): pass --journal PATH")
-
-
-def check_new_journal(path: Path) -> None:
-    """A new run's journal must not exist yet and its directory must (checked before the
-    cluster is contacted; creating it later refuses the same way)."""
-    from topology.errors import ExecutionError
-
-    if path.exists():
-        raise ExecutionError(f"journal {path} already exists: resume or cancel that run, "
-                             "or choose another --journal path")
-    if not path.parent.is_dir():
-        raise InputError(f"--journal {path}: the directory {path.parent} does not exist")
-
-
-def journal_in_use(path: Path) -> bool:
-    """True when another process (a running executor) holds the journal's lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # closing releases a lock taken here
-    return False
 
 
 def check_metrics_port(port: int | None) -> None:
@@ -101,13 +71,15 @@ def both(first: Reporter, second: Reporter | None) -> Reporter:
     return report
 
 
-def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: bool,
-                 elect_leaders: bool, allow_under_replicated: bool, gate_margin: float,
-                 gate_floor_mbps: float, gate_samples: int, gate_timeout: float | None,
-                 produce_p99_max_ms: float | None, poll_seconds: float,
-                 capacities: Mapping[int, Any] | None = None,
-                 quota_window: float = 0.0, final_gate: bool = False) -> ExecutorConfig:
-    """One validated config from the flags (rates in MB/s -> bytes/s)."""
+def config_from_flags(*, max_mbps: float, concurrency: int = 1, cooldown: float = 0.0,
+                      adaptive: bool = False, elect_leaders: bool = True,
+                      allow_under_replicated: bool = False, gate_margin: float = 0.10,
+                      gate_floor_mbps: float = 1.0, gate_samples: int = 3,
+                      gate_timeout: float | None = None,
+                      produce_p99_max_ms: float | None = None, poll_seconds: float = 1.0,
+                      quota_window: float = 0.0, final_gate: bool = False) -> ExecutorConfig:
+    """One validated config from the flags of a new run (rates in MB/s -> bytes/s); every
+    default is the flag's own."""
     _finite(("--max-mbps", max_mbps), ("--cooldown", cooldown), ("--gate-margin", gate_margin),
             ("--gate-floor-mbps", gate_floor_mbps), ("--gate-timeout", gate_timeout),
             ("--produce-p99-max-ms", produce_p99_max_ms), ("--poll-seconds", poll_seconds),
@@ -115,13 +87,24 @@ def build_config(max_mbps: float, concurrency: int, cooldown: float, adaptive: b
     if max_mbps <= 0:
         raise InputError(f"--max-mbps must be positive, got {max_mbps}")
     gate = GatePolicy(gate_margin, gate_floor_mbps * MB, gate_samples, produce_p99_max_ms)
-    floor = min(MB, int(max_mbps * MB))
-    return ExecutorConfig(int(max_mbps * MB), concurrency, cooldown, poll_seconds,
+    cap = int(max_mbps * MB)
+    return ExecutorConfig(max_bytes_per_sec=cap, concurrency=concurrency,
+                          cooldown_seconds=cooldown, poll_seconds=poll_seconds,
                           elect_leaders=elect_leaders, adaptive=adaptive,
-                          adaptive_floor_bytes_per_sec=floor, capacities=capacities or {},
-                          gate=gate, allow_under_replicated=allow_under_replicated,
+                          adaptive_floor_bytes_per_sec=adaptive_floor_for(cap), gate=gate,
+                          allow_under_replicated=allow_under_replicated,
                           gate_timeout_seconds=gate_timeout, quota_window_seconds=quota_window,
                           final_gate=final_gate)
+
+
+def new_cap(max_mbps: float | None) -> int | None:
+    """A resumed run's new cap from --max-mbps (bytes/s); None keeps the run's own."""
+    _finite(("--max-mbps", max_mbps))
+    if max_mbps is None:
+        return None
+    if max_mbps <= 0:
+        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
+    return int(max_mbps * MB)
 
 
 def _finite(*flags: tuple[str, float | None]) -> None:
@@ -129,55 +112,6 @@ def _finite(*flags: tuple[str, float | None]) -> None:
     for flag, value in flags:
         if value is not None and not math.isfinite(value):
             raise InputError(f"{flag} must be a finite number, got {value}")
-
-
-def _settings(records: list[Record]) -> dict[str, Any]:
-    settings = records[0].get("settings", {}) if records else {}
-    return dict(settings) if isinstance(settings, dict) else {}
-
-
-def journal_config(records: list[Record], max_mbps: float | None,
-                   poll_seconds: float) -> ExecutorConfig:
-    """The run's own settings from the journal header (--max-mbps may override the cap)."""
-    _finite(("--max-mbps", max_mbps))
-    try:
-        return _journal_config(_settings(records), max_mbps, poll_seconds)
-    except (TypeError, ValueError) as exc:
-        from topology.errors import ExecutionError
-
-        raise ExecutionError(f"journal: the run header's settings are malformed ({exc}); the "
-                             "journal is corrupt or edited") from None
-
-
-def _journal_config(s: Mapping[str, Any], max_mbps: float | None,
-                    poll_seconds: float) -> ExecutorConfig:
-    cap = max_mbps * MB if max_mbps is not None else float(s.get("max_bytes_per_sec", 0))
-    if cap <= 0:
-        raise InputError("the journal records no throttle cap: pass --max-mbps")
-    gate = GatePolicy(float(s.get("gate_margin", 0.10)),
-                      float(s.get("gate_floor_bytes_per_sec", MB)),
-                      int(s.get("gate_consecutive", 3)),
-                      _optional_float(s.get("produce_p99_max_ms")))
-    return ExecutorConfig(int(cap), int(s.get("concurrency", 1)),
-                          float(s.get("cooldown_seconds", 0.0)), poll_seconds,
-                          elect_leaders=bool(s.get("elect_leaders", True)),
-                          adaptive=False, gate=gate,
-                          gate_timeout_seconds=_optional_float(s.get("gate_timeout_seconds")),
-                          quota_window_seconds=float(s.get("quota_window_seconds", 0.0)),
-                          final_gate=bool(s.get("final_gate", False)),
-                          queries=_journal_queries(s.get("queries")))
-
-
-def _journal_queries(stored: Any) -> GateQueries:
-    from executor.readings import GateQueries
-
-    if not isinstance(stored, dict):
-        return GateQueries()  # a journal from before the queries were kept
-    return GateQueries.from_dict(stored, "the journal's gate queries")
-
-
-def _optional_float(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 def journal_records(path: Path) -> list[Record]:
@@ -200,7 +134,9 @@ def journal_records(path: Path) -> list[Record]:
 def journal_pace(records: list[Record]) -> tuple[float | None, float]:
     """The run's cap (bytes/s per broker; None if the header has none) and the wait after each
     move that another follows (the cooldown or the quota window, whichever is longer)."""
-    settings = _settings(records)
+    from executor.journal import header_settings
+
+    settings = header_settings(records)
 
     def number(key: str) -> float:
         value = settings.get(key)
@@ -210,22 +146,6 @@ def journal_pace(records: list[Record]) -> tuple[float | None, float]:
 
     cap = number("max_bytes_per_sec")
     return (cap or None), max(number("cooldown_seconds"), number("quota_window_seconds"))
-
-
-def was_adaptive(records: list[Record]) -> bool:
-    """True when the journaled run used --adaptive."""
-    return bool(_settings(records).get("adaptive", False))
-
-
-def adaptive_config(config: ExecutorConfig, ports: Ports, capacities: Path) -> ExecutorConfig:
-    """`config` with --adaptive rates from the capacities file, resolved per live broker."""
-    from dataclasses import replace
-
-    caps = read_capacities(capacities)
-    per_broker = {b.id: caps.for_broker(b.id, b.rack) for b in ports.admin.brokers()}
-    floor = min(MB, config.max_bytes_per_sec)
-    return replace(config, adaptive=True, capacities=per_broker,
-                   adaptive_floor_bytes_per_sec=floor)
 
 
 def parse_finish_by(text: str, now: datetime) -> float:
@@ -282,12 +202,3 @@ def read_queries(rate_window: str, queries_file: Path | None) -> tuple[GateQueri
         parse_duration(str(values["window"]), f"--queries file {queries_file}: window")
         return queries, False
     return queries, True
-
-
-def with_scrape_window(queries: GateQueries, prometheus: str) -> GateQueries:
-    """`queries` with the rate window derived from the Prometheus targets' scrape interval."""
-    from executor.readings import window_for_scrape_interval
-    from topology.prom_source import PrometheusMetrics
-
-    interval = PrometheusMetrics(prometheus).scrape_interval_seconds()
-    return replace(queries, window=window_for_scrape_interval(interval))

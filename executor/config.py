@@ -1,4 +1,5 @@
-"""The executor's settings (one validated value) and the ports it runs against."""
+"""The executor's settings (one validated value, with its round trip to the journal header)
+and the ports it runs against."""
 
 from __future__ import annotations
 
@@ -9,16 +10,42 @@ from typing import Any
 
 from executor.gates import GatePolicy
 from executor.readings import GateQueries
-from topology.errors import InputError
+from topology.errors import ExecutionError, InputError
 from topology.model import Capacity
 from topology.ports import Clock, KafkaAdmin, MetricsSource
 
 # Kafka's default replication quota window: replication.quota.window.num (11) x
 # replication.quota.window.size.seconds (1).
 DEFAULT_QUOTA_WINDOW_SECONDS = 11.0
+MB = 1_000_000  # bytes in a megabyte, as --max-mbps counts
 
 
-@dataclass(frozen=True)
+def adaptive_floor_for(max_bytes_per_sec: int) -> int:
+    """The lowest rate --adaptive sets: 1 MB/s, or the cap when that is lower."""
+    return min(MB, max_bytes_per_sec)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOverrides:
+    """What a resumed or cancelled run takes from the process that continues it rather than
+    from its journal: a new cap (None keeps the run's own), adaptive rates on or off (None: as
+    the run was started), and the settings of one process that a journal never keeps (the
+    poll interval, the under-replication and quota-burst permissions, the deadline).
+    """
+
+    max_bytes_per_sec: int | None = None
+    adaptive: bool | None = None
+    allow_under_replicated: bool = False
+    allow_quota_burst: bool = False
+    finish_by: float | None = None
+    poll_seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_bytes_per_sec is not None and self.max_bytes_per_sec <= 0:
+            raise InputError(f"--max-mbps must be positive, got {self.max_bytes_per_sec} B/s")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ExecutorConfig:
     """How a run proceeds. Rates are bytes per second.
 
@@ -84,8 +111,10 @@ class ExecutorConfig:
         window, whichever is longer (they overlap)."""
         return max(self.cooldown_seconds, self.quota_window_seconds)
 
-    def summary(self) -> dict[str, Any]:
-        """The settings worth keeping in the journal header."""
+    def to_journal(self) -> dict[str, Any]:
+        """The run's own settings, for the journal header: everything but the capacities (an
+        adaptive run reads them again from --capacities against the live brokers) and the
+        RunOverrides fields, which belong to the process running it."""
         return {"max_bytes_per_sec": self.max_bytes_per_sec, "concurrency": self.concurrency,
                 "cooldown_seconds": self.cooldown_seconds, "adaptive": self.adaptive,
                 "elect_leaders": self.elect_leaders, "gate_margin": self.gate.margin,
@@ -95,7 +124,82 @@ class ExecutorConfig:
                 "produce_p99_max_ms": self.gate.produce_p99_max_ms,
                 "quota_window_seconds": self.quota_window_seconds,
                 "final_gate": self.final_gate,
-                "queries": self.queries.to_dict()}
+                "queries": self.queries.to_dict(),
+                "stall_intervals": self.stall_intervals,
+                "adaptive_floor_bytes_per_sec": self.adaptive_floor_bytes_per_sec,
+                "adaptive_every_polls": self.adaptive_every_polls,
+                "adaptive_change": self.adaptive_change}
+
+    @classmethod
+    def from_journal(cls, settings: Mapping[str, Any], *,
+                     overrides: RunOverrides) -> ExecutorConfig:
+        """The settings a run continues with: its own, from the journal header (`to_journal`),
+        except what `overrides` gives. This is the one rule for `rebalance resume`, `cancel`,
+        `clear-throttles` and a cycle of `rebalance auto` that resumes a run:
+
+        - the cap is the run's own unless a new one is given (`resume --max-mbps`; `auto`
+          always gives its --max-mbps); with a new cap the adaptive floor is derived from it
+          again (`adaptive_floor_for`);
+        - adaptive rates are as the run was started unless switched on or off (`resume
+          --adaptive/--no-adaptive`; `auto`, `cancel` and `clear-throttles` never use them);
+        - concurrency, cooldown, quota window, leader election, the gate (margin, floor,
+          samples, p99 limit, timeout, final gate, PromQL queries) and the stall and adaptive
+          tuning are always the run's own; a key a journal lacks (one written by an older
+          version) takes the default;
+        - the poll interval, --allow-under-replicated, --allow-quota-burst and --finish-by are
+          the continuing process's own, never the journal's.
+
+        A header without a cap and no new one is an InputError; a malformed value an
+        ExecutionError naming the journal as corrupt or edited.
+        """
+        try:
+            return cls._from_journal(settings, overrides)
+        except (TypeError, ValueError) as exc:
+            raise ExecutionError(f"journal: the run header's settings are malformed ({exc}); "
+                                 "the journal is corrupt or edited") from None
+
+    @classmethod
+    def _from_journal(cls, s: Mapping[str, Any], overrides: RunOverrides) -> ExecutorConfig:
+        own_cap = int(float(s.get("max_bytes_per_sec", 0)))
+        cap = overrides.max_bytes_per_sec if overrides.max_bytes_per_sec is not None else own_cap
+        if cap <= 0:
+            raise InputError("the journal records no throttle cap: pass --max-mbps")
+        base, base_gate = cls(max_bytes_per_sec=cap), GatePolicy()  # for keys a journal lacks
+        floor = s.get("adaptive_floor_bytes_per_sec")
+        if floor is None or overrides.max_bytes_per_sec is not None:
+            floor = adaptive_floor_for(cap)
+        gate = GatePolicy(float(s.get("gate_margin", base_gate.margin)),
+                          float(s.get("gate_floor_bytes_per_sec", base_gate.floor_bytes_per_sec)),
+                          int(s.get("gate_consecutive", base_gate.consecutive)),
+                          _optional_float(s.get("produce_p99_max_ms")))
+        adaptive = (bool(s.get("adaptive", base.adaptive)) if overrides.adaptive is None
+                    else overrides.adaptive)
+        return cls(
+            max_bytes_per_sec=cap, concurrency=int(s.get("concurrency", base.concurrency)),
+            cooldown_seconds=float(s.get("cooldown_seconds", base.cooldown_seconds)),
+            poll_seconds=overrides.poll_seconds,
+            stall_intervals=int(s.get("stall_intervals", base.stall_intervals)),
+            elect_leaders=bool(s.get("elect_leaders", base.elect_leaders)), adaptive=adaptive,
+            adaptive_floor_bytes_per_sec=int(floor),
+            adaptive_every_polls=int(s.get("adaptive_every_polls", base.adaptive_every_polls)),
+            adaptive_change=float(s.get("adaptive_change", base.adaptive_change)),
+            gate=gate, queries=_journal_queries(s.get("queries")),
+            allow_under_replicated=overrides.allow_under_replicated,
+            allow_quota_burst=overrides.allow_quota_burst,
+            gate_timeout_seconds=_optional_float(s.get("gate_timeout_seconds")),
+            quota_window_seconds=float(s.get("quota_window_seconds",
+                                             base.quota_window_seconds)),
+            final_gate=bool(s.get("final_gate", base.final_gate)), finish_by=overrides.finish_by)
+
+
+def _journal_queries(stored: Any) -> GateQueries:
+    if not isinstance(stored, dict):
+        return GateQueries()  # a journal from before the queries were kept
+    return GateQueries.from_dict(stored, "the journal's gate queries")
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)

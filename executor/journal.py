@@ -88,6 +88,13 @@ def header_record(plan: ExecutionPlan, settings: Mapping[str, Any], run_id: str 
     }
 
 
+def header_settings(records: Sequence[Record]) -> dict[str, Any]:
+    """The run's settings as its header keeps them (ExecutorConfig.to_journal); {} when it
+    keeps none."""
+    settings = records[0].get("settings", {}) if records else {}
+    return dict(settings) if isinstance(settings, dict) else {}
+
+
 def new_run_id() -> str:
     """A fresh run id: unique across machines, short enough to type."""
     return uuid.uuid4().hex[:16]
@@ -429,6 +436,21 @@ def read_journal(path: Path) -> RunState:
                              "journal file (--journal PATH)") from None
     records, _ = parse_lines(data, str(path))
     return replay(records)
+
+
+def journal_in_use(path: Path) -> bool:
+    """True when another process (a running executor) holds the journal's lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock taken here
+    return False
 
 
 def _locked(handle: IO[bytes], path: Path) -> IO[bytes]:

@@ -93,7 +93,7 @@ class Executor:
             plan, view, allow_under_replicated=config.allow_under_replicated,
             validation=validation) + refused)
         warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
-        header = header_record(plan, config.summary(), run_id)
+        header = header_record(plan, config.to_journal(), run_id)
         executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
         for warning in warnings:
             executor._note(warning)
@@ -337,7 +337,7 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     problems = preflight_problems(
         plan, view, allow_under_replicated=config.allow_under_replicated,
         validation=list(validator(plan)) if validator is not None else []) + refused
-    journal = Journal(replay([header_record(plan, config.summary())]), _NoJournal())
+    journal = Journal(replay([header_record(plan, config.to_journal())]), _NoJournal())
     driver = MoveDriver(ports, config, journal, ignore_events)
     throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
     warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)

@@ -14,10 +14,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from topology.errors import InputError, RebalanceError
+from usecases.cluster import ClusterAccess
 
 if TYPE_CHECKING:
     from autobalance.orchestrator import AutoSettings, CycleResult
@@ -27,17 +27,6 @@ if TYPE_CHECKING:
     from planner.planfile import PlanFile
     from topology.model import Topology
     from topology.ports import Clock
-
-
-@dataclass(frozen=True, kw_only=True)
-class ClusterAccess:
-    """How the cycles reach the cluster: Kafka, Prometheus (partition rates for the plan, the
-    gates' readings for the run), client security settings and optional capacities."""
-
-    bootstrap: str
-    prometheus: str
-    command_config: Path | None = None
-    capacities: Path | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,6 +10,7 @@ import os
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,19 @@ from topology.model import Topology
 
 if TYPE_CHECKING:
     from executor.lease import LeaseHold
+    from executor.readings import GateQueries
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterAccess:
+    """How a use case reaches the cluster: Kafka, Prometheus (partition rates for a plan, the
+    gates' readings for a run; a run that is only cancelled or cleared needs none), client
+    security settings and optional capacities."""
+
+    bootstrap: str
+    prometheus: str | None = None
+    command_config: Path | None = None
+    capacities: Path | None = None
 
 
 class NoMetrics:
@@ -110,3 +124,12 @@ def read_live(bootstrap: str, prometheus: str | None, command_config: Path | Non
     finally:
         admin.close()
     return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
+
+
+def with_scrape_window(queries: GateQueries, prometheus: str) -> GateQueries:
+    """`queries` with the rate window derived from the Prometheus targets' scrape interval."""
+    from executor.readings import window_for_scrape_interval
+    from topology.prom_source import PrometheusMetrics
+
+    interval = PrometheusMetrics(prometheus).scrape_interval_seconds()
+    return replace(queries, window=window_for_scrape_interval(interval))

@@ -12,9 +12,15 @@ from typer.testing import CliRunner
 
 import cli
 from commands.execute_render import ProgressState, render_progress
-from commands.execute_setup import journal_config, journal_for, journal_in_use, parse_finish_by
-from executor.config import Event, EventKind
-from executor.journal import JournalFile, header_record, state_record
+from commands.execute_setup import config_from_flags, journal_for, parse_finish_by
+from executor.config import Event, EventKind, ExecutorConfig, RunOverrides
+from executor.journal import (
+    JournalFile,
+    header_record,
+    header_settings,
+    journal_in_use,
+    state_record,
+)
 from executor.plan import ExecutionPlan
 from executor.state import MoveState
 from planner.result import Move
@@ -121,28 +127,31 @@ def test_help_says_max_mbps_is_megabytes_per_second() -> None:
     assert "resume" in result.output and "cancel" in result.output
 
 
-def test_journal_config_uses_the_runs_own_settings(tmp_path: Path) -> None:
+def test_a_resumed_config_is_the_runs_own_but_for_the_overrides(tmp_path: Path) -> None:
     plan = _plan()
     records = [header_record(plan, {"max_bytes_per_sec": 2 * MB, "concurrency": 1,
                                     "cooldown_seconds": 5.0, "gate_margin": 0.2,
                                     "gate_consecutive": 4})]
-    config = journal_config(records, None, 0.5)
+    config = ExecutorConfig.from_journal(header_settings(records),
+                                         overrides=RunOverrides(poll_seconds=0.5))
     assert config.max_bytes_per_sec == 2 * MB
     assert config.cooldown_seconds == 5.0 and config.poll_seconds == 0.5
     assert config.gate.margin == 0.2 and config.gate.consecutive == 4
-    assert journal_config(records, 3.5, 1.0).max_bytes_per_sec == 3_500_000
+    faster = RunOverrides(max_bytes_per_sec=3_500_000)
+    assert ExecutorConfig.from_journal(header_settings(records),
+                                       overrides=faster).max_bytes_per_sec == 3_500_000
     with pytest.raises(InputError, match="--max-mbps"):
-        journal_config([header_record(plan, {})], None, 1.0)
+        ExecutorConfig.from_journal({}, overrides=RunOverrides())
 
 
 def test_resume_keeps_every_gate_setting_of_the_run() -> None:
     """What a run was started with (gate timeout, p99 SLO, final gate, quota window) comes back
     from the journal header, so `resume` gates the rest of the run the same way."""
-    from commands.execute_setup import build_config
-
-    started = build_config(2.0, 1, 3.0, False, True, False, 0.25, 0.5, 5, 120.0, 40.0, 1.0,
-                           quota_window=7.0, final_gate=True)
-    resumed = journal_config([header_record(_plan(), started.summary())], None, 1.0)
+    started = config_from_flags(max_mbps=2.0, cooldown=3.0, gate_margin=0.25,
+                                gate_floor_mbps=0.5, gate_samples=5, gate_timeout=120.0,
+                                produce_p99_max_ms=40.0, quota_window=7.0, final_gate=True)
+    settings = header_record(_plan(), started.to_journal())["settings"]
+    resumed = ExecutorConfig.from_journal(settings, overrides=RunOverrides())
     assert resumed.gate == started.gate
     assert resumed.gate_timeout_seconds == 120.0
     assert resumed.quota_window_seconds == 7.0 and resumed.final_gate

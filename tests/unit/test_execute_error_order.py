@@ -1,8 +1,8 @@
 """A refused `execute`: the error line comes first on stderr, the notes gathered before the
 refusal (cluster changed, gate window, preflight warnings) follow it, and no journal is written.
 
-The cluster is replaced by stand-ins at the command's edge (ports, live topology, preflight), so
-what is tested is the command's order of output, not the executor.
+The cluster is replaced by stand-ins at the run use case's edge (ports, live topology,
+preflight), so what is tested is the command's order of output, not the executor.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from commands import execute_cmd
 from executor import runner
 from executor.clock import SystemClock
 from planner.goals import Budget, Goals
@@ -26,6 +25,7 @@ from planner.result import Move, SolverStatus
 from topology.errors import ExecutionError
 from topology.model import Topology
 from topology.snapshot import topology_from_dict
+from usecases import run as run_usecase
 
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
 CONN = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1", "--max-mbps", "5",
@@ -51,9 +51,9 @@ def plan_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     def no_cluster(*args: object) -> Iterator[Any]:
         yield SimpleNamespace(clock=SystemClock())  # ports (the run's clock) or a lease hold
 
-    monkeypatch.setattr(execute_cmd, "real_ports", no_cluster)
-    monkeypatch.setattr(execute_cmd, "cluster_lease", no_cluster)
-    monkeypatch.setattr(execute_cmd, "live_topology",
+    monkeypatch.setattr(run_usecase, "real_ports", no_cluster)
+    monkeypatch.setattr(run_usecase, "cluster_lease", no_cluster)
+    monkeypatch.setattr(run_usecase, "live_topology",
                         lambda *args: topology([2, 1]))
     return path
 

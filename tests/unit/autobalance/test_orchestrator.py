@@ -198,10 +198,13 @@ def test_a_plan_that_fixes_a_rack_violation_runs_whatever_its_balance_gain(
     assert again.report is None and "no hard-goal violation" in again.skipped
 
 
-def test_a_resumed_run_uses_this_process_cap_and_says_so(tmp_path: Path) -> None:
+def test_a_resumed_run_uses_this_process_cap_and_its_own_cooldown(tmp_path: Path) -> None:
+    """Like `rebalance resume --max-mbps`: the cap is this process's, every other setting the
+    run's own (a longer --cooldown given to a restarted auto applies to its new runs only)."""
     world, settings, edge, _, said = setup(tmp_path, "daily 13:00-13:47", MONDAY_1344 + 175)
     first = run_cycle(settings, edge)
     assert first.report is not None and first.report.outcome is RunOutcome.STOPPED
+    assert first.journal_path is not None
 
     rates: dict[str, set[str]] = {}
 
@@ -218,6 +221,7 @@ def test_a_resumed_run_uses_this_process_cap_and_says_so(tmp_path: Path) -> None
     assert resumed.report is not None and resumed.report.outcome is RunOutcome.COMPLETED
     assert rates == {"orders-1": {str(5 * MB)}, "events-0": {str(5 * MB)}}
     line = next(s for s in said if s.startswith("resuming "))
-    assert "cap 5 MB/s (the run started with 10 MB/s)" in line
-    assert "cooldown 2 s (the run started with 0 s)" in line
+    assert line == (f"resuming {first.journal_path.name} with "
+                    "the run's own settings except cap 5 MB/s (the run started with 10 MB/s); "
+                    "a move left in flight keeps its journaled throttle until it is done")
     assert no_throttles(world)

@@ -146,7 +146,8 @@ def test_resume_refuses_when_a_pending_move_went_stale() -> None:
 def test_header_is_the_first_record() -> None:
     world = prepared()
     records = crash(world, TOTAL // 2, after=False)
-    assert records[0] == json.loads(json.dumps(header_record(world.plan, world.config.summary())))
+    header = header_record(world.plan, world.config.to_journal())
+    assert records[0] == json.loads(json.dumps(header))
 
 
 def test_crash_during_cancel_then_cancel_again_is_clean() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from commands.execute_setup import journal_config, read_queries
-from executor.config import ExecutorConfig
+from commands.execute_setup import read_queries
+from executor.config import ExecutorConfig, RunOverrides
 from executor.journal import header_record
 from executor.plan import ExecutionPlan
 from executor.readings import GateQueries, window_for_scrape_interval
@@ -63,9 +63,10 @@ def test_bad_rate_window_and_missing_file_are_input_errors(tmp_path: Path) -> No
 
 def test_resume_queries_like_the_run_did() -> None:
     custom = GateQueries(net_in="a_in{{{selector}}}", broker_label="node", window="2m")
-    config = ExecutorConfig(2_000_000, queries=custom)
+    config = ExecutorConfig(max_bytes_per_sec=2_000_000, queries=custom)
     plan = ExecutionPlan((Move("t", 0, (1, 2), (1, 3), 10),))
-    assert journal_config([header_record(plan, config.summary())], None, 1.0).queries == custom
+    settings = header_record(plan, config.to_journal())["settings"]
+    assert ExecutorConfig.from_journal(settings, overrides=RunOverrides()).queries == custom
     # a journal written before the queries were kept resumes with the defaults
-    old = {k: v for k, v in config.summary().items() if k != "queries"}
-    assert journal_config([header_record(plan, old)], None, 1.0).queries == GateQueries()
+    old = {k: v for k, v in config.to_journal().items() if k != "queries"}
+    assert ExecutorConfig.from_journal(old, overrides=RunOverrides()).queries == GateQueries()

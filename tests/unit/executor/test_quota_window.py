@@ -36,14 +36,15 @@ def test_next_move_waits_for_the_quota_window() -> None:
 
 @pytest.mark.parametrize(("cooldown", "window", "settle"), [(0, 0, 0), (5, 11, 11), (20, 11, 20)])
 def test_window_and_cooldown_overlap(cooldown: float, window: float, settle: float) -> None:
-    config = ExecutorConfig(1_000_000, cooldown_seconds=cooldown, quota_window_seconds=window)
+    config = ExecutorConfig(max_bytes_per_sec=1_000_000, cooldown_seconds=cooldown,
+                            quota_window_seconds=window)
     assert config.settle_seconds == settle
-    assert config.summary()["quota_window_seconds"] == window
+    assert config.to_journal()["quota_window_seconds"] == window
 
 
 def test_negative_window_is_refused() -> None:
     with pytest.raises(InputError, match="quota window"):
-        ExecutorConfig(1_000_000, quota_window_seconds=-1)
+        ExecutorConfig(max_bytes_per_sec=1_000_000, quota_window_seconds=-1)
 
 
 def test_the_last_move_does_not_wait_for_the_window() -> None:

@@ -3,7 +3,8 @@ stderr (no line per poll), a summary on stdout however the run ends, and the exi
 how (0 completed, 8 cancelled as asked, 6 stopped, 130 interrupted).
 
 The cluster is the in-memory fake (copies at the throttled rate over fake time); only the ports
-are swapped, at the command's edge: the command, the executor and the journal are the real ones.
+are swapped, at the run use case's edge (usecases.run): the command, the use case, the executor
+and the journal are the real ones.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from commands import execute_cmd, execute_run
+from commands import execute_run
 from executor import runner
 from executor.config import Event, EventKind, Reporter
 from executor.journal import RunOutcome, read_journal, request_cancel
@@ -28,6 +29,7 @@ from tests.unit.executor.fakes import MB, World, make_world
 from topology.errors import ExecutionError
 from topology.model import Topology
 from topology.snapshot import topology_from_dict
+from usecases import run as run_usecase
 
 CAP = {"disk_bytes": 10**12, "net_in_bytes_per_sec": 10**9, "net_out_bytes_per_sec": 10**9}
 MOVES = (Move("t", 0, (1, 2), (1, 3), 10 * MB), Move("t", 1, (1, 2), (1, 4), 4 * MB))
@@ -79,9 +81,9 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Ho
         return original(plan, world.ports(), config, open_sink, validator=validator,
                         reporter=report, run_id=run_id)
 
-    monkeypatch.setattr(execute_cmd, "real_ports", fake_ports)
-    monkeypatch.setattr(execute_cmd, "cluster_lease", no_lease)
-    monkeypatch.setattr(execute_cmd, "live_topology", lambda *args: topology())
+    monkeypatch.setattr(run_usecase, "real_ports", fake_ports)
+    monkeypatch.setattr(run_usecase, "cluster_lease", no_lease)
+    monkeypatch.setattr(run_usecase, "live_topology", lambda *args: topology())
     monkeypatch.setattr(runner.Executor, "start", start)
     yield hooks
 
