@@ -55,8 +55,9 @@ def resolve_zone(name: str | None) -> tzinfo:
 
 
 class Lines:
-    """One timestamped line per event (copy progress is left out; a gate's verdict is shown
-    when it changes): the auto use case's output (`usecases.auto.AutoOutput`)."""
+    """One timestamped line per event (copy progress is left out; a gate is shown when its
+    verdict changes, not at every sample): the auto use case's output
+    (`usecases.auto.AutoOutput`)."""
 
     def __init__(self, zone: tzinfo) -> None:
         self.zone = zone
@@ -71,10 +72,11 @@ class Lines:
 
         if event.kind is EventKind.PROGRESS:
             return
-        if event.kind is EventKind.GATE:
-            if event.message == self.last_gate:
+        if event.kind is EventKind.GATE:  # its text changes every sample ("settled for 3 ...")
+            verdict = f"{event.move}: {event.state}"
+            if verdict == self.last_gate:
                 return
-            self.last_gate = event.message
+            self.last_gate = verdict
         prefix = f"{event.move}: " if event.move and event.move not in event.message else ""
         self.say(prefix + event.message)
 
