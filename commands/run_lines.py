@@ -66,6 +66,8 @@ class RunLines:
             line, seen.held = (None if seen.held else event.message), True
         elif event.kind is EventKind.PROGRESS:
             line = self._progress(event, now) if self.progress_lines else None
+        elif event.kind is EventKind.END:
+            line = None  # the run's summary, printed next, says it with the per-move table
         else:
             line = event.message
         if line is None:

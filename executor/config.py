@@ -217,6 +217,7 @@ class EventKind(StrEnum):
     GATE = "gate"  # a gate decision (wait / hold / open)
     HOLD = "hold"  # a move could not start (metrics unavailable)
     NOTE = "note"  # anything else worth telling the operator
+    END = "end"  # the run ended: outcome and moves done (a view with its own summary skips it)
 
 
 @dataclass(frozen=True, slots=True)

@@ -286,8 +286,9 @@ class Executor:
         if self.cancelling:
             self.journal.clear_cancel_request()
         left = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
-        self._note(f"run {outcome.value}: {sum(s is S.DONE for s in states.values())} of "
-                   f"{len(states)} moves done")
+        self.report(Event(EventKind.END, f"run {outcome.value}: "
+                          f"{sum(s is S.DONE for s in states.values())} of {len(states)} "
+                          "moves done"))
         return RunReport(outcome, states, reasons, left, self.driver.stop_reason)
 
     def _note(self, message: str) -> None:

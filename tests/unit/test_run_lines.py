@@ -97,3 +97,10 @@ def test_a_resumed_move_is_timed_from_the_journal_and_failures_stand_out() -> No
 def test_notes_pass_through_as_written() -> None:
     note = Event(EventKind.NOTE, "cancel requested: [bold]x")
     assert RunLines(MB).lines(note, 0.0) == ["cancel requested: [bold]x"]
+
+
+def test_the_end_of_a_run_is_left_to_the_summary_and_notes_are_shown() -> None:
+    lines = RunLines(2 * MB)
+    assert lines.lines(Event(EventKind.END, "run completed: 2 of 2 moves done"), 0.0) == []
+    assert lines.lines(Event(EventKind.NOTE, "preflight: 1 topic has a follower list"),
+                       0.0) == ["preflight: 1 topic has a follower list"]
