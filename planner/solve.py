@@ -186,9 +186,9 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
 
 
 def excess_over_bound(moved: int, lower_bound: int) -> float | None:
-    """Bytes moved over the lower bound, minus one: how much more than the least any plan
-    reaching the aimed band must move. None when the bound is 0, or when the plan moved less
-    (it stopped short of that band, so the bound says nothing about it)."""
+    """Bytes moved over the lower bound, minus one: how much more than the least any balanced
+    plan must move. None when the bound is 0, or when the plan moved less (it stopped short of
+    balance, under a budget, so the bound says nothing about it)."""
     if lower_bound <= 0 or moved < lower_bound:
         return None
     return moved / lower_bound - 1.0

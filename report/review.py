@@ -178,9 +178,9 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
     ratio = (f"{plan.bytes_moved / s.lower_bound_bytes:.3f}" if s.lower_bound_bytes > 0
              else "-")
     if s.lower_bound_bytes > 0 and s.excess_over_bound is None:
-        ratio += " (the plan stops short of the aimed band, so the bound does not apply)"
+        ratio += " (the plan stops short of balance, so the bound does not apply)"
     table.add_row("bytes moved", human_bytes(plan.bytes_moved))
-    table.add_row("lower bound (disk and net in into the aimed band)",
+    table.add_row("lower bound (disk and net in, to the balanced band)",
                   human_bytes(s.lower_bound_bytes))
     if s.disk_lower_bound_bytes is not None:
         table.add_row("lower bound, disk alone", human_bytes(s.disk_lower_bound_bytes))

@@ -1,5 +1,5 @@
 """Lower bounds on bytes moved: disk alone on small hand-built clusters, and disk with net in
-(the fractional knapsack per broker), which plans inside the aimed band never beat."""
+(the fractional knapsack per broker), which balanced plans never beat."""
 
 from __future__ import annotations
 
