@@ -19,6 +19,7 @@ from commands.render import console, err_console, note, say
 from report.text import human_bytes
 from sandbox import cluster, teardown
 from sandbox.config import DEFAULT_BASE_PORT
+from sandbox.links import LOOPBACK
 from sandbox.state import (
     CAPACITIES_FILE,
     SandboxInfo,
@@ -95,6 +96,23 @@ def _print_json(data: dict[str, Any]) -> None:
     typer.echo(json.dumps(data, indent=2, sort_keys=True))
 
 
+def link_line(info: SandboxInfo) -> str | None:
+    """How the brokers are connected, for a linked sandbox (None on loopback)."""
+    link = info.link
+    if link is None:
+        return None
+    return (f"links:             {link.mbps} Mbit/s each way per broker (namespaces on bridge "
+            f"{link.bridge}, {link.subnet})")
+
+
+def _say_addresses(info: SandboxInfo) -> None:
+    say(f"bootstrap servers: {info.bootstrap}")
+    say(f"prometheus:        {info.prometheus_url}")
+    line = link_line(info)
+    if line is not None:
+        say(line)
+
+
 def _brokers_table(info: SandboxInfo, alive: dict[str, bool] | None = None) -> Table:
     table = Table(title=escape(f"sandbox {info.dir}"))
     for column in ("broker", "rack", "address", "metrics", "pid"):
@@ -102,8 +120,9 @@ def _brokers_table(info: SandboxInfo, alive: dict[str, bool] | None = None) -> T
     if alive is not None:
         table.add_column("running")
     for b in info.brokers:
-        row = [str(b.id), escape(b.rack), f"127.0.0.1:{b.port}",
-               f"127.0.0.1:{b.metrics_port}", str(b.pid)]
+        host = info.broker_host(b.id)
+        row = [str(b.id), escape(b.rack), f"{host}:{b.port}",
+               f"{host}:{b.metrics_port}", str(b.pid)]
         if alive is not None:
             row.append("yes" if alive.get(f"broker-{b.id}") else "[red]no[/]")
         table.add_row(*row)
@@ -121,13 +140,21 @@ def up(
     force: Annotated[bool, typer.Option(
         "--force", help="Use a --dir that is not a sandbox although it holds files `up` "
         "overwrites or deletes (logs/, controller/, broker-N/, prometheus.yml, ...).")] = False,
+    link_mbps: Annotated[int | None, typer.Option(
+        "--link-mbps", min=1, help="Put each broker in a network namespace of its own behind "
+        "a link shaped to this many Mbit/s each way (needs root, `ip` and `tc`); default: "
+        "all on loopback.")] = None,
 ) -> None:
     """Start the sandbox (or report the one already running in the dir)."""
     target = _dir(sandbox_dir)
     check_up_dir(target, force)
     result = cluster.up(target, brokers=brokers, racks=racks, base_port=base_port,
-                        progress=_progress)
+                        progress=_progress, link_mbps=link_mbps)
     info = result.info
+    if result.already_running and link_mbps is not None and info.link_mbps != link_mbps:
+        running_as = f"{info.link_mbps} Mbit/s links" if info.link_mbps else "loopback"
+        note(f"the sandbox in {info.dir} already runs on {running_as}: --link-mbps "
+             f"{link_mbps} is not applied (`rebalance sandbox down` first to change it)")
     steps = next_commands(info, target)
     if as_json:
         _print_json({**info.summary(), "already_running": result.already_running,
@@ -135,8 +162,7 @@ def up(
         return
     verb = "already running" if result.already_running else "started"
     say(f"sandbox {verb} in {info.dir}")
-    say(f"bootstrap servers: {info.bootstrap}")
-    say(f"prometheus:        {info.prometheus_url}")
+    _say_addresses(info)
     say("")
     say("next, the whole loop (paste as they are):")
     for command, comment in steps:
@@ -234,8 +260,7 @@ def status(sandbox_dir: DirOption = None, as_json: JsonOption = False) -> None:
         _print_json({**info.summary(), "running": healthy, "processes": alive})
     else:
         console.print(_brokers_table(info, alive))
-        say(f"bootstrap servers: {info.bootstrap}")
-        say(f"prometheus:        {info.prometheus_url}")
+        _say_addresses(info)
         for name in ("controller", "prometheus"):
             console.print(f"{name}: {'running' if alive[name] else '[red]not running[/]'}")
     if not healthy:
@@ -249,13 +274,15 @@ def add_broker(
     as_json: JsonOption = False,
 ) -> None:
     """Start one more broker (next id) on RACK; it joins with no replicas."""
-    broker = cluster.add_broker(_dir(sandbox_dir), rack, progress=_progress)
+    target = _dir(sandbox_dir)
+    broker = cluster.add_broker(target, rack, progress=_progress)
+    host = _broker_host(target, broker.id)
     if as_json:
         _print_json({"id": broker.id, "rack": broker.rack, "port": broker.port,
                      "metrics_port": broker.metrics_port, "pid": broker.pid,
-                     "address": f"127.0.0.1:{broker.port}"})
+                     "address": f"{host}:{broker.port}"})
         return
-    say(f"broker {broker.id} started on rack {broker.rack} at 127.0.0.1:{broker.port}")
+    say(f"broker {broker.id} started on rack {broker.rack} at {host}:{broker.port}")
 
 
 @app.command("kill-broker")
@@ -278,5 +305,13 @@ def start_broker(
     sandbox_dir: DirOption = None,
 ) -> None:
     """Start broker ID again after `kill-broker` (a running broker is left as it is)."""
-    broker = cluster.start_broker(_dir(sandbox_dir), broker_id, progress=_progress)
-    say(f"broker {broker.id} running on rack {broker.rack} at 127.0.0.1:{broker.port}")
+    target = _dir(sandbox_dir)
+    broker = cluster.start_broker(target, broker_id, progress=_progress)
+    say(f"broker {broker.id} running on rack {broker.rack} at "
+        f"{_broker_host(target, broker.id)}:{broker.port}")
+
+
+def _broker_host(sandbox_dir: Path, broker_id: int) -> str:
+    """Where a broker of the sandbox listens, as its state file records it."""
+    info = read_state(sandbox_dir.resolve())
+    return info.broker_host(broker_id) if info is not None else LOOPBACK

@@ -2,6 +2,9 @@
 
 Configuration text comes from `sandbox.config` (pure); this module writes it to the sandbox dir,
 formats storage, spawns the processes, records them in `state.json` and waits for readiness.
+With `link_mbps` each broker runs in a network namespace of its own behind a shaped link
+(`sandbox.links`, made by `sandbox.network`); the controller listens on the bridge and
+Prometheus stays on loopback.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from pathlib import Path
 
 import yaml
 
-from sandbox import config, process, ready
+from sandbox import config, links, network, process, ready
 from sandbox.jars import JMX_EXPORTER_JAR, ensure_jars, require_tool
+from sandbox.ports import check_ports, port_roles
+from sandbox.ports import free_base_port as free_base_port  # the tests' and benchmarks' name
+from sandbox.ports import ports_free as ports_free
 from sandbox.state import (
     BROKER_DIR_PREFIX,
     CAPACITIES_FILE,
@@ -71,41 +77,6 @@ def process_alive(info: SandboxInfo) -> dict[str, bool]:
     return {name: process.is_ours(pid, marker) for name, pid in sorted(info.pids().items())}
 
 
-def _check_ports(ports: Sequence[tuple[str, int]]) -> None:
-    for role, port in ports:
-        if process.port_in_use(port):
-            raise SandboxError(f"port {port} ({role}) is already in use on 127.0.0.1; "
-                               "stop what uses it or choose another --base-port")
-
-
-def ports_free(base_port: int, broker_ids: int) -> bool:
-    """True when every port of a sandbox on base_port with broker ids 1..broker_ids is free."""
-    plan = config.PortPlan(base_port)
-    ports = [plan.prometheus, plan.controller]
-    for broker_id in range(1, min(broker_ids, config.MAX_BROKER_ID) + 1):
-        ports += [plan.broker(broker_id), plan.metrics(broker_id)]
-    return not any(process.port_in_use(port) for port in ports)
-
-
-def _ephemeral_low() -> int:
-    """Lowest port the kernel hands out to outgoing connections (listeners there can clash)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_base_port(start: int, broker_ids: int) -> int:
-    """First base port from start, in steps of 1000, whose whole port plan is free and stays
-    below the ephemeral port range (where a client socket could take a port mid-start)."""
-    span = config.PortPlan(start).metrics(min(broker_ids, config.MAX_BROKER_ID)) - start
-    for base in range(start, _ephemeral_low() - span, 1000):
-        if ports_free(base, broker_ids):
-            return base
-    raise SandboxError(f"no free port range for a sandbox from {start} up to the ephemeral "
-                       "ports; stop other sandboxes or pass --base-port")
-
-
 def _write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -138,12 +109,12 @@ def _format_storage(jar_dir: Path, cluster_id: str, configs: Sequence[Path], log
 
 def _broker_command(info: SandboxInfo, broker_id: int, metrics_port: int) -> list[str]:
     agent = (f"-javaagent:{info.jar_dir / JMX_EXPORTER_JAR}="
-             f"127.0.0.1:{metrics_port}:{info.dir / 'exporter.yml'}")
-    return config.java_command(
+             f"{info.broker_host(broker_id)}:{metrics_port}:{info.dir / 'exporter.yml'}")
+    return [*links.exec_prefix(info.link, broker_id), *config.java_command(
         info.jar_dir, config.BROKER_HEAP, "kafka.Kafka",
         [str(info.dir / f"broker-{broker_id}" / "server.properties")],
         [f"-Dlog4j2.configurationFile={info.dir / 'log4j2.properties'}", agent],
-    )
+    )]
 
 
 def _prometheus_command(info: SandboxInfo) -> list[str]:
@@ -158,7 +129,8 @@ def _prometheus_command(info: SandboxInfo) -> list[str]:
 
 
 def _write_prometheus_config(info: SandboxInfo) -> None:
-    targets = [config.ScrapeTarget(b.id, b.rack, b.metrics_port) for b in info.brokers]
+    targets = [config.ScrapeTarget(b.id, b.rack, b.metrics_port, info.broker_host(b.id))
+               for b in info.brokers]
     _write(info.dir / "prometheus.yml",
            yaml.safe_dump(config.prometheus_config(targets), sort_keys=False))
 
@@ -166,17 +138,19 @@ def _write_prometheus_config(info: SandboxInfo) -> None:
 def _write_broker_config(info: SandboxInfo, broker_id: int, rack: str) -> Path:
     node_dir = info.dir / f"broker-{broker_id}"
     ports = config.PortPlan(info.base_port)
-    text = config.broker_properties(broker_id, rack, ports, node_dir / "data", info.internal_rf)
+    text = config.broker_properties(broker_id, rack, ports, node_dir / "data", info.internal_rf,
+                                    info.broker_host(broker_id), info.controller_host)
     return _write(node_dir / "server.properties", text)
 
 
 def _write_static_files(info: SandboxInfo) -> Path:
     """Write the shared files and the controller's config; return the controller config path."""
     _write(info.dir / "log4j2.properties", config.log4j2_properties())
-    _write(info.dir / CAPACITIES_FILE, config.capacities_yaml())
+    _write(info.dir / CAPACITIES_FILE, config.capacities_yaml(info.link_mbps))
     _write(info.dir / "exporter.yml", yaml.safe_dump(config.exporter_config(), sort_keys=False))
     ports = config.PortPlan(info.base_port)
-    text = config.controller_properties(ports, info.dir / "controller" / "data")
+    text = config.controller_properties(ports, info.dir / "controller" / "data",
+                                        info.controller_host)
     return _write(info.dir / "controller" / "server.properties", text)
 
 
@@ -192,13 +166,6 @@ def _planned(sandbox_dir: Path, brokers: int, racks: int, base_port: int) -> San
         prometheus_port=ports.prometheus, prometheus_pid=0, brokers=members,
         internal_rf=min(3, brokers),
     )
-
-
-def _port_roles(info: SandboxInfo) -> list[tuple[str, int]]:
-    roles = [("prometheus", info.prometheus_port), ("controller", info.controller_port)]
-    for b in info.brokers:
-        roles += [(f"broker {b.id}", b.port), (f"broker {b.id} exporter", b.metrics_port)]
-    return roles
 
 
 def _alive_checker(info: SandboxInfo) -> Callable[[], None]:
@@ -247,11 +214,13 @@ def _start(info: SandboxInfo) -> SandboxInfo:
     return info
 
 
-def _wait_ready(info: SandboxInfo) -> None:
+def _wait_ready(info: SandboxInfo, brokers: Sequence[BrokerInfo]) -> None:
+    """Wait until these brokers are registered with their racks and scraped by Prometheus."""
     check = _alive_checker(info)
-    ready.wait_for_brokers(info.bootstrap, {b.id: b.rack for b in info.brokers},
+    ready.wait_for_brokers(info.bootstrap, {b.id: b.rack for b in brokers},
                            READY_TIMEOUT_S, check)
-    ready.wait_for_targets(info.prometheus_url, [b.metrics_port for b in info.brokers],
+    ready.wait_for_scrapes(info.prometheus_url,
+                           [f"{info.broker_host(b.id)}:{b.metrics_port}" for b in brokers],
                            READY_TIMEOUT_S, check)
 
 
@@ -261,21 +230,29 @@ def _quiet(message: str) -> None:
 
 def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
        base_port: int = config.DEFAULT_BASE_PORT,
-       progress: Callable[[str], None] = _quiet) -> UpResult:
-    """Start a sandbox in sandbox_dir, or report the one already running there."""
+       progress: Callable[[str], None] = _quiet, link_mbps: int | None = None) -> UpResult:
+    """Start a sandbox in sandbox_dir, or report the one already running there; with link_mbps
+    every broker gets a namespace and a link shaped to that many Mbit/s each way."""
     sandbox_dir = sandbox_dir.resolve()
+    if link_mbps is not None:
+        links.check_link_mbps(link_mbps)
+        network.require_link_support()
     existing = read_state(sandbox_dir)
     if existing is not None:
         if all(process_alive(existing).values()):
             if not (sandbox_dir / CAPACITIES_FILE).exists():  # started by an older version
-                _write(sandbox_dir / CAPACITIES_FILE, config.capacities_yaml())
+                _write(sandbox_dir / CAPACITIES_FILE,
+                       config.capacities_yaml(existing.link_mbps))
             return UpResult(existing, already_running=True)
         progress(f"a previous sandbox in {sandbox_dir} is partly down: stopping it first")
         down(sandbox_dir)
     require_tool("java")
     require_tool("prometheus")
     planned = _planned(sandbox_dir, brokers, racks, base_port)
-    _check_ports(_port_roles(planned))
+    check_ports(port_roles(planned))
+    if link_mbps is not None:
+        planned = replace(planned, link=network.plan(sandbox_dir, link_mbps,
+                                                     [b.id for b in planned.brokers]))
     planned = replace(planned, jar_dir=ensure_jars(progress=progress))
     created_dir = not sandbox_dir.exists()
     sandbox_dir.mkdir(parents=True, exist_ok=True)
@@ -283,10 +260,15 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
     _reset_dir(sandbox_dir)
     info = planned
     try:
+        if planned.link is not None:
+            progress(f"creating a bridge and {brokers} namespaces, each link shaped to "
+                     f"{planned.link.mbps} Mbit/s")
+            write_state(planned)  # recorded before it exists: `down` removes what was made
+            network.create(planned.link)
         progress(f"formatting storage and starting a controller, {brokers} brokers, Prometheus")
         info = _start(planned)
         progress("waiting for every broker to register and every Prometheus target to be up")
-        _wait_ready(info)
+        _wait_ready(info, info.brokers)
     except BaseException:
         write_state(info)
         down(sandbox_dir)
@@ -320,10 +302,13 @@ _stray_pids = sandbox_pids  # the name the integration tests use
 
 
 def down(sandbox_dir: Path) -> list[str]:
-    """Stop every process of the sandbox (brokers, controller, Prometheus); return their names.
+    """Stop every process of the sandbox (brokers, controller, Prometheus), then delete its
+    network (namespaces, veths, bridge: recorded, or named by the dir's scheme after a crash);
+    return what was stopped.
 
     Quiet on a dir with nothing to stop (an empty list): tests and scripts call it to make sure
     nothing is left. Data and the sandbox marker stay (`sandbox.teardown.purge` deletes them).
+    The state file goes last, so a network that could not be deleted is tried again.
     """
     sandbox_dir = sandbox_dir.resolve()
     marker = _marker(sandbox_dir)
@@ -337,6 +322,12 @@ def down(sandbox_dir: Path) -> list[str]:
     strays = sandbox_pids(sandbox_dir)
     process.stop(strays, marker, OTHER_STOP_GRACE_S)
     stopped += [f"pid {pid}" for pid in strays if info is None or pid not in info.pids().values()]
+    # A recorded network, or (its state lost) one named by the dir's scheme; a loopback
+    # sandbox made none.
+    if (info.link is not None) if info is not None else network.can_manage():
+        removed = network.remove(links.link_tag(sandbox_dir), info.link if info else None)
+        if removed:
+            stopped.append(f"network ({', '.join(removed)})")
     state_path(sandbox_dir).unlink(missing_ok=True)
     return stopped
 
@@ -361,8 +352,13 @@ def add_broker(sandbox_dir: Path, rack: str,
     ports = config.PortPlan(info.base_port)
     broker = BrokerInfo(id=broker_id, rack=rack, port=ports.broker(broker_id),
                         metrics_port=ports.metrics(broker_id), pid=0)
-    _check_ports([(f"broker {broker_id}", broker.port),
-                  (f"broker {broker_id} exporter", broker.metrics_port)])
+    check_ports([(f"broker {broker_id}", broker.port),
+                 (f"broker {broker_id} exporter", broker.metrics_port)])
+    if info.link is not None:
+        grown = info.link.with_broker(broker_id)
+        info = replace(info, link=grown)
+        write_state(info)  # recorded before it exists
+        network.create_broker(grown, broker_id)
     cfg = _write_broker_config(info, broker_id, rack)
     progress(f"formatting and starting broker {broker_id} on rack {rack}")
     _format_storage(info.jar_dir, info.cluster_id, [cfg], info.dir / "logs")
@@ -373,9 +369,7 @@ def add_broker(sandbox_dir: Path, rack: str,
     write_state(info)
     _write_prometheus_config(info)
     os.kill(info.prometheus_pid, signal.SIGHUP)
-    check = _alive_checker(info)
-    ready.wait_for_brokers(info.bootstrap, {broker_id: rack}, READY_TIMEOUT_S, check)
-    ready.wait_for_targets(info.prometheus_url, [broker.metrics_port], READY_TIMEOUT_S, check)
+    _wait_ready(info, [broker])
     return broker
 
 
@@ -408,15 +402,13 @@ def start_broker(sandbox_dir: Path, broker_id: int,
     broker = _broker(info, broker_id)
     if process.is_ours(broker.pid, _marker(info.dir)):
         return broker
-    _check_ports([(f"broker {broker_id}", broker.port),
-                  (f"broker {broker_id} exporter", broker.metrics_port)])
+    check_ports([(f"broker {broker_id}", broker.port),
+                 (f"broker {broker_id} exporter", broker.metrics_port)])
     progress(f"starting broker {broker_id} again")
     pid = process.spawn(_broker_command(info, broker_id, broker.metrics_port),
                         info.dir / "logs" / f"broker-{broker_id}.log", info.dir)
     broker = replace(broker, pid=pid)
     info = replace(info, brokers=tuple(broker if b.id == broker_id else b for b in info.brokers))
     write_state(info)
-    check = _alive_checker(info)
-    ready.wait_for_brokers(info.bootstrap, {broker_id: broker.rack}, READY_TIMEOUT_S, check)
-    ready.wait_for_targets(info.prometheus_url, [broker.metrics_port], READY_TIMEOUT_S, check)
+    _wait_ready(info, [broker])
     return broker

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandbox.links import LOOPBACK
 from topology.errors import SandboxError
 
 CONTROLLER_ID = 3000
@@ -79,17 +80,18 @@ def _properties(values: Mapping[str, object]) -> str:
     return "".join(f"{key}={values[key]}\n" for key in sorted(values))
 
 
-def _quorum(ports: PortPlan) -> str:
-    return f"{CONTROLLER_ID}@127.0.0.1:{ports.controller}"
+def _quorum(ports: PortPlan, controller_host: str) -> str:
+    return f"{CONTROLLER_ID}@{controller_host}:{ports.controller}"
 
 
-def controller_properties(ports: PortPlan, data_dir: Path) -> str:
-    """server.properties of the dedicated KRaft controller."""
+def controller_properties(ports: PortPlan, data_dir: Path, host: str = LOOPBACK) -> str:
+    """server.properties of the dedicated KRaft controller, listening on host (the bridge of
+    a linked sandbox, where the brokers' namespaces reach it)."""
     return _properties({
         "process.roles": "controller",
         "node.id": CONTROLLER_ID,
-        "controller.quorum.voters": _quorum(ports),
-        "listeners": f"CONTROLLER://127.0.0.1:{ports.controller}",
+        "controller.quorum.voters": _quorum(ports, host),
+        "listeners": f"CONTROLLER://{host}:{ports.controller}",
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
         "log.dirs": data_dir,
@@ -104,19 +106,21 @@ def controller_properties(ports: PortPlan, data_dir: Path) -> str:
 
 
 def broker_properties(
-    broker_id: int, rack: str, ports: PortPlan, data_dir: Path, internal_rf: int
+    broker_id: int, rack: str, ports: PortPlan, data_dir: Path, internal_rf: int,
+    host: str = LOOPBACK, controller_host: str = LOOPBACK,
 ) -> str:
-    """server.properties of one broker: small thread pools, small segments, explicit topics."""
+    """server.properties of one broker: small thread pools, small segments, explicit topics;
+    it listens (and is advertised) on host, its namespace's address in a linked sandbox."""
     port = ports.broker(broker_id)
     min_isr = 2 if internal_rf >= 3 else 1
     return _properties({
         "process.roles": "broker",
         "node.id": broker_id,
         "broker.rack": rack,
-        "controller.quorum.voters": _quorum(ports),
+        "controller.quorum.voters": _quorum(ports, controller_host),
         "controller.listener.names": "CONTROLLER",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"PLAINTEXT://{host}:{port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "log.dirs": data_dir,
@@ -216,12 +220,13 @@ class ScrapeTarget:
     broker_id: int
     rack: str
     metrics_port: int
+    host: str = LOOPBACK
 
 
 def prometheus_config(targets: Sequence[ScrapeTarget]) -> dict[str, object]:
     """prometheus.yml: every broker scraped each second, labelled with broker_id and rack."""
     static = [
-        {"targets": [f"127.0.0.1:{t.metrics_port}"],
+        {"targets": [f"{t.host}:{t.metrics_port}"],
          "labels": {"broker_id": str(t.broker_id), "rack": t.rack}}
         for t in sorted(targets, key=lambda t: t.broker_id)
     ]
@@ -232,15 +237,16 @@ def prometheus_config(targets: Sequence[ScrapeTarget]) -> dict[str, object]:
     }
 
 
-def capacities_yaml() -> str:
+def capacities_yaml(link_mbps: int | None = None) -> str:
     """The sandbox's capacities file (what `snapshot --capacities` reads): every broker alike,
-    as examples/sandbox-capacities.yaml."""
+    as examples/sandbox-capacities.yaml; behind a shaped link, its rate each way."""
+    net = "50MB/s" if link_mbps is None else f"{link_mbps / 8:.3f}".rstrip("0").rstrip(".") + "MB/s"
     return "".join(f"{line}\n" for line in (
         "# Capacities of this sandbox's brokers (written by `rebalance sandbox up`).",
         "default:",
         "  disk_bytes: 10GB",
-        "  net_in_bytes_per_sec: 50MB/s",
-        "  net_out_bytes_per_sec: 50MB/s",
+        f"  net_in_bytes_per_sec: {net}",
+        f"  net_out_bytes_per_sec: {net}",
     ))
 
 

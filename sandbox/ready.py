@@ -80,9 +80,18 @@ def wait_for_targets(
     prometheus_url: str, metrics_ports: Collection[int], timeout_s: float,
     check_alive: Callable[[], None] | None = None,
 ) -> None:
-    """Wait until Prometheus scrapes every exporter port with health "up"."""
+    """Wait until Prometheus scrapes every exporter port on 127.0.0.1 with health "up"."""
+    wait_for_scrapes(prometheus_url, [f"127.0.0.1:{port}" for port in metrics_ports],
+                     timeout_s, check_alive)
+
+
+def wait_for_scrapes(
+    prometheus_url: str, addresses: Collection[str], timeout_s: float,
+    check_alive: Callable[[], None] | None = None,
+) -> None:
+    """Wait until Prometheus scrapes every exporter at "HOST:PORT" with health "up"."""
     health: dict[str, str] = {}
-    wanted = {f"http://127.0.0.1:{port}/metrics" for port in metrics_ports}
+    wanted = {f"http://{address}/metrics" for address in addresses}
 
     def ready() -> bool:
         nonlocal health

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sandbox.links import LOOPBACK, LinkInfo, link_from_dict, link_to_dict
 from topology.errors import SandboxError
 
 STATE_FILE = "state.json"
@@ -56,11 +57,27 @@ class SandboxInfo:
     prometheus_pid: int
     brokers: tuple[BrokerInfo, ...]
     internal_rf: int
+    link: LinkInfo | None = None
+    """The shaped network (`up --link-mbps`); None: everything on loopback."""
+
+    def broker_host(self, broker_id: int) -> str:
+        """Where a broker and its exporter listen: its namespace's address, else loopback."""
+        return LOOPBACK if self.link is None else self.link.address(broker_id)
+
+    @property
+    def link_mbps(self) -> int | None:
+        """Rate of each broker's link each way, None on loopback."""
+        return None if self.link is None else self.link.mbps
+
+    @property
+    def controller_host(self) -> str:
+        """The controller listens on the bridge, where the brokers' namespaces reach it."""
+        return LOOPBACK if self.link is None else self.link.bridge_address
 
     @property
     def bootstrap(self) -> str:
-        """Bootstrap servers of every broker, "127.0.0.1:PORT,..."."""
-        return ",".join(f"127.0.0.1:{b.port}" for b in self.brokers)
+        """Bootstrap servers of every broker, "HOST:PORT,..." (127.0.0.1 on loopback)."""
+        return ",".join(f"{self.broker_host(b.id)}:{b.port}" for b in self.brokers)
 
     @property
     def prometheus_url(self) -> str:
@@ -77,14 +94,18 @@ class SandboxInfo:
         return replace(self, brokers=(*self.brokers, broker))
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready description printed by `sandbox up/status --json`."""
-        return {
+        """JSON-ready description printed by `sandbox up/status --json` (`link` only for a
+        linked sandbox)."""
+        described: dict[str, Any] = {
             "dir": str(self.dir),
             "bootstrap": self.bootstrap,
             "prometheus_url": self.prometheus_url,
-            "controller": f"127.0.0.1:{self.controller_port}",
+            "controller": f"{self.controller_host}:{self.controller_port}",
             "brokers": [asdict(b) for b in self.brokers],
         }
+        if self.link is not None:
+            described["link"] = link_to_dict(self.link)
+        return described
 
 
 def replaced_entries(sandbox_dir: Path) -> list[str]:
@@ -151,6 +172,9 @@ def state_path(sandbox_dir: Path) -> Path:
 def write_state(info: SandboxInfo) -> None:
     """Write state.json atomically (rename), so readers never see half a file."""
     data = asdict(info)
+    del data["link"]
+    if info.link is not None:  # absent on loopback: the same file as before links existed
+        data["link"] = link_to_dict(info.link)
     data["version"] = STATE_VERSION
     data["dir"] = str(info.dir)
     data["jar_dir"] = str(info.jar_dir)
@@ -176,6 +200,7 @@ def read_state(sandbox_dir: Path) -> SandboxInfo | None:
             prometheus_pid=int(data["prometheus_pid"]),
             brokers=tuple(BrokerInfo(**b) for b in data["brokers"]),
             internal_rf=int(data["internal_rf"]),
+            link=link_from_dict(data["link"]) if data.get("link") is not None else None,
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxError(f"{path} is not a sandbox state file ({exc}); remove the dir") from exc
