@@ -35,7 +35,7 @@ from commands.report_cmd import (
     check_status_html,
     write_status_html,
 )
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, RunOverrides
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, RunOverrides, parse_concurrency
 from topology.errors import ExecutionError, InputError
 from usecases.cluster import ClusterAccess
 from usecases.run import (
@@ -113,8 +113,10 @@ def execute(
     max_mbps: Annotated[float, typer.Option(
         help="Replication throttle per broker in MB/s (megabytes per second, 10^6 bytes/s): "
         "the leader rate on source brokers and the follower rate on target brokers.")],
-    concurrency: Annotated[int, typer.Option(
-        help="Moves in flight at once (never two on one broker).")] = 1,
+    concurrency: Annotated[str, typer.Option(
+        help="Moves in flight at once: a number, or auto for as many as keep each broker "
+        "sending for at most one move and receiving for at most one (the busiest brokers' "
+        "moves first). A broker that only keeps its replica is not busy.")] = "1",
     cooldown: Annotated[float, typer.Option(
         help="Seconds to wait after each move before the gate is checked.")] = 0.0,
     adaptive: Annotated[bool, typer.Option(
@@ -144,9 +146,10 @@ def execute(
     gate_timeout: GateTimeout = None,
     produce_p99_max_ms: P99 = None,
     quota_window: Annotated[float, typer.Option(
-        help="Seconds the next move waits after a move (overlapping --cooldown) so that Kafka's "
-        "replication quota window (replication.quota.window.num x .size.seconds) has forgotten "
-        "it; otherwise the next move's first seconds run far above --max-mbps. 0 disables.")
+        help="Kafka's replication quota window (replication.quota.window.num x "
+        ".size.seconds). A move whose sender and receiver both carried a copy within it waits "
+        "until one of them has not (its quota would otherwise let the first seconds run far "
+        "above --max-mbps); a move with a clean end starts at once. 0 disables.")
     ] = DEFAULT_QUOTA_WINDOW_SECONDS,
     final_gate: Annotated[bool, typer.Option(
         help="Also wait for the gate after the last move, so the run ends on a settled "
@@ -173,7 +176,8 @@ def execute(
                          "client traffic)")
     check_metrics_port(metrics_port)
     config = config_from_flags(
-        max_mbps=max_mbps, concurrency=concurrency, cooldown=cooldown, adaptive=adaptive,
+        max_mbps=max_mbps, concurrency=parse_concurrency(concurrency), cooldown=cooldown,
+        adaptive=adaptive,
         elect_leaders=elect_leaders, allow_under_replicated=allow_under_replicated,
         gate_margin=gate_margin, gate_floor_mbps=gate_floor_mbps, gate_samples=gate_samples,
         gate_timeout=gate_timeout, produce_p99_max_ms=produce_p99_max_ms,

@@ -12,8 +12,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from executor.config import MB, Event, ExecutorConfig, Reporter, adaptive_floor_for
+from executor.config import (
+    MB,
+    Concurrency,
+    Event,
+    ExecutorConfig,
+    Reporter,
+    adaptive_floor_for,
+)
 from executor.gates import GatePolicy
+from executor.schedule import DEFAULT_GAP_SECONDS
 from topology.errors import InputError
 
 if TYPE_CHECKING:
@@ -71,7 +79,7 @@ def both(first: Reporter, second: Reporter | None) -> Reporter:
     return report
 
 
-def config_from_flags(*, max_mbps: float, concurrency: int = 1, cooldown: float = 0.0,
+def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown: float = 0.0,
                       adaptive: bool = False, elect_leaders: bool = True,
                       allow_under_replicated: bool = False, gate_margin: float = 0.10,
                       gate_floor_mbps: float = 1.0, gate_samples: int = 3,
@@ -132,8 +140,8 @@ def journal_records(path: Path) -> list[Record]:
 
 
 def journal_pace(records: list[Record]) -> tuple[float | None, float]:
-    """The run's cap (bytes/s per broker; None if the header has none) and the wait after each
-    move that another follows (the cooldown or the quota window, whichever is longer)."""
+    """The run's cap (bytes/s per broker; None if the header has none) and the time after each
+    move that another follows (its gate and election, or the cooldown when that is longer)."""
     from executor.journal import header_settings
 
     settings = header_settings(records)
@@ -145,7 +153,7 @@ def journal_pace(records: list[Record]) -> tuple[float | None, float]:
         return float(value) if math.isfinite(value) and value > 0 else 0.0
 
     cap = number("max_bytes_per_sec")
-    return (cap or None), max(number("cooldown_seconds"), number("quota_window_seconds"))
+    return (cap or None), max(number("cooldown_seconds"), DEFAULT_GAP_SECONDS)
 
 
 def parse_finish_by(text: str, now: datetime) -> float:

@@ -20,7 +20,7 @@ import typer
 
 from commands.outputs import InputFiles, Output, check_output, refuse_inputs
 from commands.render import err_console, say
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
+from executor.config import AUTO, DEFAULT_QUOTA_WINDOW_SECONDS
 from report.files import is_report_file
 from topology.errors import InputError, MetricsError, RebalanceError
 
@@ -103,7 +103,8 @@ def write_status_html(path: Path, journal: Path, records: Sequence[Record],
         concurrency = run.settings.get("concurrency", 1)
         window = run.settings.get("quota_window_seconds", DEFAULT_QUOTA_WINDOW_SECONDS)
         view = plan_view(plan_file, rate,
-                         concurrency=concurrency if isinstance(concurrency, int) else 1,
+                         concurrency=concurrency if concurrency == AUTO or (
+                             isinstance(concurrency, int) and concurrency >= 1) else 1,
                          quota_window_seconds=float(window)
                          if isinstance(window, int | float) else DEFAULT_QUOTA_WINDOW_SECONDS)
     measured = _measured(prometheus, run, notices) if prometheus else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from executor.gates import GatePolicy
 from executor.readings import GateQueries
@@ -18,6 +18,21 @@ from topology.ports import Clock, KafkaAdmin, MetricsSource
 # replication.quota.window.size.seconds (1).
 DEFAULT_QUOTA_WINDOW_SECONDS = 11.0
 MB = 1_000_000  # bytes in a megabyte, as --max-mbps counts
+AUTO: Literal["auto"] = "auto"
+# Moves in flight at once: a number, or "auto" for as many as keep each broker sending for at
+# most one move and receiving for at most one (executor.flows).
+Concurrency = int | Literal["auto"]
+
+
+def parse_concurrency(value: object) -> Concurrency:
+    """`auto` or a whole number of at least 1 (a flag, a journal value)."""
+    if value == AUTO:
+        return AUTO
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
+        raise InputError(f"--concurrency must be a whole number of at least 1, or auto; got "
+                         f"{str(value)[:40]!r}")
+    return int(text)
 
 
 def adaptive_floor_for(max_bytes_per_sec: int) -> int:
@@ -50,13 +65,14 @@ class ExecutorConfig:
     """How a run proceeds. Rates are bytes per second.
 
     stall_intervals: a move that shows no progress (destination bytes, ISR) for this many polls
-    is cancelled; concurrency: moves in flight at once, never two on the same broker;
+    is cancelled; concurrency: moves in flight at once (or "auto"), each broker sending for at
+    most one and receiving for at most one;
     gate_timeout_seconds: a gate still closed after this long (past the cooldown) stops the run
     (the move itself is done; `resume` continues).
     """
 
     max_bytes_per_sec: int
-    concurrency: int = 1
+    concurrency: Concurrency = 1
     cooldown_seconds: float = 0.0
     poll_seconds: float = 1.0
     stall_intervals: int = 30
@@ -74,10 +90,10 @@ class ExecutorConfig:
     allow_quota_burst: bool = False
     gate_timeout_seconds: float | None = None  # None: wait for the gate as long as it takes
     # Kafka's replication quota window (replication.quota.window.num x .size.seconds, 11 x 1 s
-    # by default). Its rate is bytes in the window over the time since its oldest sample: a
-    # move starting while the previous move's last samples linger is measured over the whole
-    # window and copies many seconds' worth at full speed. Waiting this long after a move
-    # (overlapping the cooldown) lets the window empty, so the next throttle holds at once.
+    # by default). Kafka measures a quota over the samples of that window, so a copy through a
+    # broker whose window still holds a finished copy's samples may run far above the cap; a
+    # move starts only when each of its copies has an end whose window is clean (see
+    # executor.flows). 0: never wait.
     quota_window_seconds: float = 0.0
     # The gate protects the next move, so the last move's is skipped unless this is set (for
     # example when another run follows at once and should start from a settled cluster).
@@ -90,8 +106,7 @@ class ExecutorConfig:
     def __post_init__(self) -> None:
         if self.max_bytes_per_sec <= 0:
             raise InputError(f"--max-mbps must be positive, got {self.max_bytes_per_sec} B/s")
-        if self.concurrency < 1:
-            raise InputError(f"--concurrency must be at least 1, got {self.concurrency}")
+        parse_concurrency(self.concurrency)
         if self.cooldown_seconds < 0 or self.poll_seconds <= 0:
             raise InputError("--cooldown must be >= 0 and the poll interval > 0")
         if self.stall_intervals < 1:
@@ -106,10 +121,9 @@ class ExecutorConfig:
             raise InputError("adaptive re-evaluation needs at least 1 poll and a change >= 0")
 
     @property
-    def settle_seconds(self) -> float:
-        """How long after a move before its gate is checked: the cooldown or the quota
-        window, whichever is longer (they overlap)."""
-        return max(self.cooldown_seconds, self.quota_window_seconds)
+    def slots(self) -> int:
+        """How many moves may be in flight; with "auto", as many as the brokers allow."""
+        return self.concurrency if isinstance(self.concurrency, int) else 1 << 30
 
     def to_journal(self) -> dict[str, Any]:
         """The run's own settings, for the journal header: everything but the capacities (an
@@ -175,7 +189,8 @@ class ExecutorConfig:
         adaptive = (bool(s.get("adaptive", base.adaptive)) if overrides.adaptive is None
                     else overrides.adaptive)
         return cls(
-            max_bytes_per_sec=cap, concurrency=int(s.get("concurrency", base.concurrency)),
+            max_bytes_per_sec=cap,
+            concurrency=_journal_concurrency(s.get("concurrency", base.concurrency)),
             cooldown_seconds=float(s.get("cooldown_seconds", base.cooldown_seconds)),
             poll_seconds=overrides.poll_seconds,
             stall_intervals=int(s.get("stall_intervals", base.stall_intervals)),
@@ -190,6 +205,13 @@ class ExecutorConfig:
             quota_window_seconds=float(s.get("quota_window_seconds",
                                              base.quota_window_seconds)),
             final_gate=bool(s.get("final_gate", base.final_gate)), finish_by=overrides.finish_by)
+
+
+def _journal_concurrency(stored: Any) -> Concurrency:
+    if stored == AUTO or (isinstance(stored, int) and not isinstance(stored, bool)
+                          and stored >= 1):
+        return stored  # type: ignore[no-any-return]
+    raise ValueError(f"concurrency {str(stored)[:40]!r} is neither a whole number nor auto")
 
 
 def _journal_queries(stored: Any) -> GateQueries:

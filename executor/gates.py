@@ -1,10 +1,11 @@
 """Pure gate decisions: may the next move start, judged from metric readings.
 
 The gate re-creates the careful manual practice: after a move, wait until the network in
-(bytes in + replication in) and out (bytes out + replication out) of that move's source and
-target brokers is back near its pre-move baseline (or under an absolute floor) for K consecutive
-samples, no partition is under-replicated besides those moving, and (optionally) produce p99
-latency is under an SLO. Missing metrics never count as settled: they HOLD the run.
+(bytes in + replication in) of the brokers that received a replica and out (bytes out +
+replication out) of the broker that sent it is back near its pre-move baseline (or under an
+absolute floor) for K consecutive samples, no partition is under-replicated besides those
+moving, and (optionally) produce p99 latency is under an SLO. Missing metrics never count as
+settled: they HOLD the run.
 """
 
 from __future__ import annotations
@@ -55,15 +56,6 @@ class NetworkSample:
     net_in: Mapping[int, float]
     net_out: Mapping[int, float]
 
-    def missing(self, brokers: Iterable[int]) -> tuple[int, ...]:
-        """Brokers without both an in and an out reading."""
-        return tuple(b for b in sorted(brokers) if b not in self.net_in or b not in self.net_out)
-
-    def restricted(self, brokers: Iterable[int]) -> NetworkSample:
-        keep = set(brokers)
-        return NetworkSample({b: v for b, v in self.net_in.items() if b in keep},
-                             {b: v for b, v in self.net_out.items() if b in keep})
-
 
 @dataclass(frozen=True, slots=True)
 class GateReading:
@@ -89,46 +81,46 @@ class GateDecision:
         return self.verdict is GateVerdict.OPEN
 
 
-def _hold(reading: GateReading, brokers: Iterable[int]) -> GateDecision | None:
+def _hold(reading: GateReading, ins: Iterable[int], outs: Iterable[int]) -> GateDecision | None:
     if reading.network is None:
         why = reading.unavailable or "no answer"
         return GateDecision(GateVerdict.HOLD, f"metrics unavailable ({why}); holding, will retry")
-    missing = reading.network.missing(brokers)
+    missing = sorted({b for b in ins if b not in reading.network.net_in}
+                     | {b for b in outs if b not in reading.network.net_out})
     if missing:
         return GateDecision(GateVerdict.HOLD,
                             f"no network metrics for broker(s) {list(missing)}; holding")
     return None
 
 
-def start_decision(reading: GateReading, brokers: Iterable[int]) -> GateDecision:
-    """May a move on `brokers` start? Only with a readable baseline for every one of them."""
-    held = _hold(reading, list(brokers))
+def start_decision(reading: GateReading, ins: Iterable[int], outs: Iterable[int]) -> GateDecision:
+    """May a move start that receives on `ins` and sends from `outs`? Only with a readable
+    baseline for each of those directions."""
+    held = _hold(reading, ins, outs)
     return held or GateDecision(GateVerdict.OPEN, "baseline read", 0)
 
 
-def _unsettled(policy: GatePolicy, baseline: NetworkSample, now: NetworkSample,
-               brokers: Iterable[int]) -> list[str]:
+def _unsettled(policy: GatePolicy, baseline: NetworkSample, now: NetworkSample) -> list[str]:
     problems = []
-    for b in sorted(brokers):
-        for direction, base, cur in (("in", baseline.net_in, now.net_in),
-                                     ("out", baseline.net_out, now.net_out)):
-            limit = max(base.get(b, 0.0) * (1 + policy.margin), policy.floor_bytes_per_sec)
+    for direction, base, cur in (("in", baseline.net_in, now.net_in),
+                                 ("out", baseline.net_out, now.net_out)):
+        for b in sorted(base):
+            limit = max(base[b] * (1 + policy.margin), policy.floor_bytes_per_sec)
             if cur[b] > limit:
                 problems.append(f"broker {b} network {direction} {rate_text(cur[b])} "
                                 f"> {rate_text(limit)}")
     return problems
 
 
-def gate_decision(policy: GatePolicy, brokers: Iterable[int], baseline: NetworkSample,
-                  reading: GateReading, moving: frozenset[TopicPartition],
-                  streak: int) -> GateDecision:
-    """The gate after a move on `brokers`: OPEN after `policy.consecutive` settled samples.
+def gate_decision(policy: GatePolicy, baseline: NetworkSample, reading: GateReading,
+                  moving: frozenset[TopicPartition], streak: int) -> GateDecision:
+    """The gate after a move: OPEN after `policy.consecutive` settled samples of the directions
+    its baseline was read for (the move's ends: a receiver's in, a sender's out).
 
     `streak` is the number of settled samples just before this one; any unsettled or missing
     sample resets it.
     """
-    brokers = sorted(set(brokers))
-    held = _hold(reading, brokers)
+    held = _hold(reading, baseline.net_in, baseline.net_out)
     if held is not None or reading.network is None:
         return held or GateDecision(GateVerdict.HOLD, "metrics unavailable")
     slo = policy.produce_p99_max_ms
@@ -143,7 +135,7 @@ def gate_decision(policy: GatePolicy, brokers: Iterable[int], baseline: NetworkS
         details.append(f"{len(other_urp)} under-replicated partition(s): {names}{more}")
     if slo is not None and reading.produce_p99_ms is not None and reading.produce_p99_ms > slo:
         details.append(f"produce p99 {reading.produce_p99_ms:.1f} ms > SLO {slo:.1f} ms")
-    details.extend(_unsettled(policy, baseline, reading.network, brokers))
+    details.extend(_unsettled(policy, baseline, reading.network))
     if details:
         return GateDecision(GateVerdict.WAIT, "waiting: " + "; ".join(details), 0,
                             tuple(details))

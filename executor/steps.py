@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
+from executor.flows import Direction, End, baseline_for
 from executor.gates import GateReading, NetworkSample, gate_decision, start_decision
 from executor.journal import Journal, MoveRecord
 from executor.plan import touched_brokers
@@ -124,8 +125,24 @@ class MoveDriver:
             admin.alter_topic_configs(topics)
         return check_applied(plan, *self.read_throttles(plan))
 
-    def restore_throttle(self, plan: ThrottlePlan) -> list[str]:
+    def shared_rates(self, move_name: str) -> dict[tuple[int, str], tuple[str | None, int]]:
+        """Broker rates other moves of this run have set and not yet put back:
+        (broker, config) -> (the value before the run, the rate in force)."""
+        shared: dict[tuple[int, str], tuple[str | None, int]] = {}
+        for name, record in self.journal.run.moves.items():
+            if name == move_name or not record.throttles_left or record.throttle is None:
+                continue
+            plan = record.throttle
+            for b, rates in plan.broker_rates.items():
+                for config, rate in rates.items():
+                    shared.setdefault((b, config), (plan.priors.brokers.get(b, {}).get(config),
+                                                    rate))
+        return shared
+
+    def restore_throttle(self, plan: ThrottlePlan, *, all_moves: bool = False) -> list[str]:
         """Undo `plan` exactly and read back; the differences (or why it could not be done).
+        A rate another move still holds stays (that move puts it back), unless `all_moves`
+        are being restored together (clear-throttles).
 
         The topic lists go first, then each broker on its own: a dead broker (its configs are
         written through it) leaves only its own rate behind for `clear-throttles` once it is
@@ -134,8 +151,9 @@ class MoveDriver:
         if plan.empty:
             return []
         admin = self.ports.admin
+        keep = frozenset() if all_moves else frozenset(self.shared_rates(plan.move))
         try:
-            brokers, topics = restore_changes(plan, self._topic_throttles(plan))
+            brokers, topics = restore_changes(plan, self._topic_throttles(plan), keep)
         except ClusterError as exc:
             return [f"could not restore throttles ({exc})"]
         problems = []
@@ -152,28 +170,32 @@ class MoveDriver:
         if problems:
             return problems
         try:
-            return check_restored(plan, *self.read_throttles(plan))
+            return check_restored(plan, *self.read_throttles(plan), keep)
         except ClusterError as exc:
             return [f"could not read the restored throttles back ({exc})"]
 
     # ---- starting --------------------------------------------------------------------------
-    def start(self, move: Move) -> bool:
-        """Read the baseline and the prior configs, journal them, and throttle; False = HOLD."""
-        brokers = sorted(touched_brokers(move))
+    def start(self, move: Move, ends: frozenset[End]) -> bool:
+        """Read the baseline of the move's ends and the prior configs, journal them, and
+        throttle; False = HOLD."""
+        ins = sorted(b for b, d in ends if d is Direction.IN)
+        outs = sorted(b for b, d in ends if d is Direction.OUT)
         try:
-            network = read_network(self.ports.metrics, self.config.queries, brokers)
+            network = read_network(self.ports.metrics, self.config.queries, {*ins, *outs})
             rates = self.rates(move)
         except MetricsError as exc:
             network, rates = None, None
             reading = GateReading(None, unavailable=str(exc))
         else:
             reading = GateReading(network)
-        decision = start_decision(reading, brokers)
+        decision = start_decision(reading, ins, outs)
         if not decision.open or network is None or rates is None:
             self._event(EventKind.HOLD, move, f"{move.name} not started: {decision.reason}")
             return False
-        throttle = plan_throttle(move, self.priors(move), rates)
-        self.enter(move, S.THROTTLING, throttle=throttle, baseline=network)
+        shared = self.shared_rates(move.name)
+        throttle = plan_throttle(move, self.priors(move), rates,
+                                 {key: rate for key, (_, rate) in shared.items()})
+        self.enter(move, S.THROTTLING, throttle=throttle, baseline=baseline_for(network, ends))
         for note in throttle.notes:
             self._event(EventKind.NOTE, move, note)
         self.advance(move)
@@ -188,12 +210,20 @@ class MoveDriver:
                               cfg.capacities, traffic_in, traffic_out)
 
     def priors(self, move: Move) -> ThrottlePriors:
+        """The configs as they are, but a rate another move of this run holds: the value it
+        had before the run (so that whichever move puts it back puts back the operator's)."""
         brokers = sorted(set(move.current) | set(move.added_brokers))
         admin = self.ports.admin
         values = admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS)
         topic = admin.topic_configs([move.topic], TOPIC_THROTTLE_CONFIGS).get(move.topic, {})
+        shared = self.shared_rates(move.name)
+
+        def prior(b: int, config: str) -> str | None:
+            held = shared.get((b, config))
+            return held[0] if held is not None else values.get(b, {}).get(config)
+
         return ThrottlePriors(
-            {b: {n: values.get(b, {}).get(n) for n in BROKER_THROTTLE_CONFIGS} for b in brokers},
+            {b: {n: prior(b, n) for n in BROKER_THROTTLE_CONFIGS} for b in brokers},
             move.topic, {n: topic.get(n) for n in TOPIC_THROTTLE_CONFIGS})
 
     # ---- stepping --------------------------------------------------------------------------
@@ -269,7 +299,9 @@ class MoveDriver:
             rates = self.rates(move)
         except MetricsError:
             return False  # keep the rates in force; the gate will hold if this lasts
-        updated = plan_throttle(move, current.priors, rates)
+        shared = self.shared_rates(move.name)
+        updated = plan_throttle(move, current.priors, rates,
+                                {key: rate for key, (_, rate) in shared.items()})
         if not rates_differ(current, updated, self.config.adaptive_change):
             return False
         self.journal.update_throttle(move.name, updated, self._now())
@@ -331,9 +363,8 @@ class MoveDriver:
 
     def _cool(self, move: Move) -> bool:
         """The gate after a move. Samples are taken from the start of the cooldown, so a
-        cluster that settles while the cooldown (or quota window) runs opens the gate the
-        moment it ends; without a next move to protect, the gate is skipped (--final-gate
-        keeps it)."""
+        cluster that settles while the cooldown runs opens the gate the moment it ends;
+        without a next move to protect, the gate is skipped (--final-gate keeps it)."""
         record = self._record(move)
         if self.skip_gate:
             self.enter(move, S.DONE, "gate skipped: run cancelled")
@@ -341,16 +372,16 @@ class MoveDriver:
         if not self._gate_needed():
             self.enter(move, S.DONE, "no move follows: gate not needed")
             return False
-        brokers = sorted(touched_brokers(move))
+        baseline = record.baseline or NetworkSample({}, {})
         policy = self.config.gate
-        reading = read_gate(self.ports.metrics, self.ports.admin, self.config.queries, brokers,
+        reading = read_gate(self.ports.metrics, self.ports.admin, self.config.queries,
+                            {*baseline.net_in, *baseline.net_out},
                             want_p99=policy.produce_p99_max_ms is not None)
         moving = frozenset(m.key for m in self.journal.run.in_state(REASSIGNMENT_MAY_BE_IN_FLIGHT))
         track = self._track(move)
-        decision = gate_decision(policy, brokers, record.baseline or NetworkSample({}, {}),
-                                 reading, moving, track.gate_streak)
+        decision = gate_decision(policy, baseline, reading, moving, track.gate_streak)
         track.gate_streak = decision.streak
-        left = self._settle(move) - (self._now() - (record.cooldown_since or 0.0))
+        left = self.config.cooldown_seconds - (self._now() - (record.cooldown_since or 0.0))
         cooling = f"; cooling down, {left:.0f} s left" if left > 0 else ""
         self._event(EventKind.GATE, move, f"gate after {move.name}: {decision.verdict.value}, "
                     f"{decision.reason}{cooling}", state=decision.verdict.value)
@@ -383,13 +414,6 @@ class MoveDriver:
         if live.leader != move.current[0]:
             self.ports.admin.elect_preferred_leaders([move.key])
         return False
-
-    def _settle(self, move: Move) -> float:
-        """The wait before the gate may open: the quota window only matters when this move
-        copied data (a leadership-only move has no throttled bytes) and another move follows."""
-        if move.bytes_moved and self.journal.run.in_state(frozenset({S.PENDING})):
-            return self.config.settle_seconds
-        return self.config.cooldown_seconds
 
     def _cancel(self, move: Move) -> bool:
         admin = self.ports.admin

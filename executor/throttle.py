@@ -11,8 +11,14 @@ Policy (decided here, documented for operators):
   throttle somebody set on purpose (the plan carries a note saying so);
 - only this partition's entries are added to the topic lists, merged with what is there; a "*"
   list already throttles everything and is left alone;
+- a move that adds several replicas splits the cap between them (each follower rate is the
+  cap over their number), so a leader feeding them together still sends at most the cap;
 - restore puts every broker rate back to its prior value (None = delete the override) and removes
-  from each topic list exactly the entries this move added (other moves' entries stay).
+  from each topic list exactly the entries this move added (other moves' entries stay);
+- moves of one run running side by side share a broker rate (a broker that keeps its replica in
+  one move is a source of another): the later move keeps the rate in force and takes over the
+  earlier one's prior, so every move that sets a rate records the value from before the run, and
+  a rate is put back only by the last move that holds it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ TOPIC_THROTTLE_CONFIGS: tuple[str, ...] = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 WILDCARD = "*"
 
 ConfigValues = Mapping[str, str | None]
+SharedRates = Mapping[tuple[int, str], int]  # (broker, config) -> rate another move holds
 
 
 @dataclass(frozen=True)
@@ -131,9 +138,16 @@ class RateLimits:
     follower: Mapping[int, int]
 
 
+def follower_share(move: Move, cap: int) -> int:
+    """Each receiver's part of the cap: a leader feeding k new replicas at once sends at most
+    the cap in total (Kafka's leader quota alone lets concurrent fetches overshoot it)."""
+    return max(1, cap // max(1, len(move.added_brokers)))
+
+
 def uniform_rates(move: Move, cap: int) -> RateLimits:
-    """The cap on every source and every receiving broker of `move`."""
-    return RateLimits({b: cap for b in move.current}, {b: cap for b in move.added_brokers})
+    """The cap on every source, and each receiver's share of it."""
+    share = follower_share(move, cap)
+    return RateLimits({b: cap for b in move.current}, {b: share for b in move.added_brokers})
 
 
 def adaptive_rates(move: Move, cap: int, floor: int, capacities: Mapping[int, Capacity],
@@ -148,9 +162,10 @@ def adaptive_rates(move: Move, cap: int, floor: int, capacities: Mapping[int, Ca
             return cap
         return adaptive_rate(getattr(capacity, capacity_of), traffic.get(b, 0.0), floor, cap)
 
+    share = follower_share(move, cap)
     return RateLimits(
         {b: rate(b, "net_out_bytes_per_sec", traffic_out) for b in move.current},
-        {b: rate(b, "net_in_bytes_per_sec", traffic_in) for b in move.added_brokers},
+        {b: min(share, rate(b, "net_in_bytes_per_sec", traffic_in)) for b in move.added_brokers},
     )
 
 
@@ -174,8 +189,10 @@ def _choose_rate(broker: int, name: str, wanted: int, prior: str | None,
     return wanted
 
 
-def plan_throttle(move: Move, priors: ThrottlePriors, rates: RateLimits) -> ThrottlePlan:
-    """The throttle one move sets, given the priors it read and the rates it wants."""
+def plan_throttle(move: Move, priors: ThrottlePriors, rates: RateLimits,
+                  shared: SharedRates | None = None) -> ThrottlePlan:
+    """The throttle one move sets, given the priors it read and the rates it wants; a rate in
+    `shared` is one another move of the run holds, kept as it is (see the module docstring)."""
     if move.leadership_only:
         return ThrottlePlan(move.name, priors)
     notes: list[str] = []
@@ -184,7 +201,9 @@ def plan_throttle(move: Move, priors: ThrottlePriors, rates: RateLimits) -> Thro
                                 (rates.follower, FOLLOWER_RATE, move.added_brokers)):
         for b in brokers:
             prior = priors.brokers.get(b, {}).get(name)
-            broker_rates.setdefault(b, {})[name] = _choose_rate(b, name, role[b], prior, notes)
+            held = (shared or {}).get((b, name))
+            broker_rates.setdefault(b, {})[name] = (
+                held if held is not None else _choose_rate(b, name, role[b], prior, notes))
     p = move.partition
     leader_prior = priors.topic_values.get(LEADER_REPLICAS)
     follower_prior = priors.topic_values.get(FOLLOWER_REPLICAS)
@@ -222,14 +241,17 @@ def apply_changes(plan: ThrottlePlan, topic_now: ConfigValues) -> tuple[
     return brokers, ({plan.priors.topic: topic} if topic else {})
 
 
-def restore_changes(plan: ThrottlePlan, topic_now: ConfigValues) -> tuple[
+def restore_changes(plan: ThrottlePlan, topic_now: ConfigValues,
+                    keep: frozenset[tuple[int, str]] = frozenset()) -> tuple[
     dict[int, ConfigChanges], dict[str, ConfigChanges]
 ]:
-    """Config writes that undo `plan` exactly: prior rates back, its own entries removed."""
-    brokers: dict[int, ConfigChanges] = {
-        b: {n: plan.priors.brokers.get(b, {}).get(n) for n in rates}
-        for b, rates in plan.broker_rates.items()
-    }
+    """Config writes that undo `plan` exactly: prior rates back (but those in `keep`, which
+    another move still holds), its own entries removed."""
+    brokers: dict[int, ConfigChanges] = {}
+    for b, rates in plan.broker_rates.items():
+        changes = {n: plan.priors.brokers.get(b, {}).get(n) for n in rates if (b, n) not in keep}
+        if changes:
+            brokers[b] = changes
     topic: dict[str, str | None] = {}
     for name in TOPIC_THROTTLE_CONFIGS:
         entries = plan.added_entries(name)
@@ -258,11 +280,13 @@ def check_applied(plan: ThrottlePlan, broker_now: Mapping[int, ConfigValues],
 
 
 def check_restored(plan: ThrottlePlan, broker_now: Mapping[int, ConfigValues],
-                   topic_now: ConfigValues) -> list[str]:
-    """Differences between the cluster's configs and `plan` undone (empty = restored)."""
+                   topic_now: ConfigValues,
+                   keep: frozenset[tuple[int, str]] = frozenset()) -> list[str]:
+    """Differences between the cluster's configs and `plan` undone (empty = restored); rates in
+    `keep` are another move's and are not looked at."""
     problems = []
     for b, rates in plan.broker_rates.items():
-        for name in rates:
+        for name in (n for n in rates if (b, n) not in keep):
             prior = plan.priors.brokers.get(b, {}).get(name)
             got = broker_now.get(b, {}).get(name)
             if got != prior:

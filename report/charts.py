@@ -22,9 +22,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator, PercentFormatter
 
+from executor.schedule import Schedule
 from report.plan_view import FlowMatrix, ResourceView
 from report.run_view import Phase, RunView
-from report.schedule import Schedule
 from report.text import human_bytes, human_duration
 
 BEFORE, AFTER, BAND, TARGET = "#a0aec0", "#2b6cb0", "#9ae6b4", "#dd6b20"

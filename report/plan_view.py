@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, Concurrency
+from executor.schedule import Schedule, schedule
 from planner.planfile import BrokerStats, PlanFile
 from report.review import describe_move, eta_text, review
-from report.schedule import Schedule, schedule
 from report.text import human_bytes, human_duration
 from topology.model import RESOURCES, Resource
 
@@ -202,18 +202,18 @@ def review_parts(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[
     return tuple(tables), tuple(lines)
 
 
-def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: int = 1,
+def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: Concurrency = 1,
               quota_window_seconds: float, moves_listed: int = 1000) -> PlanView:
-    """The report of `plan` with moves timed at `rate_bytes_per_sec` (per move, at most
-    `concurrency` at once) and `quota_window_seconds` after each move that copies data."""
+    """The report of `plan` with moves timed at `rate_bytes_per_sec` per copy, `concurrency`
+    at once (executor.schedule)."""
     timeline = schedule(plan.moves, rate_bytes_per_sec, concurrency, quota_window_seconds)
     tables, lines = review_parts(plan, rate_bytes_per_sec)
     if concurrency == 1 and quota_window_seconds == DEFAULT_QUOTA_WINDOW_SECONDS:
         eta = eta_text(plan, rate_bytes_per_sec)  # the review's own words
     else:
-        eta = (f"{human_duration(timeline.eta_seconds)} (up to {concurrency} move(s) at once, "
-               f"never two on one broker, {quota_window_seconds:g} s quota-window wait after "
-               "each move that copies data)")
+        eta = (f"{human_duration(timeline.eta_seconds)} (concurrency {concurrency}: each "
+               "broker sending for at most one move and receiving for at most one, the "
+               "busiest brokers first)")
     return PlanView(
         created_at=plan.created_at, fingerprint=plan.fingerprint,
         rate_bytes_per_sec=rate_bytes_per_sec,

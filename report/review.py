@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
-from executor.plan_eta import eta_seconds, finish_times
+from executor.schedule import DEFAULT_GAP_SECONDS, PlanEta, plan_eta
 from planner.result import Move, SolverStatus
 from report.text import human_bytes, human_duration
 from topology.model import RESOURCES, Resource
@@ -143,30 +143,42 @@ def describe_move(move: Move) -> str:
     return text
 
 
+def review_eta(plan: PlanFile, rate_bytes_per_sec: float) -> PlanEta:
+    """The plan timed at the rate under execute's defaults (executor.schedule)."""
+    return plan_eta(plan.moves, rate_bytes_per_sec, DEFAULT_QUOTA_WINDOW_SECONDS)
+
+
 def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
     """The first `show` moves in execution order, each with the time from the start of the run
-    until it is done ("done by", cumulative; see `finish_times`)."""
+    until it is done ("done by", cumulative, one move at a time)."""
     shown = min(show, len(plan.moves))
     table = Table(title=f"Moves in execution order (first {shown} of {len(plan.moves)}; "
                         f"done by = time from the start of the run until the move is done, "
-                        f"at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time, "
-                        f"{DEFAULT_QUOTA_WINDOW_SECONDS:.0f} s between moves)")
+                        f"at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time, about "
+                        f"{DEFAULT_GAP_SECONDS:.0f} s of gate and election after each)")
     for header in ("#", "partition", "replicas", "from -> to", "bytes", "done by"):
         table.add_column(header, justify="left" if header in ("partition", "from -> to")
                          else "right")
-    done_by = finish_times(plan, rate_bytes_per_sec)
+    timeline = review_eta(plan, rate_bytes_per_sec).one_at_a_time
     for index, move in enumerate(plan.moves[:shown], start=1):
         table.add_row(str(index), escape(move.name),
                       f"{list(move.current)} -> {list(move.target)}", describe_move(move),
-                      human_bytes(move.bytes_moved), "+" + human_duration(done_by[index - 1]))
+                      human_bytes(move.bytes_moved),
+                      "+" + human_duration(timeline.moves[index - 1].copy_end))
     return table
 
 
 def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
-    """The ETA in words; the gate can add more when the cluster is slow to settle."""
-    copying, waits = eta_seconds(plan, rate_bytes_per_sec)
-    return (f"{human_duration(copying + waits)} ({human_duration(copying)} copying + "
-            f"{human_duration(waits)} of quota-window waits between moves)")
+    """The ETA in words, one at a time and side by side; the gate can add more when the
+    cluster is slow to settle."""
+    eta = review_eta(plan, rate_bytes_per_sec)
+    one = eta.one_at_a_time
+    return (f"{human_duration(one.eta_seconds)} one move at a time "
+            f"({human_duration(one.copy_seconds)} copying + "
+            f"{human_duration(eta.between_moves_seconds)} of gates and waits between moves); "
+            f"{human_duration(eta.side_by_side.eta_seconds)} with --concurrency auto "
+            f"(no plan runs faster than {human_duration(eta.limit_seconds)} at this rate: "
+            "the busiest broker's bytes)")
 
 
 def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
@@ -275,8 +287,8 @@ def _resources_document(plan: PlanFile) -> dict[str, Any]:
     return doc
 
 
-def _moves_document(plan: PlanFile, rate_bytes_per_sec: float) -> list[dict[str, Any]]:
-    done_by = finish_times(plan, rate_bytes_per_sec)
+def _moves_document(plan: PlanFile, eta: PlanEta) -> list[dict[str, Any]]:
+    done_by = [slot.copy_end for slot in eta.one_at_a_time.moves]
     return [{"order": index, "topic": m.topic, "partition": m.partition,
              "current_replicas": list(m.current), "target_replicas": list(m.target),
              "added_brokers": list(m.added_brokers), "removed_brokers": list(m.removed_brokers),
@@ -290,7 +302,8 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
     before and after, every move with its bytes and finish time, totals, the ETA, warnings.
     Keys are stable within REVIEW_VERSION; utilizations are fractions (0.5 is 50%)."""
     s = plan.solver
-    copying, waits = eta_seconds(plan, rate_bytes_per_sec)
+    eta = review_eta(plan, rate_bytes_per_sec)
+    copying, waits = eta.one_at_a_time.copy_seconds, eta.between_moves_seconds
     g, budget = plan.goals, plan.budget
     return {
         "format": REVIEW_FORMAT, "version": REVIEW_VERSION,
@@ -306,7 +319,7 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                    "proven_gap": _finite(s.proven_gap), "binding": list(s.binding)},
         "brokers": _brokers_document(plan),
         "resources": _resources_document(plan),
-        "moves": _moves_document(plan, rate_bytes_per_sec),
+        "moves": _moves_document(plan, eta),
         "totals": {
             "moves": len(plan.moves), "data_moves": plan.data_moves,
             "leadership_moves": len(plan.moves) - plan.data_moves,
@@ -317,8 +330,11 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
             "balanced": all(r.within_tolerance for r in plan.after.resources)},
         "eta": {"rate_bytes_per_sec": rate_bytes_per_sec,
                 "quota_window_seconds": DEFAULT_QUOTA_WINDOW_SECONDS,
+                "gap_seconds": DEFAULT_GAP_SECONDS,
                 "copying_seconds": copying, "waiting_seconds": waits,
-                "total_seconds": copying + waits},
+                "total_seconds": copying + waits,
+                "concurrency_auto_seconds": eta.side_by_side.eta_seconds,
+                "physical_limit_seconds": eta.limit_seconds},
         "target_reasons": list(plan.targets.reasons) if plan.targets else [],
         "warnings": list(plan.warnings),
     }

@@ -167,9 +167,9 @@ _THROTTLES_GONE = frozenset({MoveState.ELECTING, MoveState.COOLING_DOWN, MoveSta
 
 
 def _settle(settings: Mapping[str, Any]) -> float:
-    """The wait after a data move before its gate may open (ExecutorConfig.settle_seconds)."""
-    values = [settings.get("cooldown_seconds"), settings.get("quota_window_seconds")]
-    return max([float(v) for v in values if isinstance(v, int | float)], default=0.0)
+    """The wait after a data move before its gate may open: the run's cooldown."""
+    value = settings.get("cooldown_seconds")
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 class _Fold:

@@ -105,7 +105,8 @@ def test_resume_of_a_journal_in_use_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--max-mbps", "0"], "--max-mbps must be positive"),
-    (["--max-mbps", "5", "--concurrency", "0"], "--concurrency must be at least 1"),
+    (["--max-mbps", "5", "--concurrency", "0"],
+     "--concurrency must be a whole number of at least 1, or auto"),
     (["--max-mbps", "5", "--finish-by", "24:00"], "not a time of day"),
     (["--max-mbps", "5", "--adaptive"], "--adaptive needs --capacities"),
     (["--max-mbps", "5", "--gate-samples", "0"], "at least 1 consecutive sample"),

@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from executor.plan_eta import finish_times
 from planner.goals import Budget, Goals
 from planner.planfile_json import read_plan
 from planner.result import Move, PlanResult, SolverStatus
-from report.review import REVIEW_FORMAT
+from report.review import REVIEW_FORMAT, review_eta
 from tests.unit.conftest import RebalanceMain
 from topology.errors import InputError
 from topology.model import Topology, replace_replicas
@@ -61,9 +60,11 @@ def test_moves_show_when_each_is_done_counted_from_the_start(
     text = " ".join(shown.out.split())
     assert "done by ┃" in text and "ETA ┃" not in text
     assert "done by = time from the start of the run until the move is done" in text
-    # 1 s copying, 11 s quota window, 1 s copying: the second move is done 13 s in
-    assert "│ 100B │ +1s │" in text and "│ 100B │ +13s │" in text, shown.out
-    assert finish_times(read_plan(out), 100.0) == [1.0, 13.0]
+    # 1 s copying, 8 s of gate and election, 1 s copying (broker 2 sends the second copy, its
+    # quota window is clean): the second move is done 10 s in
+    assert "│ 100B │ +1s │" in text and "│ 100B │ +10s │" in text, shown.out
+    timeline = review_eta(read_plan(out), 100.0).one_at_a_time
+    assert [slot.copy_end for slot in timeline.moves] == [1.0, 10.0]
 
 
 def test_the_binding_explanation_is_printed_once(snap: Path, tmp_path: Path,
@@ -134,12 +135,14 @@ def test_json_review_is_one_document_with_brokers_moves_totals_and_eta(
     assert brokers[4]["after"]["utilization"]["disk"] == pytest.approx(0.2)
     assert brokers[2]["before"]["replicas"] == 4 and brokers[2]["after"]["replicas"] == 2
     assert [(m["topic"], m["partition"], m["bytes"], m["done_by_seconds"])
-            for m in doc["moves"]] == [("t", 1, 100, 1.0), ("t", 3, 100, 13.0)]
+            for m in doc["moves"]] == [("t", 1, 100, 1.0), ("t", 3, 100, 10.0)]
     assert doc["moves"][0]["added_brokers"] == [4] and doc["moves"][0]["removed_brokers"] == [2]
     assert doc["totals"]["bytes_moved"] == 200 and doc["totals"]["balanced"] is True
     assert doc["totals"]["moved_over_lower_bound"] == pytest.approx(1.0)
     eta = doc["eta"]
-    assert (eta["copying_seconds"], eta["waiting_seconds"], eta["total_seconds"]) == (2, 11, 13)
+    assert (eta["copying_seconds"], eta["waiting_seconds"], eta["total_seconds"]) == (2, 8, 10)
+    # side by side the two copies still share receiver 4; nothing is faster than its 2 s
+    assert (eta["concurrency_auto_seconds"], eta["physical_limit_seconds"]) == (10, 2)
     assert doc["warnings"] == [] and doc["solver"]["status"] == "optimal"
     shown = rebalance_main("diff", str(out), "--json", *RATE)
     assert json.loads(shown.out) == doc  # diff reviews the saved plan the same way

@@ -88,9 +88,9 @@ def test_an_interrupted_run_as_json(tmp_path: Path, rebalance_main: Any) -> None
         iso(start), None, iso(start + 20))
     assert doc["elapsed_seconds"] == 20.0  # to the last record: the time since is not the run's
     # t-1 has copied for 40 s at the observed 2 MB/s: in place by now; t-2's 6 MB take 3 s,
-    # after one 11 s settle wait (quota window > cooldown)
+    # after one 8 s gate and election (executor.schedule.DEFAULT_GAP_SECONDS)
     assert (doc["eta_seconds"], doc["eta_basis"], doc["eta_rate_bytes_per_sec"]) == (
-        14.0, "observed", 2_000_000.0)
+        11.0, "observed", 2_000_000.0)
     assert doc["mean_copy_rate_bytes_per_sec"] == 2_000_000.0
     assert doc["cap_bytes_per_sec"] == 2_500_000.0
     assert doc["throttles_left"] == ["t-1"]
@@ -131,8 +131,8 @@ def test_the_text_view_says_what_the_eta_rests_on(tmp_path: Path, rebalance_main
     text = " ".join(result.out.split())
     assert "state interrupted: no executor holds the journal" in text
     assert "in flight t-1: copying since" in text
-    assert ("ETA 14s once resumed: 6.00 MB left to copy at the observed mean copy rate, "
-            "2.00 MB/s, plus 11s of waits between moves") in text
+    assert ("ETA 11s once resumed: 6.00 MB left to copy at the observed mean copy rate, "
+            "2.00 MB/s, plus 8s of waits between moves") in text
     assert "copy rate copying took 5s in all: mean 2.00 MB/s of the 2.50 MB/s cap (80%)" in text
     assert "elapsed 20s " in text and "last record" in text
 
@@ -144,7 +144,7 @@ def test_before_any_copy_ends_the_eta_rests_on_the_cap(tmp_path: Path,
     journal.close()
     doc = status_json(rebalance_main, tmp_path / "run.journal")
     assert doc["plan"] is None  # no plan file beside the journal
-    # 20 MB at the 2.5 MB/s cap, and an 11 s wait after t-0 and t-1
-    assert (doc["eta_seconds"], doc["eta_basis"]) == (8.0 + 22.0, "cap")
+    # 20 MB at the 2.5 MB/s cap, and an 8 s gate and election after t-0 and t-1
+    assert (doc["eta_seconds"], doc["eta_basis"]) == (8.0 + 16.0, "cap")
     result = rebalance_main("status", "--journal", str(tmp_path / "run.journal"))
     assert "the 2.50 MB/s cap (no copy has finished yet)" in " ".join(result.out.split())

@@ -31,7 +31,7 @@ SETTLED = reading({1: 10.5e6, 2: 21e6}, {1: 32e6, 2: 0.9e6})
 
 def decide(r: GateReading, streak: int = 0, policy: GatePolicy = POLICY,
            moving: frozenset[TopicPartition] = frozenset()) -> GateDecision:
-    return gate_decision(policy, BROKERS, BASE, r, moving, streak)
+    return gate_decision(policy, BASE, r, moving, streak)
 
 
 def test_opens_after_k_consecutive_settled_samples() -> None:
@@ -91,9 +91,9 @@ def test_produce_p99_slo_guard() -> None:
 
 
 def test_start_needs_a_baseline_for_every_broker() -> None:
-    assert start_decision(SETTLED, BROKERS).open
-    assert start_decision(GateReading(None), BROKERS).verdict is GateVerdict.HOLD
-    assert start_decision(reading({1: 0.0}, {1: 0.0}), BROKERS).verdict is GateVerdict.HOLD
+    assert start_decision(SETTLED, BROKERS, BROKERS).open
+    assert start_decision(GateReading(None), BROKERS, BROKERS).verdict is GateVerdict.HOLD
+    assert start_decision(reading({1: 0.0}, {1: 0.0}), BROKERS, BROKERS).verdict is GateVerdict.HOLD
 
 
 @pytest.mark.parametrize("kwargs", [{"margin": -0.1}, {"consecutive": 0},
@@ -101,3 +101,14 @@ def test_start_needs_a_baseline_for_every_broker() -> None:
 def test_policy_rejects_nonsense(kwargs: dict[str, float]) -> None:
     with pytest.raises(InputError):
         GatePolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_gate_watches_only_the_directions_its_move_used() -> None:
+    """Broker 2 received and broker 1 sent: another move sending from 2 or receiving on 1 does
+    not keep this gate closed."""
+    base = NetworkSample({2: 1e6}, {1: 1e6})
+    elsewhere = reading({1: 90e6, 2: 1e6}, {1: 1e6, 2: 90e6})
+    assert gate_decision(POLICY, base, elsewhere, frozenset(), 2).open
+    own = gate_decision(POLICY, base, reading({2: 50e6}, {1: 1e6}), frozenset(), 2)
+    assert not own.open and "broker 2 network in" in own.reason
+    assert start_decision(reading({2: 1e6}, {}), [2], [1]).verdict is GateVerdict.HOLD

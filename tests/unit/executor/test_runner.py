@@ -204,23 +204,6 @@ def test_operator_cancel_mid_move_reverts_and_restores() -> None:
     assert replay(world.sink.records).outcome is RunOutcome.CANCELLED
 
 
-def test_concurrency_never_puts_two_moves_on_one_broker() -> None:
-    moves = make_world().plan.moves
-    world = make_world(concurrency=3)
-    peak: list[int] = []
-
-    def watch(w: World, e: Event) -> None:
-        peak.append(len(w.admin.moving))
-        busy: list[int] = []
-        for tp, r in w.admin.moving.items():
-            busy.extend(set(r.original) | set(r.target))
-            assert tp in {m.key for m in moves}
-        assert len(busy) == len(set(busy))
-    world.hooks.append(watch)
-    assert start(world).run().outcome is RunOutcome.COMPLETED
-    assert max(peak) == 1  # every standard move shares a broker with the others
-
-
 def test_concurrency_runs_disjoint_moves_together() -> None:
     from planner.result import Move
     moves = [Move("a", 0, (1,), (2,), 20 * MB), Move("b", 0, (3,), (4,), 20 * MB)]

@@ -80,7 +80,7 @@ def test_status_page_shows_what_happened(small_plan: PlanFile,
                          notices=["No plan <file>"])
     assert '<section id="plan">' not in html and '<section id="run">' in html
     assert "No plan &lt;file&gt;" in html
-    assert re.search(r"<td>1</td><td class=\"text\">orders-0</td><td>16s</td>", html)
+    assert re.search(r"<td>1</td><td class=\"text\">orders-0</td><td>27s</td>", html)
     assert "a &lt;note&gt; from the operator" in html
     assert "1.0MB/s</td><td>500.0kB/s" in html  # the re-derived follower rate
     assert "broker(s) [6] went offline during the move" in html

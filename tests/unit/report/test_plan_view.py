@@ -92,4 +92,4 @@ def test_moves_are_listed_up_to_the_limit_with_their_times(big_plan: PlanFile) -
     assert view.eta.split(" ")[0] == view.moves[-1].done_by or view.moves_total > 100
     concurrent = view_of(big_plan, concurrency=4)
     assert concurrent.timeline.eta_seconds < view.timeline.eta_seconds
-    assert "up to 4 move(s) at once" in concurrent.eta
+    assert "concurrency 4: each broker sending for at most one move" in concurrent.eta

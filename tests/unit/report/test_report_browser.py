@@ -136,7 +136,7 @@ def test_status_report_in_chromium(browser: webdriver.Chrome, tmp_path: Path,
     assert console_problems(browser) == []
     assert fetched(browser) == []
     holds = browser.find_element(By.ID, "gate-holds").text
-    assert "orders-0" in holds and "16s" in holds
+    assert "orders-0" in holds and "27s" in holds
     screenshot(browser, tmp_path / "status-report.png")
 
 

@@ -26,9 +26,10 @@ def test_a_stopped_run_in_full(finished_run: list[Record]) -> None:
         (S.UNTHROTTLING, 43, 44), (S.ELECTING, 44, 45), (S.COOLING_DOWN, 45, 72)]
     assert first.spans[-1].phase is Phase.GATE and first.copy_seconds == 40
     assert (first.started, first.ended) == (0, 72)
-    # the gate after orders-0 held 16 s past the 11 s quota window; after orders-1 not at all
-    assert [m.gate_hold for m in view.moves] == [16.0, 0.0, 0.0, 0.0]
-    assert view.gate_held == (first,)
+    # the gate after orders-0 held 27 s, after orders-1 11 s (the cooldown is 0: the quota
+    # window no longer follows each move, it only delays a start whose ends both just copied)
+    assert [m.gate_hold for m in view.moves] == [27.0, 11.0, 0.0, 0.0]
+    assert view.gate_held == (first, view.moves[1])
     assert view.moves[2].reason == "broker(s) [6] went offline during the move"
     assert view.moves[3].spans == () and view.moves[3].started is None
 

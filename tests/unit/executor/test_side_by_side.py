@@ -1,0 +1,134 @@
+"""Moves side by side (--concurrency N or auto): each broker sends for at most one move and
+receives for at most one, a broker that only keeps its replica is free, and a broker rate two
+moves set is put back to the operator's value by the last of them, on success, cancel or after
+a crash (clear-throttles)."""
+
+from __future__ import annotations
+
+import pytest
+
+from executor.config import AUTO, Event, EventKind
+from executor.flows import busiest_first, remaining_load
+from executor.journal import RunOutcome
+from executor.runner import Executor, clear_throttles_from
+from executor.throttle import FOLLOWER_RATE, LEADER_RATE
+from planner.result import Move
+from tests.unit.executor.fakes import MB, Crash, MemorySink, World, make_world
+
+SHARED = 2  # in the standard moves, orders-0 keeps its replica on broker 2 and orders-1 sends
+
+
+def start(world: World) -> Executor:
+    return Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                          reporter=world.reporter)
+
+
+def _watch_ends(world: World, peak: list[int]) -> None:
+    def watch(w: World, e: Event) -> None:
+        senders = [w.admin.parts[tp].leader for tp in w.admin.moving]
+        receivers = [b for r in w.admin.moving.values() for b in r.adding]
+        assert len(senders) == len(set(senders)), senders
+        assert len(receivers) == len(set(receivers)), receivers
+        peak.append(len(w.admin.moving))
+    world.hooks.append(watch)
+
+
+@pytest.mark.parametrize("concurrency", [2, 3, AUTO])
+def test_no_broker_sends_or_receives_for_two_moves_but_keeping_a_replica_is_free(
+        concurrency: int | str) -> None:
+    world = make_world(concurrency=concurrency)
+    before = world.admin.configs()
+    peak: list[int] = []
+    _watch_ends(world, peak)
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert max(peak) == 2  # orders-0 (1 -> 3) beside orders-1 (2 -> 4); events-0 needs 4's in
+    assert world.admin.configs() == before
+
+
+def test_one_at_a_time_stays_one_at_a_time() -> None:
+    world = make_world()
+    peak: list[int] = []
+    _watch_ends(world, peak)
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert max(peak) == 1
+
+
+def test_a_shared_rate_stays_until_the_last_move_holding_it_is_done() -> None:
+    """orders-1 (20 MB) ends before orders-0 (60 MB): broker 2's leader rate, set by both,
+    stays while orders-0 copies, then goes back to the operator's value exactly."""
+    world = make_world([Move("orders", 0, (1, 2), (3, 2), 60 * MB),
+                        Move("orders", 1, (2, 3), (2, 4), 20 * MB)], concurrency=AUTO)
+    world.admin.broker_cfg[SHARED] = {LEADER_RATE: "50000000"}  # an operator's looser rate
+    before = world.admin.configs()
+    seen: list[str | None] = []
+
+    def look(w: World, e: Event) -> None:
+        if e.kind is EventKind.STATE and e.message == "orders-1: electing":
+            seen.append(w.admin.broker_cfg.get(SHARED, {}).get(LEADER_RATE))
+            assert "orders" in {tp.topic for tp in w.admin.moving}  # orders-0 still copies
+    world.hooks.append(look)
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert seen == [str(10 * MB)]
+    assert world.admin.configs() == before
+    plans = {m: r.throttle for m, r in world_moves(world).items()}
+    assert plans["orders-1"] is not None and plans["orders-0"] is not None
+    # both moves recorded the value from before the run, not the other's rate
+    for name in ("orders-0", "orders-1"):
+        assert plans[name].priors.brokers[SHARED][LEADER_RATE] == "50000000"
+
+
+def world_moves(world: World) -> dict[str, object]:
+    from executor.journal import replay
+    return dict(replay(world.sink.records).moves)
+
+
+def test_cancel_with_a_shared_rate_restores_the_operators_value() -> None:
+    world = make_world(concurrency=AUTO)
+    world.admin.broker_cfg[SHARED] = {LEADER_RATE: "50000000"}
+    before = world.admin.configs()
+
+    def cancel(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and len(w.admin.moving) == 2:
+            w.sink.cancel = True
+    world.hooks.append(cancel)
+    assert start(world).run().outcome is RunOutcome.CANCELLED
+    assert world.admin.configs() == before
+
+
+def test_clear_throttles_after_a_crash_with_a_shared_rate_restores_it() -> None:
+    world = make_world(concurrency=AUTO)
+    world.admin.broker_cfg[SHARED] = {LEADER_RATE: "50000000", FOLLOWER_RATE: "7"}
+    before = world.admin.configs()
+
+    def crash(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and len(w.admin.moving) == 2:
+            raise Crash("killed with two moves copying")
+    world.hooks.append(crash)
+    with pytest.raises(Crash):
+        start(world).run()
+    assert world.admin.configs() != before
+    problems = clear_throttles_from(world.sink.records, MemorySink(), world.ports(), world.config)
+    assert problems == [] and world.admin.configs() == before
+
+
+def test_the_busiest_brokers_moves_go_first() -> None:
+    """Broker 5 must receive three moves; a move onto it goes before an earlier, lighter one."""
+    light = Move("a", 0, (1, 2), (3, 2), 10 * MB)
+    heavy = [Move("b", i, (2, 3), (5, 3), 10 * MB) for i in range(3)]
+    order = busiest_first([light, *heavy], remaining_load([light, *heavy]))
+    assert order[0] == heavy[0] and order[-1] == light
+
+
+def test_a_move_adding_two_replicas_splits_the_cap_between_them() -> None:
+    world = make_world([Move("a", 0, (1, 2, 4), (1, 3, 4), 10 * MB),
+                        Move("a", 1, (1, 2), (3, 4), 10 * MB)])
+    rates: list[dict[int, dict[str, str]]] = []
+
+    def look(w: World, e: Event) -> None:
+        if w.admin.moving:
+            rates.append({b: dict(c) for b, c in w.admin.broker_cfg.items()})
+    world.hooks.append(look)
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert rates[0][3][FOLLOWER_RATE] == str(10 * MB)  # a-0 adds one replica: the whole cap
+    assert rates[-1][3][FOLLOWER_RATE] == rates[-1][4][FOLLOWER_RATE] == str(5 * MB)
+    assert rates[-1][1][LEADER_RATE] == str(10 * MB)
