@@ -12,10 +12,14 @@ Rules (pure, decided here):
   full duplex and the two quotas are separate); a move holds its ends until it is done, its gate
   included, so a gate only ever sees its own move's traffic on the ends it watches;
 - Kafka measures a replication quota over a sampled window (11 samples of 1 s by default) and
-  keeps a sample until it is a window old. After a flow stops, its samples make the measured rate
-  lower than the real one, so a new flow through that end may copy the difference at full speed.
-  A flow is held to the cap as long as one of its two ends has a clean window (unused for at
-  least a window), so a move starts only when each of its flows has one.
+  keeps a sample until it is a window old. After a copy into a broker stops, its samples make
+  the broker's measured follower rate lower than the real one, and a new copy into it runs at
+  the difference: measured on the sandbox (Kafka 4.3, RF 2, 2 MB/s), a copy into a receiver
+  whose last copy ended 6 s earlier ran at 4.6 MB/s whether or not its sender's window was
+  clean, while a receiver with a clean window held 1.9 MB/s even from a sender that had just
+  sent. So a move starts only when each of its receivers' windows is clean (unused for a
+  window), or *hot*: still carrying a copy that is about to end, which the new move takes over
+  (its bytes join the same quota without a gap, see `executor.runner`).
 """
 
 from __future__ import annotations
@@ -54,6 +58,38 @@ def move_ends(move: Move, leader: int | None) -> frozenset[End]:
                      | {(b, Direction.IN) for b in move.added_brokers})
 
 
+def end_share(move: Move, end: End) -> float:
+    """The part of an end's cap `move` uses: a receiver of a move that adds k replicas gets
+    1/k of it (executor.throttle.follower_share); a sender, and every end of a leadership-only
+    move, the whole. Moves may share an end while their parts sum to at most 1."""
+    if end[1] is Direction.OUT or move.leadership_only or not move.added_brokers:
+        return 1.0
+    return 1.0 / len(move.added_brokers)
+
+
+def fits(move: Move, ends: frozenset[End], holders: Mapping[End, Mapping[str, float]],
+         ending: set[str]) -> tuple[bool, str | None]:
+    """May `move` take `ends` now, given what each end's holders use? Returns (yes, the move
+    whose copy is ending that it takes ends over from, if any): an end is free, or has room
+    for `move`'s part, or is held by exactly one move whose copy is ending (a hand-over). At
+    most one such move is taken over from."""
+    taking: set[str] = set()
+    for end in ends:
+        held = holders.get(end, {})
+        if not held:
+            continue
+        share = end_share(move, end)
+        if share < 1.0 and sum(held.values()) + share <= 1.0 + 1e-9:
+            continue
+        if len(held) == 1 and next(iter(held)) in ending:
+            taking.add(next(iter(held)))
+            continue
+        return False, None
+    if len(taking) > 1 or (taking and move.leadership_only):
+        return False, None
+    return True, next(iter(taking), None)
+
+
 def ends_of_baseline(baseline: NetworkSample) -> frozenset[End]:
     """The ends a started move occupies, as its journaled baseline records them (the baseline is
     read for exactly those ends; a journal from before ends were kept has both directions of
@@ -77,8 +113,9 @@ def end_text(end: End) -> str:
 
 @dataclass
 class QuotaWindows:
-    """When each end last carried this run's throttled bytes (volatile; a process that takes
-    over a run assumes every end was in use when it started, as a crash may have cut a copy)."""
+    """When each end last carried this run's throttled bytes (volatile). A process assumes every
+    end was in use when it started: a crash may have cut a copy a moment ago, and another run
+    (or Kafka's own tool) may have just finished on the same brokers."""
 
     window_seconds: float
     since: float  # the moment this process started watching
@@ -93,23 +130,21 @@ class QuotaWindows:
         last = max(self.last_used.get(end, self.since), self.since)
         return now - last >= self.window_seconds
 
-    def unbounded_flows(self, move: Move, ends: frozenset[End], now: float) -> list[str]:
-        """The flows of `move` whose both ends still remember a recent flow (empty: it may
-        start); a leadership-only move copies nothing and never waits."""
+    def dirty_receivers(self, move: Move, ends: frozenset[End], now: float,
+                        hot: frozenset[End] = frozenset()) -> list[End]:
+        """The receiving ends of `move` whose window still holds a finished copy's samples
+        (empty: it may start); `hot` ends carry a copy the move takes over. A leadership-only
+        move copies nothing and never waits."""
         if move.leadership_only or self.window_seconds <= 0:
             return []
-        senders = [e for e in ends if e[1] is Direction.OUT]
-        receivers = sorted(e for e in ends if e[1] is Direction.IN)
-        if not senders or self.clean(senders[0], now):
-            return []
-        return [f"{end_text(senders[0])} -> {end_text(r)}" for r in receivers
-                if not self.clean(r, now)]
+        return sorted(e for e in ends if e[1] is Direction.IN and e not in hot
+                      and not self.clean(e, now))
 
     def wait_left(self, ends: Iterable[End], now: float) -> float:
-        """Seconds until the first of `ends` is clean (0 when one already is)."""
+        """Seconds until every one of `ends` is clean."""
         lefts = [self.window_seconds - (now - max(self.last_used.get(e, self.since), self.since))
                  for e in ends]
-        return max(0.0, min(lefts, default=0.0))
+        return max(0.0, max(lefts, default=0.0))
 
 
 def remaining_load(moves: Iterable[Move]) -> dict[End, int]:

@@ -1,7 +1,6 @@
 """The run loop: preflight, then moves (at most `concurrency` at once, each broker sending for
-at most one and receiving for at most one: executor.flows), each driven through its states,
-polling the cluster every `poll_seconds`. One at a time, moves go in plan order; side by side,
-the move on the busiest brokers goes first.
+at most one and receiving for at most one: executor.flows; which start when:
+executor.starts), each driven through its states, polling the cluster every `poll_seconds`.
 
 Entry points: `Executor.start` (new run), `Executor.resume` (reconcile a journal with the
 cluster and continue), `Executor.cancel` (revert what is in flight, restore throttles) and
@@ -10,21 +9,10 @@ cluster and continue), `Executor.cancel` (revert what is in flight, restore thro
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
-from executor.flows import (
-    SCAN_LIMIT,
-    Direction,
-    End,
-    QuotaWindows,
-    busiest_first,
-    ends_of_baseline,
-    move_ends,
-    remaining_load,
-)
 from executor.journal import (
     RETRYABLE,
     Journal,
@@ -47,13 +35,12 @@ from executor.preflight import (
     require_preflight,
     warm_follower_quotas,
 )
-from executor.state import THROTTLES_MAY_BE_SET, MoveState
+from executor.starts import MoveStarter
+from executor.state import MoveState
 from executor.steps import MoveDriver
 from executor.throttle import ThrottlePlan, plan_throttle
 from planner.result import Move
 from topology.errors import ClusterError, ExecutionError
-from topology.model import TopicPartition
-from topology.ports import KafkaAdmin
 
 S = MoveState
 
@@ -77,7 +64,7 @@ class Executor:
     """Runs one journaled plan against the ports."""
 
     def __init__(self, ports: Ports, config: ExecutorConfig, journal: Journal,
-                 reporter: Reporter = ignore_events, *, new_run: bool = False) -> None:
+                 reporter: Reporter = ignore_events) -> None:
         self.ports = ports
         self.config = config
         self.journal = journal
@@ -85,12 +72,7 @@ class Executor:
         self.driver = MoveDriver(ports, config, journal, reporter)
         self.cancelling = False
         self.cluster_errors = 0
-        # A new run has copied nothing yet; a run taken over may have been copying a moment ago.
-        now = ports.clock.now()
-        self.quota = QuotaWindows(config.quota_window_seconds,
-                                  now - config.quota_window_seconds if new_run else now)
-        self._told_waiting: set[str] = set()
-        self._order: list[Move] | None = None  # side by side: busiest brokers' moves first
+        self.starter = MoveStarter(ports, config, journal, self.driver, reporter)
         # moves that had already failed or been cancelled when this process took over
         self._ended_badly_before = frozenset(
             m.name for m in journal.run.plan.moves
@@ -115,8 +97,7 @@ class Executor:
             validation=validation) + refused)
         warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
         header = header_record(plan, config.to_journal(), run_id)
-        executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter,
-                       new_run=True)
+        executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
         for warning in warnings:
             executor._note(warning)
         return executor
@@ -209,11 +190,11 @@ class Executor:
         every step is idempotent; `stall_intervals` errors in a row stop the run (resumable).
         """
         try:
-            self._watch_quotas()  # copies in flight until now, before they are seen ended
+            self.starter.watch_quotas()  # copies in flight until now, before they end
             for move in self._active():
                 self.driver.advance(move)
             if not self.cancelling and not self._stopped():
-                self._start_moves()
+                self.starter.start_moves(self._active())
         except ClusterError as exc:
             self.cluster_errors += 1
             if self.cluster_errors >= self.config.stall_intervals:
@@ -241,85 +222,6 @@ class Executor:
         return any(self.run_state.state_of(m.name) in (S.FAILED, S.CANCELLED)
                    for m in self.run_state.plan.moves
                    if m.name not in self._ended_badly_before)
-
-    def _ends(self, move: Move) -> frozenset[End]:
-        baseline = self.run_state.moves[move.name].baseline
-        return ends_of_baseline(baseline) if baseline is not None else move_ends(move, None)
-
-    def _watch_quotas(self) -> None:
-        """Note the ends carrying this run's copies now (their quota windows fill)."""
-        now = self.ports.clock.now()
-        for move in self.run_state.in_state(THROTTLES_MAY_BE_SET):
-            if not move.leadership_only:
-                self.quota.use(self._ends(move), now)
-
-    def _candidates(self) -> list[Move]:
-        """Pending moves in the order they may start: the plan's one at a time; side by side,
-        the moves of the brokers with the most bytes to carry first (executor.schedule times
-        the same order)."""
-        if self.config.concurrency == 1:
-            return self._pending()
-        if self._order is None:
-            unfinished = self.run_state.unfinished
-            self._order = busiest_first(unfinished, remaining_load(unfinished))
-        state = self.run_state.state_of
-        pending = (m for m in self._order if state(m.name) is S.PENDING)
-        return list(itertools.islice(pending, SCAN_LIMIT))
-
-    def _start_moves(self) -> None:
-        active = self._active()
-        held = frozenset().union(*(self._ends(m) for m in active))
-        slots = self.config.slots - len(active)
-        leaders = _Leaders(self.ports.admin)
-        now = self.ports.clock.now()
-        for move in self._candidates():
-            if slots <= 0:
-                return
-            if any((b, Direction.IN) in held for b in move.added_brokers):
-                continue  # known without reading the live leader
-            ends = move_ends(move, leaders.of(move))
-            if ends & held:
-                continue  # a broker's end is in another move; a later, free move may go first
-            if self._past_finish_by(move):
-                return
-            waiting = self.quota.unbounded_flows(move, ends, now)
-            if waiting:
-                self._tell_waiting(move, waiting, ends, now)
-                if self.config.concurrency == 1:
-                    return
-                held |= ends  # kept for it: a later move must not take its ends meanwhile
-                continue
-            if not self.driver.start(move, ends):
-                return  # HOLD: metrics unavailable, start nothing blind
-            held |= ends
-            slots -= 1
-
-    def _tell_waiting(self, move: Move, flows: list[str], ends: frozenset[End],
-                      now: float) -> None:
-        if move.name in self._told_waiting:
-            return
-        self._told_waiting.add(move.name)
-        self._note(f"{move.name} waits up to {self.quota.wait_left(ends, now):.0f} s for "
-                   f"Kafka's replication quota window: {', '.join(flows)} both carried a copy "
-                   f"within the last {self.quota.window_seconds:g} s, and a copy is held to the "
-                   "cap only from an end whose window is clean")
-
-    def _past_finish_by(self, move: Move) -> bool:
-        """True (and the run stops starting moves) when `move`, copied at the cap, would end
-        after `finish_by`: a maintenance window is not overrun by a move started late."""
-        finish_by = self.config.finish_by
-        if finish_by is None:
-            return False
-        copy_seconds = move.bytes_moved / self.config.max_bytes_per_sec
-        now = self.ports.clock.now()
-        if now + copy_seconds <= finish_by:
-            return False
-        left = max(0.0, finish_by - now)
-        self.driver.stop_reason = (
-            f"the window ends in {left:.0f} s and {move.name} needs about {copy_seconds:.0f} s "
-            "at the cap: not started; `rebalance resume` continues the run")
-        self._note(self.driver.stop_reason)
-        return True
 
     def cancel(self) -> None:
         """Revert what is in flight and restore throttles; moves past copying finish."""
@@ -452,17 +354,3 @@ def clear_throttles_from(records: Sequence[Record], sink: JournalSink, ports: Po
     journal = Journal(replay(records), sink)
     return clear_throttles(journal.run, journal, MoveDriver(ports, config, journal,
                                                             ignore_events))
-
-
-class _Leaders:
-    """Live partition leaders, read once per topic per poll and only for moves looked at."""
-
-    def __init__(self, admin: KafkaAdmin) -> None:
-        self.admin = admin
-        self.by_topic: dict[str, dict[TopicPartition, int | None]] = {}
-
-    def of(self, move: Move) -> int | None:
-        if move.topic not in self.by_topic:
-            partitions = self.admin.partitions([move.topic])
-            self.by_topic[move.topic] = {p.key: p.leader for p in partitions}
-        return self.by_topic[move.topic].get(move.key)

@@ -5,11 +5,13 @@ its bytes at the rate; one at a time, moves go in plan order; side by side (a nu
 "auto"), the busiest brokers' moves first, each broker sending for at most one move and
 receiving for at most one. After its copy a move holds its ends for `gap_seconds` more (leader
 election and the gate while the network settles, DEFAULT_GAP_SECONDS as measured on the
-sandbox); a copy starts only from an end whose quota window is clean.
+sandbox); a copy starts only into a receiver whose quota window is clean (the first one a
+window after the start), or one it takes over as the previous copy into it ends.
 """
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 from collections.abc import Sequence
@@ -21,6 +23,8 @@ from executor.flows import (
     Direction,
     End,
     busiest_first,
+    end_share,
+    fits,
     move_ends,
     remaining_load,
 )
@@ -76,83 +80,150 @@ def schedule(moves: Sequence[Move], rate_bytes_per_sec: float, concurrency: Conc
     slots = concurrency if isinstance(concurrency, int) else len(moves) or 1
     order = (list(moves) if concurrency == 1
              else busiest_first(moves, remaining_load(moves)))
-    sim = _Simulation(moves, rate_bytes_per_sec, quota_window_seconds, gap_seconds)
+    sim = _Simulation(order, rate_bytes_per_sec, quota_window_seconds, gap_seconds, slots,
+                      concurrency == 1)
+    sim.index = {m.name: i for i, m in enumerate(moves, start=1)}
     pending = dict.fromkeys(m.name for m in order)
+    sim.start_what_may(pending)
     while pending:
-        sim.start_what_may(pending, slots, one_at_a_time=concurrency == 1)
-        if pending and not sim.advance():
-            raise AssertionError("schedule: no move can ever start")  # unreachable by design
+        if not sim.advance(pending):
+            sim.start_what_may(pending)  # nothing runs: look at every pending move again
+            if not sim.events:
+                raise AssertionError("schedule: no move can ever start")  # unreachable
+    while sim.advance(pending):
+        pass
     return Schedule(tuple(sim.placed[m.name] for m in moves), rate_bytes_per_sec, concurrency,
                     quota_window_seconds, gap_seconds)
 
 
 class _Simulation:
-    """The clock, the ends held by running moves and when each end last carried a copy."""
+    """The clock, what each end's holders use of it, and when each end last carried a copy.
+    Events: a copy ends (its ends may pass to a next move: executor.runner's hand-over), a
+    move's gate ends (its ends are free), a receiver's quota window is clean again."""
 
-    def __init__(self, moves: Sequence[Move], rate: float, window: float, gap: float) -> None:
+    def __init__(self, moves: Sequence[Move], rate: float, window: float, gap: float,
+                 slots: int, one_at_a_time: bool) -> None:
         self.by_name = {m.name: m for m in moves}
         self.ends = {m.name: move_ends(m, None) for m in moves}
-        self.receiving = {(b, Direction.IN) for m in moves for b in m.added_brokers}
-        self.index = {m.name: i for i, m in enumerate(moves, start=1)}
+        self.index: dict[str, int] = {}  # 1-based plan position
+        self.position = {m.name: i for i, m in enumerate(moves)}  # in the order they may start
+        self.by_end: dict[End, collections.deque[str]] = {}
+        for m in moves:
+            for end in self.ends[m.name]:
+                self.by_end.setdefault(end, collections.deque()).append(m.name)
+        self.slot_bound = False
+        self.waking: set[str] = set()
         self.rate, self.window, self.gap = rate, window, gap
+        self.slots, self.one_at_a_time = slots, one_at_a_time
         self.now = 0.0
         self.placed: dict[str, ScheduledMove] = {}
-        self.held: dict[End, str] = {}
+        self.holders: dict[End, dict[str, float]] = {}
+        self.running: set[str] = set()  # started and not yet released
+        self.copying: set[str] = set()
+        self.handing: set[str] = set()
+        self.taken: dict[str, frozenset[End]] = {}
         self.last_used: dict[End, float] = {}
-        self.releases: list[tuple[float, str]] = []  # a heap of (release time, move)
+        self.events: list[tuple[float, int, str]] = []  # heap: (time, kind, move)
 
     def _clean_at(self, end: End) -> float:
-        last = self.last_used.get(end)
-        return float("-inf") if last is None else last + self.window
+        """When a receiver's window is clean: a window after its last copy, and never before
+        a window from the start (a process cannot know what copied just before it)."""
+        last = self.last_used.get(end, 0.0)
+        return last + self.window
 
-    def _ready_at(self, move: Move, ends: frozenset[End]) -> float:
-        """When each copy of `move` has a clean end (executor.flows.QuotaWindows)."""
-        if move.leadership_only or self.window <= 0:
-            return self.now
-        senders = [e for e in ends if e[1] is Direction.OUT]
-        if not senders:
-            return self.now
-        sender = self._clean_at(senders[0])
-        return max([self.now] + [min(sender, self._clean_at(e)) for e in ends
-                                 if e[1] is Direction.IN])
+    def _candidates(self, pending: dict[str, None], changed: frozenset[End] | None) -> list[str]:
+        """Pending moves that may start now, in order: the first (one at a time); otherwise
+        those on an end that just changed (nothing else did), or all when a slot freed."""
+        if self.one_at_a_time:
+            return list(itertools.islice(pending, 1))
+        if changed is None or self.slot_bound:
+            return list(itertools.islice(pending, SCAN_LIMIT))
+        found: set[str] = set()
+        for end in changed:
+            queue = self.by_end.get(end, collections.deque())
+            while queue and queue[0] not in pending:
+                queue.popleft()
+            found.update(itertools.islice((n for n in queue if n in pending), _PER_END))
+        return sorted(found, key=self.position.__getitem__)[:SCAN_LIMIT]
 
-    def start_what_may(self, pending: dict[str, None], slots: int, *,
-                       one_at_a_time: bool) -> None:
-        taken = set(self.held)
-        running = len(set(self.held.values()))
-        for name in list(itertools.islice(pending, 1 if one_at_a_time else SCAN_LIMIT)):
-            if running >= slots or (self.receiving and self.receiving <= taken):
-                return  # every slot, or every receiving broker, is in use
+    def start_what_may(self, pending: dict[str, None],
+                       changed: frozenset[End] | None = None) -> None:
+        holders = {e: dict(h) for e, h in self.holders.items()}
+        busy = len(self.running - self.handing)
+        self.slot_bound = False
+        for name in self._candidates(pending, changed):
+            if busy >= self.slots:
+                self.slot_bound = True
+                return
             move, ends = self.by_name[name], self.ends[name]
-            if ends & taken:
+            free, taking = fits(move, ends, holders, self.handing)
+            if not free or (self.one_at_a_time and self.running and taking is None):
                 continue
-            ready = self._ready_at(move, ends)
+            carrying = {e for e in ends if holders.get(e)}
+            dirty = [self._clean_at(e) for e in ends
+                     if e[1] is Direction.IN and e not in carrying]
+            ready = max([self.now] + ([] if move.leadership_only or self.window <= 0 else dirty))
             if ready > self.now:
-                heapq.heappush(self.releases, (ready, ""))  # wake up then
-                if one_at_a_time:
-                    return
-                taken |= ends
+                if name not in self.waking:
+                    self.waking.add(name)
+                    heapq.heappush(self.events, (ready, _WAKE, name))
+                for end in ends:  # kept for it meanwhile
+                    holders.setdefault(end, {})[name] = 1.0
                 continue
-            copy_end = self.now + move.bytes_moved / self.rate
-            release = copy_end + (self.gap if move.bytes_moved or move.leadership_only else 0.0)
-            self.placed[name] = ScheduledMove(self.index[name], move, self.now, copy_end, release)
+            self._start(move, ends, taking)
             for end in ends:
-                self.held[end] = name
-                if not move.leadership_only:
-                    self.last_used[end] = copy_end
-            heapq.heappush(self.releases, (release, name))
-            taken |= ends
-            running += 1
+                holders.setdefault(end, {})[name] = end_share(move, end)
+            busy += 1
             del pending[name]
 
-    def advance(self) -> bool:
-        """Move the clock to the next release (or quota wake-up); False when none is left."""
-        if not self.releases:
+    def _start(self, move: Move, ends: frozenset[End], taking: str | None) -> None:
+        copy_end = self.now + move.bytes_moved / self.rate
+        self.placed[move.name] = ScheduledMove(self.index[move.name], move, self.now, copy_end,
+                                               copy_end + self.gap)
+        for end in ends:
+            self.holders.setdefault(end, {})[move.name] = end_share(move, end)
+            if not move.leadership_only:
+                self.last_used[end] = max(self.last_used.get(end, copy_end), copy_end)
+        self.running.add(move.name)
+        self.copying.add(move.name)
+        heapq.heappush(self.events, (copy_end, _COPY_END, move.name))
+        if taking is not None:
+            self.taken[taking] = ends & self.ends[taking]
+            self.handing.discard(taking)
+            for end in self.taken[taking]:
+                self.holders[end].pop(taking, None)
+
+    def advance(self, pending: dict[str, None]) -> bool:
+        """Take the next event; False when none is left."""
+        if not self.events:
             return False
-        self.now, name = heapq.heappop(self.releases)
-        for end in [e for e, holder in self.held.items() if holder == name]:
-            del self.held[end]
+        self.now, kind, name = heapq.heappop(self.events)
+        if kind == _COPY_END:
+            self.copying.discard(name)
+            self.handing.add(name)
+            self.start_what_may(pending, self.ends[name])
+            self.handing.discard(name)
+            carried = {e for e in self.ends[name]
+                       if any(h in self.copying for h in self.holders.get(e, {}))}
+            left = self.ends[name] - self.taken.get(name, frozenset()) - carried
+            release = self.now + self.gap if left else self.now
+            slot = self.placed[name]
+            self.placed[name] = ScheduledMove(slot.index, slot.move, slot.start, slot.copy_end,
+                                              release)
+            heapq.heappush(self.events, (release, _RELEASE, name))
+        elif kind == _RELEASE:
+            for end in self.ends[name]:
+                self.holders.get(end, {}).pop(name, None)
+            self.running.discard(name)
+            self.start_what_may(pending, self.ends[name])
+        else:
+            self.waking.discard(name)
+            self.start_what_may(pending, self.ends[name])
         return True
+
+
+_COPY_END, _RELEASE, _WAKE = 0, 1, 2
+_PER_END = 64  # pending moves looked at per changed end
 
 
 @dataclass(frozen=True)

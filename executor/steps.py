@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
-from executor.flows import Direction, End, baseline_for
+from executor.flows import Direction, End, baseline_for, end_text, ends_of_baseline
 from executor.gates import GateReading, NetworkSample, gate_decision, start_decision
 from executor.journal import Journal, MoveRecord
 from executor.plan import touched_brokers
@@ -18,6 +18,7 @@ from executor.readings import read_gate, read_network, read_traffic
 from executor.state import REASSIGNMENT_MAY_BE_IN_FLIGHT, MoveState
 from executor.throttle import (
     BROKER_THROTTLE_CONFIGS,
+    FOLLOWER_RATE,
     TOPIC_THROTTLE_CONFIGS,
     ConfigValues,
     RateLimits,
@@ -27,6 +28,7 @@ from executor.throttle import (
     apply_changes,
     check_applied,
     check_restored,
+    follower_share,
     plan_throttle,
     rates_differ,
     restore_changes,
@@ -38,6 +40,8 @@ from topology.errors import ClusterError, ExecutionError, MetricsError
 from topology.ports import PartitionInfo
 
 S = MoveState
+# States in which a move's copy may be flowing (its ends busy with its bytes).
+COPIES_IN_FLIGHT = frozenset({S.THROTTLING, S.SUBMITTED, S.COPYING, S.VERIFYING})
 
 
 @dataclass
@@ -62,6 +66,9 @@ class MoveDriver:
         self.skip_gate = False  # set when the operator cancels: finishing moves skip the gate
         self.stop_reason = ""  # set when a step decides the run must not start more moves
         self.tracking: dict[str, Tracking] = {}
+        # move -> (the next move, the ends it took over): its gate is the next move's (volatile:
+        # after a crash the gate runs as usual and waits for the next move's copy too)
+        self.handed_over: dict[str, tuple[str, frozenset[End]]] = {}
         self._handlers: dict[MoveState, Callable[[Move], bool]] = {
             S.THROTTLING: self._throttle, S.SUBMITTED: self._submit, S.COPYING: self._copy,
             S.VERIFYING: self._verify, S.UNTHROTTLING: self._unthrottle,
@@ -175,9 +182,39 @@ class MoveDriver:
             return [f"could not read the restored throttles back ({exc})"]
 
     # ---- starting --------------------------------------------------------------------------
-    def start(self, move: Move, ends: frozenset[End]) -> bool:
+    def _joined_rates(self, move: Move) -> dict[tuple[int, str], int]:
+        """The rates in force that `move` keeps: another move's. A receiver it shares with a
+        move that adds several replicas carries both parts of the cap (at most the cap)."""
+        cap = self.config.max_bytes_per_sec
+        kept = {key: rate for key, (_, rate) in self.shared_rates(move.name).items()}
+        for b in move.added_brokers:
+            held = kept.get((b, FOLLOWER_RATE))
+            if held is not None and held < cap:
+                kept[(b, FOLLOWER_RATE)] = min(cap, held + follower_share(move, cap))
+        return kept
+
+    def bytes_left(self, move: Move) -> int | None:
+        """Bytes `move` still has to copy, from its last progress reading (None: not read)."""
+        track = self.tracking.get(move.name)
+        if track is None or track.last_progress is None or track.last_progress[0] < 0:
+            return None
+        return max(0, move.bytes_moved - track.last_progress[0])
+
+    def hand_over(self, previous: str, following: Move, ends: frozenset[End]) -> None:
+        """`following` took over `ends` from `previous` while its copy ends: on those ends the
+        gate after `previous` is the one after `following` (its baseline carries on); the gate
+        after `previous` watches only the rest."""
+        self.handed_over[previous] = (following.name, ends)
+        self._event(EventKind.NOTE, following,
+                    f"{following.name} takes over from {previous} as its copy ends: "
+                    + ", ".join(end_text(e) for e in sorted(ends))
+                    + " keep copying without a gap")
+
+    def start(self, move: Move, ends: frozenset[End],
+              inherited: NetworkSample | None = None) -> bool:
         """Read the baseline of the move's ends and the prior configs, journal them, and
-        throttle; False = HOLD."""
+        throttle; False = HOLD. Ends taken over from a move whose copy is ending keep that
+        move's baseline (`inherited`): the network as it was before either copy."""
         ins = sorted(b for b, d in ends if d is Direction.IN)
         outs = sorted(b for b, d in ends if d is Direction.OUT)
         try:
@@ -192,10 +229,14 @@ class MoveDriver:
         if not decision.open or network is None or rates is None:
             self._event(EventKind.HOLD, move, f"{move.name} not started: {decision.reason}")
             return False
-        shared = self.shared_rates(move.name)
-        throttle = plan_throttle(move, self.priors(move), rates,
-                                 {key: rate for key, (_, rate) in shared.items()})
-        self.enter(move, S.THROTTLING, throttle=throttle, baseline=baseline_for(network, ends))
+        throttle = plan_throttle(move, self.priors(move), rates, self._joined_rates(move))
+        baseline = baseline_for(network, ends)
+        if inherited is not None:
+            baseline = NetworkSample({**baseline.net_in, **{
+                b: v for b, v in inherited.net_in.items() if b in baseline.net_in}},
+                {**baseline.net_out, **{
+                    b: v for b, v in inherited.net_out.items() if b in baseline.net_out}})
+        self.enter(move, S.THROTTLING, throttle=throttle, baseline=baseline)
         for note in throttle.notes:
             self._event(EventKind.NOTE, move, note)
         self.advance(move)
@@ -369,10 +410,17 @@ class MoveDriver:
         if self.skip_gate:
             self.enter(move, S.DONE, "gate skipped: run cancelled")
             return False
+        baseline = record.baseline or NetworkSample({}, {})
+        carried = self._carried_by_others(move)
+        if carried and (baseline.net_in or baseline.net_out):
+            baseline = baseline_for(baseline, ends_of_baseline(baseline) - carried)
+            if not baseline.net_in and not baseline.net_out:
+                following = self.handed_over.get(move.name, ("the moves copying there", ""))[0]
+                self.enter(move, S.DONE, f"handed over to {following}: its gate covers both")
+                return False
         if not self._gate_needed():
             self.enter(move, S.DONE, "no move follows: gate not needed")
             return False
-        baseline = record.baseline or NetworkSample({}, {})
         policy = self.config.gate
         reading = read_gate(self.ports.metrics, self.ports.admin, self.config.queries,
                             {*baseline.net_in, *baseline.net_out},
@@ -396,6 +444,16 @@ class MoveDriver:
                                 f"({decision.reason}); stopping before the next move")
             self.enter(move, S.DONE, self.stop_reason)
         return False
+
+    def _carried_by_others(self, move: Move) -> frozenset[End]:
+        """Ends another move of the run copies through now (taken over, or shared): that
+        move's gate watches them, from a baseline read before either copy."""
+        carried: set[End] = set()
+        for other in self.journal.run.in_state(COPIES_IN_FLIGHT):
+            record = self.journal.run.moves[other.name]
+            if other.name != move.name and record.baseline is not None:
+                carried |= ends_of_baseline(record.baseline)
+        return frozenset(carried)
 
     def _gate_needed(self) -> bool:
         """A gate protects the next move: needed while a move is pending, or when asked for."""

@@ -116,7 +116,7 @@ def test_plan_writes_validated_ordered_plan_and_review(tmp_path: Path,
     assert "Totals" in result.output and "200B" in result.output
     assert "1.111" in result.output  # bytes moved / lower bound = 200 / 180
     # ETA: 2 x 100 bytes at 100 B/s, plus one 11 s quota-window wait between the two moves
-    assert "10s one move at a time (2s copying + 8s of gates and waits" in result.output, \
+    assert "13s one move at a time (2s copying + 11s of gates and waits" in result.output, \
         result.output
 
 

@@ -108,10 +108,14 @@ class FakeAdmin:
         topic = self.topic_cfg.get(tp.topic, {})
         for b in r.adding:
             if _listed(topic.get(FOLLOWER_REPLICAS), tp.partition, b):
-                rate = min(rate, float(self.broker_cfg.get(b, {}).get(FOLLOWER_RATE, UNTHROTTLED)))
+                share = sum(1 for other in self.moving.values() if b in other.adding)
+                rate = min(rate, float(self.broker_cfg.get(b, {}).get(FOLLOWER_RATE, UNTHROTTLED))
+                           / max(1, share))  # a broker's quota is shared by what it receives
         leader = self.parts[tp].leader
         if _listed(topic.get(LEADER_REPLICAS), tp.partition, leader):
-            rate = min(rate, float(self.broker_cfg.get(leader, {}).get(LEADER_RATE, UNTHROTTLED)))
+            share = sum(1 for k in self.moving if self.parts[k].leader == leader)
+            rate = min(rate, float(self.broker_cfg.get(leader, {}).get(LEADER_RATE, UNTHROTTLED))
+                       / max(1, share))
         return rate
 
     def copy_rate(self, tp: TopicPartition) -> float:

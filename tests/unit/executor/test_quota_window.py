@@ -13,7 +13,7 @@ from executor.flows import Direction, QuotaWindows, move_ends
 from executor.journal import RunOutcome
 from executor.runner import Executor
 from planner.result import Move
-from tests.unit.executor.fakes import MB, World, make_world
+from tests.unit.executor.fakes import MB, FakeClock, World, make_world
 from topology.errors import InputError
 
 
@@ -34,31 +34,62 @@ def _run(moves: list[Move] | None = None, **config: float) -> tuple[World, dict[
 
 
 def test_a_move_with_a_clean_end_starts_as_soon_as_the_previous_is_done() -> None:
-    """The standard moves never send from, or receive on, both ends of an earlier copy: no
-    move waits for the window, and the first starts at once."""
+    """The standard moves never send from, or receive on, both ends of an earlier copy: after
+    the first, no move waits for the window."""
     world, times = _run(quota_window_seconds=11.0)
     order = ["orders-0", "orders-1", "events-0"]
     for previous, following in itertools.pairwise(order):
         assert times[(following, "throttling")] - times[(previous, "done")] < 1.5
-    assert not [m for m in world.messages(EventKind.NOTE) if "quota window" in m]
+    notes = [m for m in world.messages(EventKind.NOTE) if "quota window" in m]
+    assert len(notes) == 1 and notes[0].startswith("orders-0 waits up to 11 s")
 
 
-def test_a_copy_between_two_ends_that_just_carried_one_waits_for_the_window() -> None:
-    """Broker 1 sent and broker 3 received the first copy; the second copies 1 -> 3 again, so
-    neither quota would hold it: it starts a window after the first copy's bytes stopped."""
-    moves = [Move("orders", 0, (1, 2), (3, 2), 30 * MB), Move("orders", 1, (1, 4), (3, 4), 20 * MB)]
+def test_a_run_waits_a_window_before_its_first_copy() -> None:
+    """Another run (or Kafka's tool) may have copied between the same brokers a moment ago:
+    nothing tells the process, so its first copy waits one window."""
+    start = FakeClock().now()  # every world's clock starts there
+    _, times = _run(quota_window_seconds=11.0)
+    assert times[("orders-0", "throttling")] - start >= 11.0
+    _, without = _run(quota_window_seconds=0.0)
+    assert without[("orders-0", "throttling")] - start < 1.0
+
+
+def test_a_copy_into_a_broker_that_just_received_one_waits_for_the_window() -> None:
+    """Broker 3 received the first copy; the third copies into 3 again after an unrelated move,
+    with nothing to take over: it starts a window after the first copy's bytes stopped."""
+    moves = [Move("orders", 0, (1, 2), (3, 2), 30 * MB), Move("orders", 1, (2, 1), (2, 4), MB),
+             Move("orders", 2, (4, 1), (3, 1), 10 * MB)]
     world, times = _run(moves, quota_window_seconds=11.0)
     first_flow_end = times[("orders-0", "verifying")]
-    assert times[("orders-1", "throttling")] - first_flow_end >= 11.0
-    assert times[("orders-1", "throttling")] - first_flow_end < 11.0 + 2.5
+    assert times[("orders-2", "throttling")] - first_flow_end >= 11.0
+    assert times[("orders-2", "throttling")] - first_flow_end < 11.0 + 2.5
     notes = [m for m in world.messages(EventKind.NOTE) if "quota window" in m]
-    assert len(notes) == 1 and "broker 1 out -> broker 3 in" in notes[0]
+    assert [n.split(" waits")[0] for n in notes] == ["orders-0", "orders-2"]
+    assert "broker 3 may have received a copy within the last 11 s" in notes[1]
+
+
+def test_a_move_into_the_same_broker_takes_it_over_without_a_gap() -> None:
+    """The second move copies from broker 1 into broker 3 too: it starts while the first copy
+    ends, so broker 3's quota sees one unbroken copy, and the first move's gate passes to it."""
+    moves = [Move("orders", 0, (1, 2), (3, 2), 60 * MB), Move("orders", 1, (1, 4), (3, 4), 60 * MB)]
+    world, times = _run(moves, quota_window_seconds=11.0)
+    assert times[("orders-1", "throttling")] < times[("orders-0", "verifying")]
+    done = [r for r in world.sink.records if r.get("move") == "orders-0"
+            and r.get("state") == "done"]
+    assert done[0]["reason"] == "handed over to orders-1: its gate covers both"
+    assert any("orders-1 takes over from orders-0 as its copy ends: broker 1 out, broker 3 in"
+               in m
+               for m in world.messages(EventKind.NOTE))
+    # the two copies took about the time of one 120 MB copy at the cap: no gap, no gate between
+    copying = times[("orders-1", "verifying")] - times[("orders-0", "copying")]
+    assert 12.0 <= copying <= 12.0 + 2.0
 
 
 def test_without_a_window_nothing_waits() -> None:
-    moves = [Move("orders", 0, (1, 2), (3, 2), 30 * MB), Move("orders", 1, (1, 4), (3, 4), 20 * MB)]
+    moves = [Move("orders", 0, (1, 2), (3, 2), 30 * MB), Move("orders", 1, (2, 1), (2, 4), MB),
+             Move("orders", 2, (4, 1), (3, 1), 10 * MB)]
     _, times = _run(moves, quota_window_seconds=0.0)
-    assert times[("orders-1", "throttling")] - times[("orders-0", "done")] < 1.5
+    assert times[("orders-2", "throttling")] - times[("orders-1", "done")] < 1.5
 
 
 def test_a_leadership_only_move_never_waits() -> None:
@@ -73,19 +104,22 @@ def test_a_run_taken_over_assumes_every_window_in_use() -> None:
     windows = QuotaWindows(11.0, since=100.0)
     move = Move("orders", 0, (1, 2), (3, 2), 30 * MB)
     ends = move_ends(move, 1)
-    assert windows.unbounded_flows(move, ends, 105.0) == ["broker 1 out -> broker 3 in"]
-    assert windows.wait_left(ends, 105.0) == pytest.approx(6.0)
-    assert windows.unbounded_flows(move, ends, 111.0) == []
+    assert windows.dirty_receivers(move, ends, 105.0) == [(3, Direction.IN)]
+    assert windows.wait_left([(3, Direction.IN)], 105.0) == pytest.approx(6.0)
+    assert windows.dirty_receivers(move, ends, 111.0) == []
 
 
-def test_one_clean_end_bounds_each_copy() -> None:
+def test_only_the_receivers_window_counts() -> None:
+    """Measured on the sandbox: a clean receiver holds the cap even from a sender that has
+    just sent; a receiver that just received does not, whatever the sender."""
     windows = QuotaWindows(11.0, since=0.0)
     move = Move("orders", 0, (1, 2), (3, 4), 30 * MB)  # 1 sends to 3 and 4
     ends = move_ends(move, 1)
-    windows.use([(3, Direction.IN)], 100.0)
-    assert windows.unbounded_flows(move, ends, 105.0) == []  # 1 is clean: its quota holds both
     windows.use([(1, Direction.OUT)], 100.0)
-    assert windows.unbounded_flows(move, ends, 105.0) == ["broker 1 out -> broker 3 in"]
+    assert windows.dirty_receivers(move, ends, 105.0) == []
+    windows.use([(3, Direction.IN)], 100.0)
+    assert windows.dirty_receivers(move, ends, 105.0) == [(3, Direction.IN)]
+    assert windows.dirty_receivers(move, ends, 105.0, hot=frozenset({(3, Direction.IN)})) == []
 
 
 def test_the_last_move_skips_the_gate_unless_asked() -> None:

@@ -32,7 +32,8 @@ from topology.snapshot import topology_from_dict
 from usecases import run as run_usecase
 
 CAP = {"disk_bytes": 10**12, "net_in_bytes_per_sec": 10**9, "net_out_bytes_per_sec": 10**9}
-MOVES = (Move("t", 0, (1, 2), (1, 3), 10 * MB), Move("t", 1, (1, 2), (1, 4), 4 * MB))
+# t-1 shares no broker end with t-0 (2 sends to 4, 1 sent to 3): it starts after t-0's gate
+MOVES = (Move("t", 0, (1, 2), (1, 3), 10 * MB), Move("t", 1, (2, 1), (2, 4), 4 * MB))
 FLAGS = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1", "--max-mbps", "2",
          "--rate-window", "30s"]
 TIME = re.compile(r"^\d\d:\d\d:\d\d ")

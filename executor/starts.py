@@ -1,0 +1,207 @@
+"""Which pending moves start now: the run loop's scheduling (executor.flows decides the rules).
+
+One at a time, the next move in plan order starts once the previous is done, or takes the
+previous move's brokers over as its copy ends. Side by side, the busiest brokers' moves go
+first, as many as the ends allow. A move whose receiver just received a copy waits for Kafka's
+quota window; every start reads the live leader (the sender) first.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+
+from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
+from executor.flows import (
+    SCAN_LIMIT,
+    Direction,
+    End,
+    QuotaWindows,
+    busiest_first,
+    end_share,
+    ends_of_baseline,
+    fits,
+    move_ends,
+    remaining_load,
+)
+from executor.gates import NetworkSample
+from executor.journal import Journal
+from executor.state import THROTTLES_MAY_BE_SET, MoveState
+from executor.steps import MoveDriver
+from planner.result import Move
+from topology.model import TopicPartition
+from topology.ports import KafkaAdmin
+
+S = MoveState
+# A move whose copy ends within this many polls (and at least HANDOVER_MIN_SECONDS) at the cap
+# hands its ends to the next move: the two copies share the receiver's quota for a moment
+# instead of leaving a gap that Kafka's quota window would let the next copy make up at full
+# speed.
+HANDOVER_POLLS = 3
+HANDOVER_MIN_SECONDS = 2.0
+
+
+class MoveStarter:
+    """Starts moves for one run: its quota windows, order and notes live here."""
+
+    def __init__(self, ports: Ports, config: ExecutorConfig, journal: Journal,
+                 driver: MoveDriver, reporter: Reporter) -> None:
+        self.ports, self.config, self.journal, self.driver = ports, config, journal, driver
+        self.report = reporter
+        # Until it has watched for a window, a process cannot tell which ends carried a copy
+        # (a run taken over, or one started right after another run on the same brokers).
+        self.quota = QuotaWindows(config.quota_window_seconds, ports.clock.now())
+        self._told_waiting: set[str] = set()
+        self._order: list[Move] | None = None  # side by side: busiest brokers' moves first
+
+    def _note(self, message: str) -> None:
+        self.report(Event(EventKind.NOTE, message))
+
+    def _ends(self, move: Move) -> frozenset[End]:
+        baseline = self.journal.run.moves[move.name].baseline
+        return ends_of_baseline(baseline) if baseline is not None else move_ends(move, None)
+
+    def watch_quotas(self) -> None:
+        """Note the ends carrying this run's copies now (their quota windows fill)."""
+        now = self.ports.clock.now()
+        for move in self.journal.run.in_state(THROTTLES_MAY_BE_SET):
+            if not move.leadership_only:
+                self.quota.use(self._ends(move), now)
+
+    def _candidates(self) -> list[Move]:
+        """Pending moves in the order they may start: the plan's one at a time; side by side,
+        the moves of the brokers with the most bytes to carry first (executor.schedule times
+        the same order)."""
+        if self.config.concurrency == 1:
+            return self.journal.run.in_state(frozenset({S.PENDING}))
+        if self._order is None:
+            unfinished = self.journal.run.unfinished
+            self._order = busiest_first(unfinished, remaining_load(unfinished))
+        state = self.journal.run.state_of
+        pending = (m for m in self._order if state(m.name) is S.PENDING)
+        return list(itertools.islice(pending, SCAN_LIMIT))
+
+    def _handing_over(self, active: list[Move]) -> set[str]:
+        """Moves whose copy ends within the hand-over lead: their ends may pass to a next move
+        now, so that the receiver's quota sees one unbroken copy (executor.flows)."""
+        lead = max(HANDOVER_POLLS * self.config.poll_seconds, HANDOVER_MIN_SECONDS)
+        cap = self.config.max_bytes_per_sec
+        handing = set()
+        for move in active:
+            if self.journal.run.state_of(move.name) is not S.COPYING or move.leadership_only:
+                continue
+            if move.name in self.driver.handed_over:
+                continue
+            left = self.driver.bytes_left(move)
+            if left is not None and left <= cap * lead:
+                handing.add(move.name)
+        return handing
+
+    def start_moves(self, active: list[Move]) -> None:
+        """Start what may start now, given the moves in flight (`active`)."""
+        ending = self._handing_over(active)
+        holders: dict[End, dict[str, float]] = {}
+        for m in active:
+            for end in self._ends(m):
+                holders.setdefault(end, {})[m.name] = end_share(m, end)
+        slots = self.config.slots - sum(1 for m in active if m.name not in ending)
+        one_at_a_time = self.config.concurrency == 1
+        leaders = _Leaders(self.ports.admin)
+        now = self.ports.clock.now()
+        for move in self._candidates():
+            if slots <= 0:
+                return
+            receivers = frozenset((b, Direction.IN) for b in move.added_brokers)
+            if fits(move, receivers, holders, ending)[0]:  # known without the live leader
+                ends = move_ends(move, leaders.of(move))
+                free, taking = fits(move, ends, holders, ending)
+            else:
+                free, taking = False, None
+            if not free or (one_at_a_time and active and taking is None):
+                if one_at_a_time:
+                    return
+                continue  # an end is in another move; a later, free move may go first
+            if self._past_finish_by(move):
+                return
+            carrying = frozenset(e for e in ends if holders.get(e))  # joined without a gap
+            dirty = self.quota.dirty_receivers(move, ends, now, carrying)
+            if dirty:
+                self._tell_waiting(move, dirty, now)
+                if one_at_a_time:
+                    return
+                for end in ends:  # kept for it meanwhile
+                    holders.setdefault(end, {})[move.name] = 1.0
+                continue
+            if not self.driver.start(move, ends, self._baselines_of(carrying, holders)):
+                return  # HOLD: metrics unavailable, start nothing blind
+            if taking is not None:
+                self.driver.hand_over(taking, move, ends & self._ends(
+                    self.journal.run.plan.move(taking)))
+                ending.discard(taking)
+            for end in ends:
+                holders.setdefault(end, {})[move.name] = end_share(move, end)
+            slots -= 1
+
+    def _baselines_of(self, ends: frozenset[End],
+                      holders: Mapping[End, Mapping[str, float]]) -> NetworkSample | None:
+        """The baseline of each end a move joins, from a move already on it: the network as it
+        was before either copy."""
+        if not ends:
+            return None
+        net_in: dict[int, float] = {}
+        net_out: dict[int, float] = {}
+        for broker, direction in ends:
+            for name in holders[(broker, direction)]:
+                baseline = self.journal.run.moves[name].baseline
+                if baseline is None:
+                    continue
+                values = baseline.net_in if direction is Direction.IN else baseline.net_out
+                target = net_in if direction is Direction.IN else net_out
+                if broker in values:
+                    target[broker] = values[broker]
+                    break
+        return NetworkSample(net_in, net_out)
+
+    def _tell_waiting(self, move: Move, dirty: list[End], now: float) -> None:
+        if move.name in self._told_waiting:
+            return
+        self._told_waiting.add(move.name)
+        window = self.quota.window_seconds
+        since = (f"within the last {window:g} s" if now - self.quota.since >= window
+                 else f"before this process started watching {now - self.quota.since:.0f} s ago")
+        names = ", ".join(f"broker {b}" for b, _ in dirty)
+        self._note(f"{move.name} waits up to {self.quota.wait_left(dirty, now):.0f} s for "
+                   f"Kafka's replication quota window: {names} may have received a copy "
+                   f"{since}, and a copy into a broker is held to the cap only once its window "
+                   f"has been clean for {window:g} s")
+
+    def _past_finish_by(self, move: Move) -> bool:
+        """True (and the run stops starting moves) when `move`, copied at the cap, would end
+        after `finish_by`: a maintenance window is not overrun by a move started late."""
+        finish_by = self.config.finish_by
+        if finish_by is None:
+            return False
+        copy_seconds = move.bytes_moved / self.config.max_bytes_per_sec
+        now = self.ports.clock.now()
+        if now + copy_seconds <= finish_by:
+            return False
+        left = max(0.0, finish_by - now)
+        self.driver.stop_reason = (
+            f"the window ends in {left:.0f} s and {move.name} needs about {copy_seconds:.0f} s "
+            "at the cap: not started; `rebalance resume` continues the run")
+        self._note(self.driver.stop_reason)
+        return True
+
+
+class _Leaders:
+    """Live partition leaders, read once per topic per poll and only for moves looked at."""
+
+    def __init__(self, admin: KafkaAdmin) -> None:
+        self.admin = admin
+        self.by_topic: dict[str, dict[TopicPartition, int | None]] = {}
+
+    def of(self, move: Move) -> int | None:
+        if move.topic not in self.by_topic:
+            partitions = self.admin.partitions([move.topic])
+            self.by_topic[move.topic] = {p.key: p.leader for p in partitions}
+        return self.by_topic[move.topic].get(move.key)

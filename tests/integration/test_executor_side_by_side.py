@@ -1,0 +1,102 @@
+"""On the real sandbox: moves side by side share a broker that only keeps its replica, and the
+operator's rate on it comes back byte for byte; one at a time, moves into one broker hand it
+over without a gap and each copy holds the cap."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from executor.journal import read_journal
+from executor.throttle import LEADER_RATE
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
+    create_topic,
+    execute_args,
+    layout,
+    make_plan,
+    rebalance,
+    replicas_of,
+    throttle_configs,
+)
+from topology.kafka_admin import KafkaClusterAdmin
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
+
+MB = 1_000_000
+CAP = 2 * MB
+
+
+def _times(journal: Path) -> dict[tuple[str, str], float]:
+    import json
+    return {(r["move"], r["state"]): float(r["at"])
+            for r in map(json.loads, journal.read_text().splitlines())
+            if r.get("kind") == "state"}
+
+
+def test_two_moves_share_a_staying_broker_and_its_rate_comes_back(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    first = create_topic(sandbox, "exec-side-x", 1, [lay.leader, lay.follower], 12 * MB)
+    second = create_topic(sandbox, "exec-side-y", 1, [lay.follower, lay.leader], 12 * MB)
+    admin.alter_broker_configs({lay.follower: {LEADER_RATE: "50000000"}})  # an operator's
+    try:
+        before = [throttle_configs(admin, lay.all_ids, t) for t in (first, second)]
+        plan = tmp_path / "plan.json"
+        # first: leader sends to spare_a, follower keeps its replica; second: follower sends to
+        # spare, leader keeps its replica. No broker sends or receives for both.
+        make_plan(sandbox, plan, [(first, 0, (lay.spare_a, lay.follower)),
+                                  (second, 0, (lay.spare, lay.leader))])
+        journal = tmp_path / "run.journal"
+        result = rebalance(*execute_args(sandbox, plan, journal, "--concurrency", "auto",
+                                         max_mbps="2"))
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert replicas_of(admin, first) == {0: (lay.spare_a, lay.follower)}
+        assert replicas_of(admin, second) == {0: (lay.spare, lay.leader)}
+        t = _times(journal)
+        a, b = f"{first}-0", f"{second}-0"
+        assert t[(a, "copying")] < t[(b, "verifying")] and t[(b, "copying")] < t[(a, "verifying")]
+        assert [throttle_configs(admin, lay.all_ids, x) for x in (first, second)] == before
+        run = read_journal(journal)
+        for name in (a, b):  # each recorded the operator's value, not the other move's rate
+            plan_of = run.moves[name].throttle
+            assert plan_of is not None
+            assert plan_of.priors.brokers[lay.follower][LEADER_RATE] == "50000000"
+    finally:
+        admin.alter_broker_configs({lay.follower: {LEADER_RATE: None}})
+
+
+def test_moves_into_one_broker_hand_it_over_without_a_gap_and_hold_the_cap(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    """Three moves into spare_a, one at a time: the first waits a quota window (the process
+    cannot know what copied before it), each next one takes spare_a over as the previous copy
+    ends, and every copy holds the cap while together they keep it busy."""
+    lay = layout(sandbox)
+    size = 20 * MB  # 10 s at the cap
+    p = create_topic(sandbox, "exec-quota-p", 1, [lay.leader, lay.follower], size)
+    q = create_topic(sandbox, "exec-quota-q", 1, [lay.spare, lay.follower], size)
+    r = create_topic(sandbox, "exec-quota-r", 1, [lay.spare, lay.follower], size)
+    plan = tmp_path / "plan.json"
+    make_plan(sandbox, plan, [(p, 0, (lay.spare_a, lay.follower)),
+                              (q, 0, (lay.spare_a, lay.follower)),
+                              (r, 0, (lay.spare_a, lay.follower))])
+    journal = tmp_path / "run.journal"
+    started = time.time()
+    result = rebalance(*execute_args(sandbox, plan, journal, max_mbps="2"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = result.stdout + result.stderr
+    t = _times(journal)
+    pn, qn, rn = f"{p}-0", f"{q}-0", f"{r}-0"
+    assert t[(pn, "throttling")] - started >= 11.0  # the first copy waited a window
+    assert f"{pn} waits up to" in output
+    assert t[(qn, "throttling")] < t[(pn, "verifying")]  # taken over before the copy ended
+    assert t[(rn, "throttling")] < t[(qn, "verifying")]
+    assert f"{qn} takes over from {pn} as its copy ends: broker {lay.spare_a} in" in output
+    for name in (pn, qn, rn):
+        seconds = t[(name, "verifying")] - t[(name, "copying")]
+        assert size / seconds <= 1.2 * CAP, (name, seconds)
+    span = t[(rn, "verifying")] - t[(pn, "copying")]
+    assert 3 * size / span >= 0.8 * CAP, span  # no idle tail between the copies
+    assert all(replicas_of(admin, x) == {0: (lay.spare_a, lay.follower)} for x in (p, q, r))
