@@ -29,6 +29,7 @@ from executor.throttle import (
     check_applied,
     check_restored,
     follower_share,
+    parse_rate,
     plan_throttle,
     rates_differ,
     restore_changes,
@@ -186,11 +187,14 @@ class MoveDriver:
         """The rates in force that `move` keeps: another move's. A receiver it shares with a
         move that adds several replicas carries both parts of the cap (at most the cap)."""
         cap = self.config.max_bytes_per_sec
-        kept = {key: rate for key, (_, rate) in self.shared_rates(move.name).items()}
+        shared = self.shared_rates(move.name)
+        kept = {key: rate for key, (_, rate) in shared.items()}
         for b in move.added_brokers:
             held = kept.get((b, FOLLOWER_RATE))
             if held is not None and held < cap:
-                kept[(b, FOLLOWER_RATE)] = min(cap, held + follower_share(move, cap))
+                operator = parse_rate(shared[(b, FOLLOWER_RATE)][0])  # never loosened
+                limit = min(cap, operator) if operator is not None and operator > 0 else cap
+                kept[(b, FOLLOWER_RATE)] = max(held, min(limit, held + follower_share(move, cap)))
         return kept
 
     def bytes_left(self, move: Move) -> int | None:

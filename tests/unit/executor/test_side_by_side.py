@@ -176,3 +176,15 @@ def test_moves_adding_two_replicas_share_their_receivers() -> None:
     copying = [r["at"] for r in world.sink.records if r.get("state") in ("copying", "verifying")]
     assert max(copying) - min(copying) <= 4.0 + 2.0
     assert world.clock.now() - t0 < 4.0 + 11.0 + 8.0
+
+
+def test_a_shared_receiver_never_goes_above_an_operators_lower_rate() -> None:
+    moves = [Move("a", 0, (1, 2), (3, 4), 20 * MB), Move("b", 0, (2, 1), (4, 3), 20 * MB)]
+    world = make_world(moves, concurrency=AUTO)
+    world.admin.broker_cfg[3] = {FOLLOWER_RATE: "6000000"}  # lower than the 10 MB/s cap
+    before = world.admin.configs()
+    seen: list[str | None] = []
+    world.hooks.append(lambda w, e: seen.append(w.admin.broker_cfg.get(3, {}).get(FOLLOWER_RATE)))
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert max(int(v) for v in seen if v is not None) <= 6_000_000
+    assert world.admin.configs() == before
