@@ -152,13 +152,17 @@ def test_three_moves_in_order_with_throttles_read_back(
     producer.verify(3)
     log = (tmp_path / "execute.log").read_text()
 
-    # One move at a time, in the plan's order: each starts only after the previous is done.
+    # One copy at a time, in the plan's order. The three moves copy from the leader into the
+    # spare, so each next one takes both over as the previous copy ends (no gate, no gap): it
+    # starts after the previous one's copy began and before that one is done.
     sequence = state_sequence(journal)
     starts = [sequence.index((m.name, "throttling")) for m in moves]
-    dones = [sequence.index((m.name, "done")) for m in moves]
+    copying = [sequence.index((m.name, "copying")) for m in moves]
     assert starts == sorted(starts), sequence
-    for previous_done, next_start in zip(dones, starts[1:], strict=False):
-        assert previous_done < next_start, sequence
+    for previous, following, next_start in zip(moves, moves[1:], starts[1:], strict=False):
+        assert copying[moves.index(previous)] < next_start, sequence
+        assert f"{following.name} takes over from {previous.name} as its copy ends" in \
+            (tmp_path / "execute.log").read_text()
     assert replicas_of(admin, topic) == {p: (lay.leader, lay.spare) for p in range(3)}
 
     # During each move the brokers report the throttle the executor set.

@@ -51,7 +51,7 @@ def test_two_moves_share_a_staying_broker_and_its_rate_comes_back(
                                   (second, 0, (lay.spare, lay.leader))])
         journal = tmp_path / "run.journal"
         result = rebalance(*execute_args(sandbox, plan, journal, "--concurrency", "auto",
-                                         max_mbps="2"))
+                                         max_mbps="2", quota_window=None))
         assert result.returncode == 0, result.stdout + result.stderr
         assert replicas_of(admin, first) == {0: (lay.spare_a, lay.follower)}
         assert replicas_of(admin, second) == {0: (lay.spare, lay.leader)}
@@ -84,7 +84,7 @@ def test_moves_into_one_broker_hand_it_over_without_a_gap_and_hold_the_cap(
                               (r, 0, (lay.spare_a, lay.follower))])
     journal = tmp_path / "run.journal"
     started = time.time()
-    result = rebalance(*execute_args(sandbox, plan, journal, max_mbps="2"))
+    result = rebalance(*execute_args(sandbox, plan, journal, max_mbps="2", quota_window=None))
     assert result.returncode == 0, result.stdout + result.stderr
     output = result.stdout + result.stderr
     t = _times(journal)

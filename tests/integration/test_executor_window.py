@@ -64,20 +64,24 @@ def test_dry_run_changes_nothing_and_names_throttles_already_set(
 def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
     lay = layout(sandbox)
-    # 2 x 3 MB at 1 MB/s: each move needs about 3 s. The window ends 25 s from now: the first
-    # move (starting after a few seconds of start-up and preflight) fits; the second may only
-    # start after a 30 s quota-window wait, past the window's end, so it is not started.
-    topic = create_topic(sandbox, "exec-window", 2, [lay.leader, lay.follower], 3_000_000)
+    # At 1 MB/s the first move (3 MB, leader -> spare) needs about 3 s and starts after start-up
+    # and the (3 s) quota window a new process waits; the second (20 MB, follower -> spare_a)
+    # shares no broker end with it, so it starts only after the first's gate, and needs 20 s:
+    # with the window ending 25 s from now it is not started.
+    topic = create_topic(sandbox, "exec-window", 1, [lay.leader, lay.follower], 3_000_000)
+    second = create_topic(sandbox, "exec-window-b", 1, [lay.follower, lay.leader], 20_000_000)
     plan = tmp_path / "plan.json"
-    make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.spare)) for p in range(2)])
-    before = throttle_configs(admin, lay.all_ids, topic)
+    make_plan(sandbox, plan, [(topic, 0, (lay.leader, lay.spare)),
+                              (second, 0, (lay.follower, lay.spare_a))])
+    before = throttle_configs(admin, lay.all_ids, topic), throttle_configs(
+        admin, lay.all_ids, second)
     journal = tmp_path / "run.journal"
     # the gate's queries from a file (the default net in/out, written out, a 12 s window)
     queries = tmp_path / "gate-queries.yaml"
     queries.write_text(f"window: 12s\nnet_in: '{promql.BROKER_NETWORK_IN_RATE}'\n")
     end = (datetime.now().astimezone() + timedelta(seconds=25)).isoformat(timespec="seconds")
     first = rebalance(*execute_args(sandbox, plan, journal, "--finish-by", end,
-                                    "--quota-window", "30", "--queries", str(queries)))
+                                    "--queries", str(queries)))
     text = " ".join((first.stdout + first.stderr).split())
     assert first.returncode == 6, text  # stopped: an ExecutionError, resumable
     assert "not started; `rebalance resume` continues the run" in text, text
@@ -86,8 +90,9 @@ def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
     states = [run.state_of(m.name) for m in run.plan.moves]
     assert states == [MoveState.DONE, MoveState.PENDING], states
     assert replicas_of(admin, topic)[0] == (lay.leader, lay.spare)
-    assert replicas_of(admin, topic)[1] == (lay.leader, lay.follower)  # not started
-    assert throttle_configs(admin, lay.all_ids, topic) == before
+    assert replicas_of(admin, second)[0] == (lay.follower, lay.leader)  # not started
+    assert (throttle_configs(admin, lay.all_ids, topic),
+            throttle_configs(admin, lay.all_ids, second)) == before
 
     header = json.loads(journal.read_text().splitlines()[0])
     assert header["settings"]["queries"]["window"] == "12s"
@@ -95,16 +100,18 @@ def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
                         "--prometheus", sandbox.prometheus_url, "--poll-seconds", "0.5")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert read_journal(journal).outcome is RunOutcome.COMPLETED
-    assert replicas_of(admin, topic) == {p: (lay.leader, lay.spare) for p in range(2)}
-    assert throttle_configs(admin, lay.all_ids, topic) == before
+    assert replicas_of(admin, second) == {0: (lay.follower, lay.spare_a)}
+    assert (throttle_configs(admin, lay.all_ids, topic),
+            throttle_configs(admin, lay.all_ids, second)) == before
 
 
 def test_concurrency_two_copies_disjoint_moves_together_never_two_on_a_broker(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
     lay = layout(sandbox)
-    # RF 1 moves touch two brokers each: a-0 (leader -> follower) and b-0 (spare_a -> spare)
-    # share none and may copy together; a-1 (leader -> spare_a) shares a broker with both, so it
-    # must wait until both are done. 3 MB each at 1 MB/s: a few seconds of copying.
+    # RF 1 moves: a-0 (leader -> follower) and b-0 (spare_a -> spare) share no broker end and
+    # may copy together; a-1 (leader -> spare_a) sends from a-0's sender, so it waits until
+    # a-0's copy ends and takes the leader over (spare_a only sends in b-0: its in is free).
+    # 3 MB each at 1 MB/s: a few seconds of copying.
     topic_a = create_topic(sandbox, "exec-conc-a", 2, [lay.leader], 3_000_000)
     topic_b = create_topic(sandbox, "exec-conc-b", 1, [lay.spare_a], 3_000_000)
     plan = tmp_path / "plan.json"
@@ -130,10 +137,11 @@ def test_concurrency_two_copies_disjoint_moves_together_never_two_on_a_broker(
     assert rates[lay.follower][FOLLOWER_RATE] == "1000000", rates
     assert rates[lay.spare][FOLLOWER_RATE] == "1000000", rates
     sequence = state_sequence(journal)
-    # the third move started only after both moves sharing its brokers were done
+    # the third move started only once the first move's copy from the same sender was ending
     third_start = sequence.index((third.name, "throttling"))
-    assert sequence.index((first.name, "done")) < third_start
-    assert sequence.index((second.name, "done")) < third_start
+    assert sequence.index((first.name, "copying")) < third_start
+    assert (f"{third.name} takes over from {first.name} as its copy ends" in log.read_text()
+            or sequence.index((first.name, "done")) < third_start), sequence
     assert replicas_of(admin, topic_a) == {0: (lay.follower,), 1: (lay.spare_a,)}
     assert replicas_of(admin, topic_b) == {0: (lay.spare,)}
     assert (throttle_configs(admin, lay.all_ids, topic_a),
