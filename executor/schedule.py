@@ -149,7 +149,7 @@ class _Simulation:
     def start_what_may(self, pending: dict[str, None],
                        changed: frozenset[End] | None = None) -> None:
         holders = {e: dict(h) for e, h in self.holders.items()}
-        busy = len(self.running - self.handing)
+        busy = len(self.running - self.handing - set(self.taken))
         self.slot_bound = False
         for name in self._candidates(pending, changed):
             if busy >= self.slots:

@@ -102,9 +102,11 @@ class MoveStarter:
         ending = self._handing_over(active)
         holders: dict[End, dict[str, float]] = {}
         for m in active:
-            for end in self._ends(m):
+            given = self.driver.handed_over.get(m.name, ("", frozenset()))[1]
+            for end in self._ends(m) - given:  # ends handed over are the next move's
                 holders.setdefault(end, {})[m.name] = end_share(m, end)
-        slots = self.config.slots - sum(1 for m in active if m.name not in ending)
+        finishing = ending | set(self.driver.handed_over)  # their copies go on in another move
+        slots = self.config.slots - sum(1 for m in active if m.name not in finishing)
         one_at_a_time = self.config.concurrency == 1
         leaders = _Leaders(self.ports.admin)
         now = self.ports.clock.now()

@@ -134,3 +134,14 @@ def test_the_last_move_skips_the_gate_unless_asked() -> None:
 def test_negative_window_is_refused() -> None:
     with pytest.raises(InputError, match="quota window"):
         ExecutorConfig(max_bytes_per_sec=1_000_000, quota_window_seconds=-1)
+
+
+def test_a_broker_handed_over_is_the_next_moves_to_hand_over_again() -> None:
+    """Q took broker 3 over from P; while P's tail still copies, R takes 3 (and 4) over from Q
+    as Q ends: P no longer holds what it handed over."""
+    moves = [Move("orders", 0, (1, 2), (3, 2), 60 * MB), Move("orders", 1, (4, 2), (3, 2), 10 * MB),
+             Move("orders", 2, (4, 1), (3, 1), 10 * MB)]
+    world, times = _run(moves, quota_window_seconds=11.0)
+    assert times[("orders-1", "throttling")] < times[("orders-0", "verifying")]
+    assert times[("orders-2", "throttling")] < times[("orders-1", "verifying")]
+    assert any("orders-2 takes over from orders-1" in m for m in world.messages(EventKind.NOTE))
