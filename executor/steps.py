@@ -468,8 +468,16 @@ class MoveDriver:
         first), which changes the preferred leader. Reorder them as they were (a reassignment
         that copies nothing) and elect the preferred leader; True while that is under way."""
         live = self._partition(move)
-        if live is None or set(live.replicas) != set(move.current):
+        if live is None:
             return False
+        replicas = set(live.replicas)
+        if replicas != set(move.current):
+            # metadata can still show the replicas in flight (current and target together) a
+            # moment after the cancel: look again, for at most `stall_intervals` polls
+            in_flight = replicas == set(move.current) | set(move.target) != set(move.target)
+            track = self._track(move)
+            track.idle_polls += 1
+            return in_flight and track.idle_polls < self.config.stall_intervals
         if live.replicas != move.current:
             self.ports.admin.alter_partition_reassignments({move.key: move.current})
             return True

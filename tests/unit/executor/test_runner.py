@@ -9,6 +9,7 @@ from executor.journal import RunOutcome, replay
 from executor.runner import Executor, clear_throttles_from
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
 from topology.errors import ExecutionError
 from topology.model import TopicPartition
@@ -502,3 +503,31 @@ def test_a_run_ended_with_failed_moves_points_at_retry_failed() -> None:
     report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config,
                              retry_failed=True).run()
     assert report.outcome is RunOutcome.COMPLETED
+
+
+def test_a_cancel_waits_for_metadata_that_still_shows_the_replicas_in_flight() -> None:
+    """Right after Kafka reverts a reassignment, metadata may still list the current and the
+    target replicas together; the cancel must not take that for 'nothing to reorder'."""
+    from dataclasses import replace as with_fields
+
+    world = make_world([Move("orders", 0, (1, 2), (3, 2), 30 * MB)])
+    real = world.admin.partitions
+    stale = {"left": 0}
+
+    def lagging(topics: object = None) -> list[object]:
+        found = real(topics)  # type: ignore[arg-type]
+        if stale["left"] > 0 and not world.admin.moving:
+            stale["left"] -= 1
+            return [with_fields(p, replicas=(3, 2, 1)) if p.key == TopicPartition("orders", 0)
+                    else p for p in found]
+        return found
+    world.admin.partitions = lagging  # type: ignore[method-assign]
+
+    def cancel(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and not w.sink.cancel:
+            w.sink.cancel = True
+            stale["left"] = 2
+    world.hooks.append(cancel)
+    assert start(world).run().outcome is RunOutcome.CANCELLED
+    assert world.admin.replicas()["orders-0"] == (1, 2)  # the original order, leader first
+    assert stale["left"] == 0
