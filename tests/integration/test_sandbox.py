@@ -8,11 +8,8 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -21,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from sandbox import cluster, process
 from sandbox.process import port_in_use
 from sandbox.state import SandboxInfo
+from tests.integration.prometheus_query import prom_query
 
 pytestmark = pytest.mark.integration
 
@@ -38,15 +36,6 @@ def racks_in_metadata(bootstrap: str) -> dict[int, str | None]:
     client = admin(bootstrap)  # keep the client alive until its future resolves
     description = client.describe_cluster(request_timeout=10).result(timeout=15)
     return {int(node.id): node.rack for node in description.nodes}
-
-
-def prom_query(prometheus_url: str, promql: str) -> list[dict[str, Any]]:
-    url = f"{prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=5) as response:
-        body = json.load(response)
-    assert body["status"] == "success", body
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
 
 
 def eventually(check: Callable[[], bool], timeout_s: float, what: str) -> None:

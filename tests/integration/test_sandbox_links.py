@@ -14,11 +14,8 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -26,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from sandbox import cluster, links, ready
 from sandbox.produce import ProduceRequest, produce
 from sandbox.state import SandboxInfo, read_state
+from tests.integration.prometheus_query import prom_query
 
 pytestmark = pytest.mark.integration
 
@@ -39,15 +37,6 @@ MB_PER_PRODUCER = 16
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([REBALANCE, *args], capture_output=True, text=True, timeout=240,
                           check=False)
-
-
-def prom_query(prometheus_url: str, promql: str) -> list[dict[str, Any]]:
-    url = f"{prometheus_url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=5) as response:
-        body = json.load(response)
-    assert body["status"] == "success", body
-    result: list[dict[str, Any]] = body["data"]["result"]
-    return result
 
 
 def network_names(tag: str) -> list[str]:
