@@ -24,6 +24,7 @@ _LABELS = {
     "gate_consecutive": "gate samples",
     "produce_p99_max_ms": "produce p99 limit",
     "adaptive_floor_bytes_per_sec": "adaptive floor",
+    "slo": "SLO guard",
 }
 # Executor tuning no flag sets: a journal from before they were kept ran with the defaults.
 _UNSAID_WHEN_UNKEPT = frozenset({"stall_intervals", "adaptive_floor_bytes_per_sec",
@@ -33,6 +34,8 @@ _UNSAID_WHEN_UNKEPT = frozenset({"stall_intervals", "adaptive_floor_bytes_per_se
 def _show(key: str, value: Any) -> str:
     if value is None:
         return "none"
+    if key == "slo" and isinstance(value, dict):
+        return "on" if value.get("enabled") else "off"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return str(value)
     if key.endswith("bytes_per_sec"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from types import FrameType
@@ -17,7 +18,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from commands.execute_cmd import QueriesFile, RateWindow
+from commands.execute_cmd import (
+    QueriesFile,
+    RateWindow,
+    SloFetch,
+    SloFlush,
+    SloGuard,
+    SloInterval,
+    SloLag,
+    SloProduce,
+    SloUrp,
+)
+from commands.execute_setup import slo_from_flags
 from commands.render import console, note
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from topology.errors import ExecutionError, InputError
@@ -107,8 +119,6 @@ def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: floa
 def _with_queries(settings: AutoSettings, rate_window: str, queries_file: Path | None,
                   prometheus: str) -> AutoSettings:
     """The gate's queries from --queries / --rate-window ('auto': from the scrape interval)."""
-    from dataclasses import replace
-
     from commands.execute_setup import read_queries
     from usecases.cluster import with_scrape_window
 
@@ -181,6 +191,13 @@ def auto(
     ] = 900.0,
     rate_window: RateWindow = "auto",
     queries_file: QueriesFile = None,
+    slo_guard: SloGuard = True,
+    slo_produce_p99_ms: SloProduce = 500.0,
+    slo_fetch_p99_ms: SloFetch = 1500.0,
+    slo_flush_p95_ms: SloFlush = 500.0,
+    slo_under_replicated: SloUrp = 0,
+    slo_lag: SloLag = None,
+    slo_interval: SloInterval = 10.0,
     poll_seconds: Annotated[float, typer.Option(
         help="Seconds between polls of the cluster.", hidden=True)] = 1.0,
 ) -> None:
@@ -199,9 +216,9 @@ def auto(
     broker by --min-improvement is not executed ("nothing worth doing", with the numbers).
 
     A resumed run keeps the settings it was started with (--cooldown, --quota-window,
-    --gate-timeout, the gate's queries) except the cap: this process's --max-mbps applies, as
-    with `rebalance resume --max-mbps`, and the log line says what changed; a move left in
-    flight keeps its journaled throttle until it is done.
+    --gate-timeout, the gate's queries, the SLO guard) except the cap: this process's
+    --max-mbps applies, as with `rebalance resume --max-mbps`, and the log line says what
+    changed; a move left in flight keeps its journaled throttle until it is done.
 
     Throttles are always restored; Ctrl-C or SIGTERM cancels a run in flight cleanly. A second
     `rebalance auto` on the same --state-dir is refused.
@@ -211,6 +228,11 @@ def auto(
     zone = resolve_zone(timezone)
     settings = _settings(window, zone, max_mbps, tolerance, efficiency, time_limit, cooldown,
                          quota_window, gate_timeout, poll_seconds, dry_run, min_improvement)
+    guard = slo_from_flags(guard=slo_guard, produce_p99_ms=slo_produce_p99_ms,
+                           fetch_p99_ms=slo_fetch_p99_ms, flush_p95_ms=slo_flush_p95_ms,
+                           under_replicated=slo_under_replicated, lag=slo_lag,
+                           interval=slo_interval)
+    settings = replace(settings, executor=replace(settings.executor, slo=guard))
     loop = LoopSettings(once=once, interval_minutes=interval)
     if capacities is not None:  # checked now, not at the first cycle inside a window
         from topology.capacities import read_capacities

@@ -27,6 +27,7 @@ from commands.execute_setup import (
     new_cap,
     parse_finish_by,
     read_queries,
+    slo_from_flags,
 )
 from commands.render import console, note, notes_held, say
 from commands.report_cmd import (
@@ -84,6 +85,27 @@ GateTimeout = Annotated[float | None, typer.Option(
     help="Gate: stop the run (resumable) when a gate stays closed this many seconds.")]
 P99 = Annotated[float | None, typer.Option(
     help="Gate: also wait until the produce p99 latency is under this many ms.")]
+SloGuard = Annotated[bool, typer.Option(
+    help="While a move copies, read each broker's client indicators every --slo-interval "
+    "seconds: a breach halves the rates of the copies through that broker (never under an "
+    "eighth of --max-mbps), a healthy step raises them by a tenth of --max-mbps up to it. "
+    "Each decision is journaled and exported.")]
+SloProduce = Annotated[float, typer.Option(
+    help="SLO guard: produce p99 latency limit per broker, ms (0: not guarded).")]
+SloFetch = Annotated[float, typer.Option(
+    help="SLO guard: consumer fetch p99 latency limit per broker, ms; above fetch.max.wait.ms "
+    "(500 ms by default), which an idle consumer's fetch waits by design (0: not guarded).")]
+SloFlush = Annotated[float, typer.Option(
+    help="SLO guard: log flush p95 latency limit per broker, ms (0: not guarded).")]
+SloUrp = Annotated[int, typer.Option(
+    help="SLO guard: under-replicated partitions allowed outside the moves (Kafka does not "
+    "count replicas being added).")]
+SloLag = Annotated[float | None, typer.Option(
+    help="SLO guard: consumer lag limit in messages (the largest group's total, where a lag "
+    "series exists; see --queries). Default: not guarded.")]
+SloInterval = Annotated[float, typer.Option(
+    help="SLO guard: seconds between its steps (latency percentiles move slowly; a step "
+    "shorter than the rate window reacts to noise).")]
 Poll = Annotated[float, typer.Option(help="Seconds between polls of the cluster.",
                                      hidden=True)]
 RateWindow = Annotated[str, typer.Option(
@@ -92,7 +114,9 @@ RateWindow = Annotated[str, typer.Option(
 QueriesFile = Annotated[Path | None, typer.Option(
     "--queries", help="YAML file overriding the gate's PromQL templates for exporters that "
     "name series differently: net_in, net_out (per broker, bytes/s), traffic_in, traffic_out "
-    "(client traffic, for --adaptive), produce_p99_ms, broker_label, window. Templates use "
+    "(client traffic, for --adaptive), produce_p99_ms, and the SLO guard's fetch_p99_ms, "
+    "flush_p95_ms, under_replicated (per broker) and consumer_lag (one value); broker_label, "
+    "window. Templates use "
     "{window} for the rate window; see topology/promql.py for the defaults.")]
 FinishBy = Annotated[str | None, typer.Option(
     help="End of the maintenance window: HH:MM (next such local time) or an ISO 8601 time. A "
@@ -157,6 +181,13 @@ def execute(
     finish_by: FinishBy = None,
     rate_window: RateWindow = "auto",
     queries_file: QueriesFile = None,
+    slo_guard: SloGuard = True,
+    slo_produce_p99_ms: SloProduce = 500.0,
+    slo_fetch_p99_ms: SloFetch = 1500.0,
+    slo_flush_p95_ms: SloFlush = 500.0,
+    slo_under_replicated: SloUrp = 0,
+    slo_lag: SloLag = None,
+    slo_interval: SloInterval = 10.0,
     poll_seconds: Poll = 1.0,
     take_over_lease: TakeOver = None,
 ) -> None:
@@ -181,7 +212,11 @@ def execute(
         elect_leaders=elect_leaders, allow_under_replicated=allow_under_replicated,
         gate_margin=gate_margin, gate_floor_mbps=gate_floor_mbps, gate_samples=gate_samples,
         gate_timeout=gate_timeout, produce_p99_max_ms=produce_p99_max_ms,
-        poll_seconds=poll_seconds, quota_window=quota_window, final_gate=final_gate)
+        poll_seconds=poll_seconds, quota_window=quota_window, final_gate=final_gate,
+        slo=slo_from_flags(guard=slo_guard, produce_p99_ms=slo_produce_p99_ms,
+                           fetch_p99_ms=slo_fetch_p99_ms, flush_p95_ms=slo_flush_p95_ms,
+                           under_replicated=slo_under_replicated, lag=slo_lag,
+                           interval=slo_interval))
     deadline = parse_finish_by(finish_by, _local_now()) if finish_by is not None else None
     queries, derive_window = read_queries(rate_window, queries_file)
     settings = StartSettings(

@@ -22,6 +22,7 @@ from executor.config import (
 )
 from executor.gates import GatePolicy
 from executor.schedule import DEFAULT_GAP_SECONDS
+from executor.slo import SloPolicy
 from topology.errors import InputError
 
 if TYPE_CHECKING:
@@ -79,13 +80,37 @@ def both(first: Reporter, second: Reporter | None) -> Reporter:
     return report
 
 
+def slo_from_flags(*, guard: bool = True, produce_p99_ms: float = 500.0,
+                   fetch_p99_ms: float = 1500.0, flush_p95_ms: float = 500.0,
+                   under_replicated: int = 0, lag: float | None = None,
+                   interval: float = 10.0) -> SloPolicy:
+    """The SLO guard from its flags; a latency threshold of 0 leaves that indicator out."""
+    _finite(("--slo-produce-p99-ms", produce_p99_ms), ("--slo-fetch-p99-ms", fetch_p99_ms),
+            ("--slo-flush-p95-ms", flush_p95_ms), ("--slo-lag", lag),
+            ("--slo-interval", interval))
+    for flag, value in (("--slo-produce-p99-ms", produce_p99_ms),
+                        ("--slo-fetch-p99-ms", fetch_p99_ms),
+                        ("--slo-flush-p95-ms", flush_p95_ms), ("--slo-lag", lag),
+                        ("--slo-under-replicated", under_replicated)):
+        if value is not None and value < 0:
+            raise InputError(f"{flag} must be >= 0 (0 turns a latency threshold off), got "
+                             f"{value}")
+    if not interval > 0:
+        raise InputError(f"--slo-interval must be positive, got {interval}")
+    return SloPolicy(enabled=guard, produce_p99_max_ms=produce_p99_ms or None,
+                     fetch_p99_max_ms=fetch_p99_ms or None, flush_p95_max_ms=flush_p95_ms or None,
+                     under_replicated_max=under_replicated, consumer_lag_max=lag or None,
+                     every_seconds=interval)
+
+
 def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown: float = 0.0,
                       adaptive: bool = False, elect_leaders: bool = True,
                       allow_under_replicated: bool = False, gate_margin: float = 0.10,
                       gate_floor_mbps: float = 1.0, gate_samples: int = 3,
                       gate_timeout: float | None = None,
                       produce_p99_max_ms: float | None = None, poll_seconds: float = 1.0,
-                      quota_window: float = 0.0, final_gate: bool = False) -> ExecutorConfig:
+                      quota_window: float = 0.0, final_gate: bool = False,
+                      slo: SloPolicy | None = None) -> ExecutorConfig:
     """One validated config from the flags of a new run (rates in MB/s -> bytes/s); every
     default is the flag's own."""
     _finite(("--max-mbps", max_mbps), ("--cooldown", cooldown), ("--gate-margin", gate_margin),
@@ -102,7 +127,7 @@ def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown
                           adaptive_floor_bytes_per_sec=adaptive_floor_for(cap), gate=gate,
                           allow_under_replicated=allow_under_replicated,
                           gate_timeout_seconds=gate_timeout, quota_window_seconds=quota_window,
-                          final_gate=final_gate)
+                          final_gate=final_gate, slo=slo or SloPolicy())
 
 
 def new_cap(max_mbps: float | None) -> int | None:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from executor.gates import GatePolicy
 from executor.readings import GateQueries
+from executor.slo import SloPolicy
 from topology.errors import ExecutionError, InputError
 from topology.model import Capacity
 from topology.ports import Clock, KafkaAdmin, MetricsSource
@@ -102,6 +103,9 @@ class ExecutorConfig:
     # maintenance window: a move whose copy at the cap would end later is not started, and the
     # run stops there (resumable). Moves in flight always finish. None: no limit.
     finish_by: float | None = None
+    # The SLO guard during copies (executor.slo): lowers a copy's rates while its brokers'
+    # clients suffer, raises them back when they recover.
+    slo: SloPolicy = field(default_factory=SloPolicy)
 
     def __post_init__(self) -> None:
         if self.max_bytes_per_sec <= 0:
@@ -142,7 +146,7 @@ class ExecutorConfig:
                 "stall_intervals": self.stall_intervals,
                 "adaptive_floor_bytes_per_sec": self.adaptive_floor_bytes_per_sec,
                 "adaptive_every_polls": self.adaptive_every_polls,
-                "adaptive_change": self.adaptive_change}
+                "adaptive_change": self.adaptive_change, "slo": self.slo.to_dict()}
 
     @classmethod
     def from_journal(cls, settings: Mapping[str, Any], *,
@@ -157,9 +161,9 @@ class ExecutorConfig:
         - adaptive rates are as the run was started unless switched on or off (`resume
           --adaptive/--no-adaptive`; `auto`, `cancel` and `clear-throttles` never use them);
         - concurrency, cooldown, quota window, leader election, the gate (margin, floor,
-          samples, p99 limit, timeout, final gate, PromQL queries) and the stall and adaptive
-          tuning are always the run's own; a key a journal lacks (one written by an older
-          version) takes the default;
+          samples, p99 limit, timeout, final gate, PromQL queries), the SLO guard and the
+          stall and adaptive tuning are always the run's own; a key a journal lacks (one
+          written by an older version) takes the default;
         - the poll interval, --allow-under-replicated, --allow-quota-burst and --finish-by are
           the continuing process's own, never the journal's.
 
@@ -204,7 +208,8 @@ class ExecutorConfig:
             gate_timeout_seconds=_optional_float(s.get("gate_timeout_seconds")),
             quota_window_seconds=float(s.get("quota_window_seconds",
                                              base.quota_window_seconds)),
-            final_gate=bool(s.get("final_gate", base.final_gate)), finish_by=overrides.finish_by)
+            final_gate=bool(s.get("final_gate", base.final_gate)), finish_by=overrides.finish_by,
+            slo=_journal_slo(s.get("slo")))
 
 
 def _journal_concurrency(stored: Any) -> Concurrency:
@@ -218,6 +223,14 @@ def _journal_queries(stored: Any) -> GateQueries:
     if not isinstance(stored, dict):
         return GateQueries()  # a journal from before the queries were kept
     return GateQueries.from_dict(stored, "the journal's gate queries")
+
+
+def _journal_slo(stored: Any) -> SloPolicy:
+    if stored is None:
+        return SloPolicy()  # a journal from before the guard: the defaults
+    if not isinstance(stored, dict):
+        raise ValueError("the SLO guard settings are not a mapping")
+    return SloPolicy.from_dict(stored)
 
 
 def _optional_float(value: Any) -> float | None:
@@ -238,6 +251,7 @@ class EventKind(StrEnum):
     PROGRESS = "progress"  # bytes copied so far for a move in flight
     GATE = "gate"  # a gate decision (wait / hold / open)
     HOLD = "hold"  # a move could not start (metrics unavailable)
+    GUARD = "guard"  # the SLO guard lowered or raised a broker's rate (`broker`, `rate`)
     NOTE = "note"  # anything else worth telling the operator
     END = "end"  # the run ended: outcome and moves done (a view with its own summary skips it)
 
@@ -253,7 +267,10 @@ class Event:
     total: int = 0
     bytes_done: int = 0
     bytes_total: int = 0
-    state: str = ""  # STATE: the move's new state; GATE: the verdict (open / wait / hold)
+    state: str = ""  # STATE: the move's new state; GATE: the verdict (open / wait / hold);
+    # GUARD: lowered / raised
+    broker: int | None = None  # GUARD: the broker whose level changed ...
+    rate: int = 0  # ... and its new level, bytes/s
 
 
 Reporter = Callable[[Event], None]

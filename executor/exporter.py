@@ -31,6 +31,14 @@ class ExecutorMetrics:
         self.cap = Gauge("rebalance_throttle_cap_bytes_per_second", "The --max-mbps cap",
                          registry=registry)
         self.cap.set(max_bytes_per_sec)
+        self.guard_level = Gauge("rebalance_slo_guard_level_bytes_per_second",
+                                 "The SLO guard's rate ceiling per broker (the cap when no "
+                                 "indicator was breached)", ["broker"], registry=registry)
+        self.guard_steps = Counter("rebalance_slo_guard_decisions",
+                                   "SLO guard steps that changed a broker's rate", ["action"],
+                                   registry=registry)
+        for action in ("lowered", "raised"):  # both series exist from the start, at 0
+            self.guard_steps.labels(action)
         self._state: dict[str, str] = {}
 
     def __call__(self, event: Event) -> None:
@@ -42,6 +50,9 @@ class ExecutorMetrics:
             self.gate_waiting.set(0 if event.state == "open" else 1)
         elif event.kind is EventKind.HOLD:
             self.holds.inc()
+        elif event.kind is EventKind.GUARD and event.broker is not None:
+            self.guard_level.labels(str(event.broker)).set(event.rate)
+            self.guard_steps.labels(event.state).inc()
 
     def _move_state(self, event: Event) -> None:
         if event.total:

@@ -63,6 +63,8 @@ class RunState:
     end_reason: str = ""
     records: int = 0
     notes: list[str] = field(default_factory=list)
+    # the SLO guard's rate ceiling per broker, where it is under the cap (executor.slo)
+    guard_levels: dict[int, int] = field(default_factory=dict)
 
     def state_of(self, name: str) -> MoveState:
         return self.moves[name].state
@@ -234,6 +236,9 @@ def _apply(run: RunState, record: Record) -> None:
     if kind == "retry":
         _retry(run, str(record["move"]))
         return
+    if kind == "guard":
+        run.guard_levels = _levels(record["levels"])
+        return
     if kind != "state":
         raise ExecutionError(f"journal: unknown record kind {kind!r} (record {run.records})")
     name = str(record["move"])
@@ -250,6 +255,13 @@ def _apply(run: RunState, record: Record) -> None:
         reason=str(record.get("reason", old.reason)),
         throttles_left=_throttles_left(old, new_state),
     )
+
+
+def _levels(data: Mapping[str, Any]) -> dict[int, int]:
+    levels = {int(b): int(v) for b, v in data.items()}
+    if any(v <= 0 for v in levels.values()):
+        raise ValueError("a guard level is not positive")
+    return levels
 
 
 RETRYABLE = frozenset({MoveState.FAILED, MoveState.CANCELLED})
@@ -509,6 +521,14 @@ class Journal:
         """Record new rates for `move` (same priors and entries) before they are set."""
         record: Record = {"kind": "rates", "move": move, "throttle": plan_to_json(throttle),
                           "at": at}
+        self._sink.append(record)
+        apply_record(self.run, record)
+
+    def guard(self, levels: Mapping[int, int], changes: Sequence[str], at: float) -> None:
+        """Record the SLO guard's new levels (every broker under the cap) and why, before the
+        rates are set."""
+        record: Record = {"kind": "guard", "levels": {str(b): v for b, v in sorted(levels.items())},
+                          "changes": list(changes), "at": at}
         self._sink.append(record)
         apply_record(self.run, record)
 

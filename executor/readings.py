@@ -12,7 +12,9 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from executor import slo
 from executor.gates import GateReading, NetworkSample
+from executor.slo import SloReading
 from topology import promql
 from topology.errors import ClusterError, InputError, MetricsError
 from topology.model import TopicPartition
@@ -28,13 +30,17 @@ class GateQueries:
     traffic_in: str = promql.BROKER_CLIENT_IN_RATE  # client traffic only, for --adaptive
     traffic_out: str = promql.BROKER_CLIENT_OUT_RATE
     produce_p99_ms: str = promql.PRODUCE_P99_MS
+    # the SLO guard's indicators (executor.slo): per broker, but lag (one value)
+    fetch_p99_ms: str = promql.FETCH_CONSUMER_P99_MS
+    flush_p95_ms: str = promql.LOG_FLUSH_P95_MS
+    under_replicated: str = promql.UNDER_REPLICATED_PARTITIONS
+    consumer_lag: str = promql.CONSUMER_LAG
     window: str = "10s"
     broker_label: str = "broker_id"
 
     def render(self, template: str) -> str:
         """The query for `template` (a topology.promql-style format string)."""
         return promql.render(template, window=self.window)
-
 
     def to_dict(self) -> dict[str, str]:
         """The templates, window and label (for the journal, so `resume` queries alike)."""
@@ -51,7 +57,7 @@ class GateQueries:
             if not isinstance(value, str) or not value.strip():
                 raise InputError(f"{what}: {key} must be a non-empty string")
         queries = replace(cls(), **{k: str(v) for k, v in values.items()})
-        for key in ("net_in", "net_out", "traffic_in", "traffic_out", "produce_p99_ms"):
+        for key in TEMPLATE_KEYS:
             try:
                 queries.render(getattr(queries, key))
             except (KeyError, IndexError, ValueError) as exc:
@@ -61,8 +67,9 @@ class GateQueries:
         return queries
 
 
-QUERY_KEYS = ("net_in", "net_out", "traffic_in", "traffic_out", "produce_p99_ms", "window",
-              "broker_label")
+TEMPLATE_KEYS = ("net_in", "net_out", "traffic_in", "traffic_out", "produce_p99_ms",
+                 "fetch_p99_ms", "flush_p95_ms", "under_replicated", "consumer_lag")
+QUERY_KEYS = (*TEMPLATE_KEYS, "window", "broker_label")
 MIN_GATE_WINDOW_S = 10
 SCRAPES_PER_WINDOW = 4
 
@@ -103,6 +110,36 @@ def read_traffic(metrics: MetricsSource, queries: GateQueries) -> tuple[
     """Non-replication bytes in and out per broker (the load --adaptive leaves room for)."""
     return (per_broker(metrics, queries, queries.traffic_in),
             per_broker(metrics, queries, queries.traffic_out))
+
+
+def read_slo(metrics: MetricsSource, queries: GateQueries, watched: Iterable[str]) -> SloReading:
+    """One sample of the SLO guard's watched indicators (raises MetricsError when Prometheus
+    cannot answer); an indicator whose query finds no series is named in `absent`."""
+    templates = {slo.PRODUCE_P99: queries.produce_p99_ms, slo.FETCH_P99: queries.fetch_p99_ms,
+                 slo.FLUSH_P95: queries.flush_p95_ms}
+    wanted = set(watched)
+    values: dict[str, dict[int, float]] = {}
+    absent: set[str] = set()
+    for name, template in templates.items():
+        if name in wanted:
+            values[name] = per_broker(metrics, queries, template)
+            if not values[name]:
+                absent.add(name)
+    urp: int | None = None
+    if slo.UNDER_REPLICATED in wanted:
+        counts = per_broker(metrics, queries, queries.under_replicated)
+        urp = round(sum(counts.values())) if counts else None
+        if not counts:
+            absent.add(slo.UNDER_REPLICATED)
+    lag: float | None = None
+    if slo.CONSUMER_LAG in wanted:
+        found = [v for _, v in metrics.query(queries.render(queries.consumer_lag))
+                 if math.isfinite(v)]
+        lag = max(found) if found else None
+        if not found:
+            absent.add(slo.CONSUMER_LAG)
+    return SloReading(values.get(slo.PRODUCE_P99, {}), values.get(slo.FETCH_P99, {}),
+                      values.get(slo.FLUSH_P95, {}), urp, lag, frozenset(absent))
 
 
 def under_replicated(partitions: Iterable[PartitionInfo]) -> frozenset[TopicPartition]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
+from executor.guard import SloGuard
 from executor.journal import (
     RETRYABLE,
     Journal,
@@ -73,6 +74,7 @@ class Executor:
         self.cancelling = False
         self.cluster_errors = 0
         self.starter = MoveStarter(ports, config, journal, self.driver, reporter)
+        self.guard = SloGuard(ports, config, journal, self.driver, reporter)
         # moves that had already failed or been cancelled when this process took over
         self._ended_badly_before = frozenset(
             m.name for m in journal.run.plan.moves
@@ -193,6 +195,8 @@ class Executor:
             self.starter.watch_quotas()  # copies in flight until now, before they end
             for move in self._active():
                 self.driver.advance(move)
+            if not self.cancelling:
+                self.guard.tick(self._active())
             if not self.cancelling and not self._stopped():
                 self.starter.start_moves(self._active())
         except ClusterError as exc:

@@ -7,7 +7,7 @@ down) or ends. Every step first looks at the cluster, so redoing it after a cras
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import Direction, End, baseline_for, end_text, ends_of_baseline
@@ -15,6 +15,7 @@ from executor.gates import GateReading, NetworkSample, gate_decision, start_deci
 from executor.journal import Journal, MoveRecord
 from executor.plan import touched_brokers
 from executor.readings import read_gate, read_network, read_traffic
+from executor.slo import guarded
 from executor.state import REASSIGNMENT_MAY_BE_IN_FLIGHT, MoveState
 from executor.throttle import (
     BROKER_THROTTLE_CONFIGS,
@@ -122,9 +123,14 @@ class MoveDriver:
         return self.ports.admin.topic_configs([topic], TOPIC_THROTTLE_CONFIGS).get(topic, {})
 
     def apply_throttle(self, plan: ThrottlePlan) -> list[str]:
-        """Set `plan` (merging topic lists as they are now) and read it back: the differences."""
+        """Set `plan` (merging topic lists as they are now) and read it back: the differences.
+        Its rates are capped by the SLO guard's levels (the journal keeps the plan's own
+        rates, so the guard can raise them back)."""
         if plan.empty:
             return []
+        levels = self.journal.run.guard_levels
+        if levels:
+            plan = replace(plan, broker_rates=guarded(plan.broker_rates, levels))
         admin = self.ports.admin
         brokers, topics = apply_changes(plan, self._topic_throttles(plan))
         if brokers:

@@ -43,6 +43,12 @@ RUN_PANELS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
      ((f"sum(increase(rebalance_holds_total[{WINDOW_VAR}]))", "holds"),)),
     ("Throttle cap (--max-mbps)", "Bps", "stat",
      (("max(rebalance_throttle_cap_bytes_per_second)", "cap"),)),
+    ("SLO guard: rate ceiling per broker", "Bps", "timeseries",
+     (("rebalance_slo_guard_level_bytes_per_second", "broker {{broker}}"),
+      ("max(rebalance_throttle_cap_bytes_per_second)", "cap (--max-mbps)"))),
+    ("SLO guard decisions", "short", "timeseries",
+     ((f"sum by (action) (increase(rebalance_slo_guard_decisions_total[{WINDOW_VAR}]))",
+       "{{action}}"),)),
 )
 
 CAP = ("max(rebalance_throttle_cap_bytes_per_second)", "cap (--max-mbps)")
@@ -63,8 +69,12 @@ BROKER_PANELS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
      ((broker_query(promql.BROKER_CLIENT_OUT_RATE), "broker {{broker_id}}"),)),
     ("Under-replicated partitions (gate: none besides the moves)", "short", "timeseries",
      ((broker_query(promql.UNDER_REPLICATED_PARTITIONS), "broker {{broker_id}}"),)),
-    ("Produce p99 latency (gate: --produce-p99-max-ms)", "ms", "timeseries",
+    ("Produce p99 latency (gate: --produce-p99-max-ms; SLO guard)", "ms", "timeseries",
      ((broker_query(promql.PRODUCE_P99_MS), "broker {{broker_id}}"),)),
+    ("Consumer fetch p99 latency (SLO guard)", "ms", "timeseries",
+     ((broker_query(promql.FETCH_CONSUMER_P99_MS), "broker {{broker_id}}"),)),
+    ("Log flush p95 latency (SLO guard)", "ms", "timeseries",
+     ((broker_query(promql.LOG_FLUSH_P95_MS), "broker {{broker_id}}"),)),
 )
 
 

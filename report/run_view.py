@@ -195,6 +195,10 @@ class _Fold:
             track.state, track.reason = MoveState.PENDING, ""
         elif kind == "note":
             self.notes.append((at, str(record.get("message", ""))))
+        elif kind == "guard":
+            changes = record.get("changes")
+            said = "; ".join(str(c) for c in changes) if isinstance(changes, list) else ""
+            self.notes.append((at, f"SLO guard: {said}"))
 
     def _state(self, name: str, state: MoveState, at: float, record: Record) -> None:
         track, move = self.tracks[name], self.moves[name]

@@ -153,6 +153,8 @@ TOPIC_METERS = (
     "ReassignmentBytesInPerSec", "ReassignmentBytesOutPerSec",
 )
 LATENCY_REQUESTS = ("Produce", "FetchConsumer", "FetchFollower")
+QUANTILES = (("50th", "0.50"), ("75th", "0.75"), ("95th", "0.95"), ("99th", "0.99"),
+             ("999th", "0.999"))
 
 
 def _meter_rule(bean: str, metric: str, with_topic: bool) -> dict[str, object]:
@@ -185,13 +187,17 @@ def exporter_rules() -> list[dict[str, object]]:
         {"pattern": "kafka.server<type=ReplicaManager, name=UnderReplicatedPartitions><>Value",
          "name": "kafka_under_replicated_partitions", "type": "GAUGE"},
     ]
-    for attribute, quantile in (("50th", "0.50"), ("75th", "0.75"), ("95th", "0.95"),
-                                ("99th", "0.99"), ("999th", "0.999")):
+    for attribute, quantile in QUANTILES:
         rules.append({
             "pattern": "kafka.network<type=RequestMetrics, name=TotalTimeMs, "
                        f"request=({'|'.join(LATENCY_REQUESTS)})><>{attribute}Percentile",
             "name": "kafka_request_total_time_ms", "type": "GAUGE",
             "labels": {"request": "$1", "quantile": quantile},
+        })
+        rules.append({
+            "pattern": f"kafka.log<type=LogFlushStats, name=LogFlushRateAndTimeMs><>"
+                       f"{attribute}Percentile",
+            "name": "kafka_log_flush_time_ms", "type": "GAUGE", "labels": {"quantile": quantile},
         })
     return rules
 
@@ -208,6 +214,7 @@ def exporter_config() -> dict[str, object]:
             "kafka.log:type=Log,name=Size,*",
             *(f"kafka.network:type=RequestMetrics,name=TotalTimeMs,request={request}"
               for request in LATENCY_REQUESTS),
+            "kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs",
         ],
         "rules": rules,
     }

@@ -48,6 +48,16 @@ PRODUCE_P99_MS = (
     'max by (broker_id) (kafka_request_total_time_ms{{request="Produce",quantile="0.99"'
     "{comma}{selector}}})"
 )
+FETCH_CONSUMER_P99_MS = (
+    'max by (broker_id) (kafka_request_total_time_ms{{request="FetchConsumer",quantile="0.99"'
+    "{comma}{selector}}})"
+)
+LOG_FLUSH_P95_MS = (
+    'max by (broker_id) (kafka_log_flush_time_ms{{quantile="0.95"{comma}{selector}}})'
+)
+# Consumer lag in messages, the largest group's total: the series kafka_exporter exports (the
+# sandbox has none; the SLO guard skips an indicator without a series).
+CONSUMER_LAG = "max(sum by (consumergroup) (kafka_consumergroup_lag{{{selector}}}))"
 
 # Replica log sizes as the brokers report them (an alternative to DescribeLogDirs).
 LOG_SIZE_BYTES = "max by (topic, partition) (kafka_log_size_bytes{{{selector}}})"
@@ -64,6 +74,9 @@ TEMPLATES: dict[str, str] = {
     "broker_reassignment_out_rate": BROKER_REASSIGNMENT_OUT_RATE,
     "under_replicated_partitions": UNDER_REPLICATED_PARTITIONS,
     "produce_p99_ms": PRODUCE_P99_MS,
+    "fetch_consumer_p99_ms": FETCH_CONSUMER_P99_MS,
+    "log_flush_p95_ms": LOG_FLUSH_P95_MS,
+    "consumer_lag": CONSUMER_LAG,
     "log_size_bytes": LOG_SIZE_BYTES,
 }
 """Every default template by name (documentation, and the integration test's checklist)."""

@@ -281,7 +281,13 @@ class FakeMetrics:
         self.extra: dict[int, float] = {}  # added traffic, e.g. a noisy neighbour
         self.down = False
         self.down_until: float | None = None  # outage ends at this clock time
-        self.p99 = 5.0
+        self.p99 = 5.0  # every broker's produce p99, ms, but those in produce_p99
+        # the SLO guard's indicators per broker, where a test sets them (else healthy values)
+        self.produce_p99: dict[int, float] = {}
+        self.fetch_p99: dict[int, float] = {}
+        self.flush_p95: dict[int, float] = {}
+        self.urp: dict[int, float] = {}
+        self.lag: float | None = None  # no lag series unless a test gives one
         self.queries_seen = 0
 
     def _network(self, direction: str) -> list[tuple[dict[str, str], float]]:
@@ -310,8 +316,21 @@ class FakeMetrics:
         if promql in (q.render(q.traffic_in), q.render(q.traffic_out)):
             return [({"broker_id": str(b)}, v) for b, v in sorted(self.base.items())]
         if promql == q.render(q.produce_p99_ms):
-            return [({}, self.p99)]
+            return self._per_broker(self.p99, self.produce_p99)
+        if promql == q.render(q.fetch_p99_ms):
+            return self._per_broker(0.0, self.fetch_p99)
+        if promql == q.render(q.flush_p95_ms):
+            return self._per_broker(1.0, self.flush_p95)
+        if promql == q.render(q.under_replicated):
+            return self._per_broker(0.0, self.urp)
+        if promql == q.render(q.consumer_lag):
+            return [] if self.lag is None else [({}, self.lag)]
         raise AssertionError(f"unexpected query {promql}")
+
+    def _per_broker(self, usual: float, special: Mapping[int, float]
+                    ) -> list[tuple[dict[str, str], float]]:
+        return [({"broker_id": str(b)}, special.get(b, usual))
+                for b in sorted(self.admin.broker_ids) if b not in self.admin.dead]
 
 
 class MemorySink:

@@ -16,6 +16,7 @@ from executor.gates import GatePolicy
 from executor.journal import JournalFile, header_record, header_settings
 from executor.plan import ExecutionPlan
 from executor.readings import GateQueries
+from executor.slo import SloPolicy
 from planner.result import Move
 from topology.errors import ExecutionError, InputError
 from topology.model import Capacity
@@ -33,7 +34,10 @@ EVERYTHING = ExecutorConfig(
                     produce_p99_max_ms=45.0),
     queries=GateQueries(net_in="in_rate{{{selector}}}", broker_label="node", window="2m"),
     allow_under_replicated=True, allow_quota_burst=True, gate_timeout_seconds=600.0,
-    quota_window_seconds=22.0, final_gate=True, finish_by=1_900_000_000.0)
+    quota_window_seconds=22.0, final_gate=True, finish_by=1_900_000_000.0,
+    slo=SloPolicy(enabled=False, produce_p99_max_ms=80.0, fetch_p99_max_ms=None,
+                  flush_p95_max_ms=40.0, under_replicated_max=3, consumer_lag_max=5000.0,
+                  decrease=0.7, increase_fraction=0.2, floor_fraction=0.25, every_seconds=4.0))
 
 # What the continuing process gives: the settings a journal never keeps.
 PROCESS = RunOverrides(allow_under_replicated=True, allow_quota_burst=True,

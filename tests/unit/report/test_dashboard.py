@@ -31,6 +31,7 @@ def test_every_executor_metric_it_names_is_exported() -> None:
     metrics(Event(EventKind.STATE, "", "t-0", 1, 2, state="copying"))
     metrics(Event(EventKind.PROGRESS, "", "t-0", 1, 2, bytes_done=10))
     metrics(Event(EventKind.HOLD, "held"))
+    metrics(Event(EventKind.GUARD, "lowered", state="lowered", broker=2, rate=500_000))
     exported = {s.name for family in registry.collect() for s in family.samples}
     named = {name for _, expr in queries(dashboard())
              for name in re.findall(r"\brebalance_\w+", expr)}
@@ -43,8 +44,8 @@ def test_it_shows_every_series_the_gates_read() -> None:
     exprs = {expr for _, expr in queries(dashboard())}
     gate = GateQueries()
     for template in (gate.net_in, gate.net_out, gate.traffic_in, gate.traffic_out,
-                     gate.produce_p99_ms, promql.UNDER_REPLICATED_PARTITIONS,
-                     promql.BROKER_REASSIGNMENT_IN_RATE):
+                     gate.produce_p99_ms, gate.fetch_p99_ms, gate.flush_p95_ms,
+                     gate.under_replicated, promql.BROKER_REASSIGNMENT_IN_RATE):
         assert promql.render(template, window=WINDOW_VAR, selector=BROKER_SELECTOR) in exprs
 
 

@@ -16,6 +16,7 @@ CONTRACT = {
     "kafka_broker_replication_bytes_in_total", "kafka_broker_replication_bytes_out_total",
     "kafka_broker_reassignment_bytes_in_total", "kafka_broker_reassignment_bytes_out_total",
     "kafka_log_size_bytes", "kafka_under_replicated_partitions", "kafka_request_total_time_ms",
+    "kafka_log_flush_time_ms",
 }
 
 
@@ -118,6 +119,8 @@ def first_match(bean_attribute: str) -> tuple[str, dict[str, str]] | None:
     ("kafka.network<type=RequestMetrics, name=TotalTimeMs, request=FetchFollower>"
      "<>999thPercentile",
      ("kafka_request_total_time_ms", {"request": "FetchFollower", "quantile": "0.999"})),
+    ("kafka.log<type=LogFlushStats, name=LogFlushRateAndTimeMs><>95thPercentile",
+     ("kafka_log_flush_time_ms", {"quantile": "0.95"})),
     ("kafka.log<type=Log, name=Size, topic=__cluster_metadata, partition=0><>Value", None),
     ("kafka.server<type=BrokerTopicMetrics, name=BytesInPerSec><>OneMinuteRate", None),
     ("kafka.network<type=RequestMetrics, name=TotalTimeMs, request=Metadata><>99thPercentile",

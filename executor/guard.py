@@ -1,0 +1,94 @@
+"""The SLO guard's effects: read the indicators while moves copy, journal the AIMD step
+(executor.slo decides it), and set the guarded rates on the moves in flight."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
+from executor.flows import ends_of_baseline
+from executor.journal import Journal
+from executor.readings import read_slo
+from executor.slo import breaches, next_levels
+from executor.state import MoveState
+from executor.steps import MoveDriver
+from planner.result import Move
+from topology.errors import MetricsError
+
+S = MoveState
+# A move whose throttle is set (its rates are the ones a level change must reach).
+THROTTLED = frozenset({S.SUBMITTED, S.COPYING, S.VERIFYING})
+
+
+class SloGuard:
+    """Every `slo.every_seconds` while a move copies: one AIMD step over the brokers at the
+    ends of the copies (and those still below the cap), journaled before it is applied."""
+
+    def __init__(self, ports: Ports, config: ExecutorConfig, journal: Journal,
+                 driver: MoveDriver, reporter: Reporter) -> None:
+        self.ports, self.config, self.journal = ports, config, journal
+        self.driver, self.report = driver, reporter
+        self.next_at: float | None = None
+        self.told: set[str] = set()  # what the operator was told once (absent series, outage)
+
+    def tick(self, active: Sequence[Move]) -> None:
+        """Take a step when one is due; a copy's first step comes one interval into it."""
+        policy = self.config.slo
+        run = self.journal.run
+        copying = [m for m in active if run.state_of(m.name) is S.COPYING]
+        if not policy.enabled or not policy.watched() or not copying:
+            self.next_at = None
+            return
+        now = self.ports.clock.now()
+        if self.next_at is None:
+            self.next_at = now + policy.every_seconds
+            return
+        if now < self.next_at:
+            return
+        self.next_at = now + policy.every_seconds
+        brokers = {b for m in copying for b in self._brokers(m)} | set(run.guard_levels)
+        try:
+            reading = read_slo(self.ports.metrics, self.config.queries, policy.watched())
+        except MetricsError as exc:
+            self._once("outage", f"SLO guard: metrics unavailable ({exc}); rates kept as they "
+                                 "are until they answer")
+            return
+        self.told.discard("outage")
+        for name in sorted(reading.absent):
+            self._once(name, f"SLO guard: no series for {name.replace('_', ' ')} "
+                             "(see --queries); not guarded on it")
+        cap = self.config.max_bytes_per_sec
+        changes = next_levels(policy, cap, run.guard_levels,
+                              breaches(policy, reading, brokers), brokers)
+        if not changes:
+            return
+        levels = dict(run.guard_levels)
+        for change in changes:
+            levels[change.broker] = change.new
+        levels = {b: v for b, v in levels.items() if v < cap}
+        self.journal.guard(levels, [c.text() for c in changes], now)
+        for change in changes:
+            self.report(Event(EventKind.GUARD, f"SLO guard: {change.text()}",
+                              state="lowered" if change.lowered else "raised",
+                              broker=change.broker, rate=change.new))
+        touched = {c.broker for c in changes}
+        for move in active:
+            record = run.moves[move.name]
+            if record.state in THROTTLED and record.throttle is not None \
+                    and touched & set(record.throttle.broker_rates):
+                problems = self.driver.apply_throttle(record.throttle)
+                if problems:
+                    self.driver.enter(move, S.CANCELLING,
+                                      "throttle read back differs: " + "; ".join(problems))
+
+    def _brokers(self, move: Move) -> set[int]:
+        """The brokers at the move's ends (all it touches when no baseline was journaled)."""
+        baseline = self.journal.run.moves[move.name].baseline
+        if baseline is None:
+            return {*move.current, *move.added_brokers}
+        return {b for b, _ in ends_of_baseline(baseline)}
+
+    def _once(self, key: str, message: str) -> None:
+        if key not in self.told:
+            self.told.add(key)
+            self.report(Event(EventKind.NOTE, message))

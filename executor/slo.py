@@ -1,0 +1,206 @@
+"""Pure SLO guard decisions: how fast may copies run while clients are hurting.
+
+The gate between moves protects the next move; the guard protects clients while a move copies.
+Every `every_seconds` during a copy it reads the leading indicators large operators alert on:
+produce and consumer-fetch p99 and log flush p95 per broker, under-replicated partitions
+outside the moves, and consumer lag where such a series exists. Then, per broker that is an end
+of a copy (a sender's out, a receiver's in):
+
+- a breach on that broker, or a cluster-wide one (under-replication, lag), halves its guard
+  level (multiplicative decrease, never under `floor_fraction` of the cap: a copy that stops
+  never ends, and the stall detector would cancel it);
+- no breach raises it by `increase_fraction` of the cap (additive increase) up to the cap.
+
+A move's rates are its own rates capped by the levels of its brokers (executor.steps applies
+them), so the guard never sets a rate above --max-mbps and never loosens an operator's throttle.
+A series that does not exist is not a breach: the guard watches what the exporter offers (the
+run says once which indicators it cannot see).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from executor.units import rate_text
+from topology.errors import InputError
+
+# Indicator names, as decisions and the exported metrics spell them.
+PRODUCE_P99 = "produce_p99"
+FETCH_P99 = "fetch_p99"
+FLUSH_P95 = "flush_p95"
+UNDER_REPLICATED = "under_replicated"
+CONSUMER_LAG = "consumer_lag"
+INDICATORS = (PRODUCE_P99, FETCH_P99, FLUSH_P95, UNDER_REPLICATED, CONSUMER_LAG)
+
+
+@dataclass(frozen=True, slots=True)
+class SloPolicy:
+    """Thresholds (None: not guarded on) and the AIMD steps.
+
+    The defaults leave a healthy cluster alone: a consumer fetch waits up to fetch.max.wait.ms
+    (500 ms by default) by design, so its p99 threshold sits above that; produce p99 and flush
+    p95 at 500 ms are far above a healthy broker and well inside what clients notice.
+    """
+
+    enabled: bool = True
+    produce_p99_max_ms: float | None = 500.0
+    fetch_p99_max_ms: float | None = 1500.0
+    flush_p95_max_ms: float | None = 500.0
+    under_replicated_max: int | None = 0  # partitions under-replicated outside the moves
+    consumer_lag_max: float | None = None  # a threshold only the workload can tell
+    decrease: float = 0.5
+    increase_fraction: float = 0.10
+    floor_fraction: float = 0.125
+    every_seconds: float = 10.0
+
+    def __post_init__(self) -> None:
+        for name in ("produce_p99_max_ms", "fetch_p99_max_ms", "flush_p95_max_ms",
+                     "consumer_lag_max"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise InputError(f"SLO guard: {name} must be positive, got {value}")
+        if self.under_replicated_max is not None and self.under_replicated_max < 0:
+            raise InputError("SLO guard: under-replicated partitions allowed must be >= 0")
+        if not 0 < self.decrease < 1:
+            raise InputError(f"SLO guard: decrease must be between 0 and 1, got {self.decrease}")
+        if not 0 < self.increase_fraction <= 1 or not 0 < self.floor_fraction <= 1:
+            raise InputError("SLO guard: increase and floor are fractions of the cap in (0, 1]")
+        if not self.every_seconds > 0:
+            raise InputError(f"SLO guard: interval must be positive, got {self.every_seconds}")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"enabled": self.enabled, "produce_p99_max_ms": self.produce_p99_max_ms,
+                "fetch_p99_max_ms": self.fetch_p99_max_ms,
+                "flush_p95_max_ms": self.flush_p95_max_ms,
+                "under_replicated_max": self.under_replicated_max,
+                "consumer_lag_max": self.consumer_lag_max, "decrease": self.decrease,
+                "increase_fraction": self.increase_fraction,
+                "floor_fraction": self.floor_fraction, "every_seconds": self.every_seconds}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, object]) -> SloPolicy:
+        """A policy from `to_dict` output (a journal header); missing keys take the defaults;
+        a malformed value raises ValueError."""
+        base = cls()
+
+        def number(key: str) -> float | None:
+            value = values.get(key, getattr(base, key))
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"SLO guard {key} {str(value)[:40]!r} is not a number")
+            return float(value)
+
+        def given(key: str) -> float:
+            value = number(key)
+            if value is None:
+                raise ValueError(f"SLO guard {key} must be set")
+            return value
+
+        urp = number("under_replicated_max")
+        return cls(enabled=bool(values.get("enabled", base.enabled)),
+                   produce_p99_max_ms=number("produce_p99_max_ms"),
+                   fetch_p99_max_ms=number("fetch_p99_max_ms"),
+                   flush_p95_max_ms=number("flush_p95_max_ms"),
+                   under_replicated_max=None if urp is None else int(urp),
+                   consumer_lag_max=number("consumer_lag_max"), decrease=given("decrease"),
+                   increase_fraction=given("increase_fraction"),
+                   floor_fraction=given("floor_fraction"), every_seconds=given("every_seconds"))
+
+    def watched(self) -> tuple[str, ...]:
+        """The indicators with a threshold."""
+        limits = {PRODUCE_P99: self.produce_p99_max_ms, FETCH_P99: self.fetch_p99_max_ms,
+                  FLUSH_P95: self.flush_p95_max_ms, UNDER_REPLICATED: self.under_replicated_max,
+                  CONSUMER_LAG: self.consumer_lag_max}
+        return tuple(name for name in INDICATORS if limits[name] is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class SloReading:
+    """One sample of the indicators: per-broker values, and the cluster-wide ones.
+
+    `under_replicated` counts partitions outside the run's moves; None where no series
+    answered (`absent` names the indicators whose series do not exist)."""
+
+    produce_p99_ms: Mapping[int, float] = field(default_factory=dict)
+    fetch_p99_ms: Mapping[int, float] = field(default_factory=dict)
+    flush_p95_ms: Mapping[int, float] = field(default_factory=dict)
+    under_replicated: int | None = None
+    consumer_lag: float | None = None
+    absent: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class LevelChange:
+    """One broker's guard level moving, and why."""
+
+    broker: int
+    old: int
+    new: int
+    reason: str
+
+    @property
+    def lowered(self) -> bool:
+        return self.new < self.old
+
+    def text(self) -> str:
+        verb = "lowered" if self.lowered else "raised"
+        return (f"broker {self.broker} {verb} {rate_text(self.old)} -> {rate_text(self.new)}"
+                f" ({self.reason})")
+
+
+def breaches(policy: SloPolicy, reading: SloReading,
+             brokers: Iterable[int]) -> dict[int, list[str]]:
+    """What each of `brokers` breaches now (brokers without a breach are left out). A
+    cluster-wide breach counts on every broker: whichever copy causes it, each one slows."""
+    shared: list[str] = []
+    urp, lag = reading.under_replicated, reading.consumer_lag
+    if policy.under_replicated_max is not None and urp is not None \
+            and urp > policy.under_replicated_max:
+        shared.append(f"{urp} under-replicated partition(s) outside the moves > "
+                      f"{policy.under_replicated_max}")
+    if policy.consumer_lag_max is not None and lag is not None and lag > policy.consumer_lag_max:
+        shared.append(f"consumer lag {lag:.0f} > {policy.consumer_lag_max:.0f}")
+    found: dict[int, list[str]] = {}
+    for b in brokers:
+        own = [f"{what} {values[b]:.0f} ms > {limit:.0f} ms"
+               for what, values, limit in (
+                   ("produce p99", reading.produce_p99_ms, policy.produce_p99_max_ms),
+                   ("fetch p99", reading.fetch_p99_ms, policy.fetch_p99_max_ms),
+                   ("log flush p95", reading.flush_p95_ms, policy.flush_p95_max_ms))
+               if limit is not None and b in values and values[b] > limit]
+        if own or shared:
+            found[b] = own + shared
+    return found
+
+
+def floor_rate(policy: SloPolicy, cap: int) -> int:
+    """The lowest level the guard sets."""
+    return max(1, int(cap * policy.floor_fraction))
+
+
+def next_levels(policy: SloPolicy, cap: int, levels: Mapping[int, int],
+                found: Mapping[int, list[str]], brokers: Iterable[int]) -> list[LevelChange]:
+    """The AIMD step for `brokers` (the ends of the copies in flight): breached brokers halve,
+    the others climb back toward the cap. A broker without a level is at the cap."""
+    changes = []
+    floor, step = floor_rate(policy, cap), max(1, int(cap * policy.increase_fraction))
+    for b in sorted(set(brokers)):
+        old = min(levels.get(b, cap), cap)
+        if b in found:
+            new = max(floor, int(old * policy.decrease))
+            reason = "; ".join(found[b])
+        else:
+            new = min(cap, old + step)
+            reason = "indicators within their SLO"
+        if new != old:
+            changes.append(LevelChange(b, old, new, reason))
+    return changes
+
+
+def guarded(rates: Mapping[int, Mapping[str, int]],
+            levels: Mapping[int, int]) -> dict[int, dict[str, int]]:
+    """Each broker's rates capped by its guard level."""
+    return {b: {name: min(rate, levels.get(b, rate)) for name, rate in by_name.items()}
+            for b, by_name in rates.items()}

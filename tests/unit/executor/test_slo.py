@@ -1,0 +1,87 @@
+"""The SLO guard's pure decisions: which brokers breach, the AIMD step, the guarded rates."""
+
+from __future__ import annotations
+
+import pytest
+
+from executor.slo import (
+    CONSUMER_LAG,
+    FETCH_P99,
+    PRODUCE_P99,
+    SloPolicy,
+    SloReading,
+    breaches,
+    floor_rate,
+    guarded,
+    next_levels,
+)
+from topology.errors import InputError
+
+MB = 1_000_000
+CAP = 8 * MB
+
+
+def test_a_latency_breach_counts_on_its_own_broker_only() -> None:
+    reading = SloReading(produce_p99_ms={1: 20.0, 2: 900.0}, fetch_p99_ms={1: 2000.0},
+                         flush_p95_ms={3: 10.0})
+    found = breaches(SloPolicy(), reading, [1, 2, 3])
+    assert found == {1: ["fetch p99 2000 ms > 1500 ms"], 2: ["produce p99 900 ms > 500 ms"]}
+
+
+def test_under_replication_and_lag_count_on_every_broker() -> None:
+    policy = SloPolicy(consumer_lag_max=1000.0)
+    found = breaches(policy, SloReading(under_replicated=2, consumer_lag=5000.0), [4, 7])
+    assert set(found) == {4, 7}
+    assert found[4] == ["2 under-replicated partition(s) outside the moves > 0",
+                        "consumer lag 5000 > 1000"]
+
+
+def test_missing_series_and_unset_thresholds_are_not_breaches() -> None:
+    reading = SloReading(produce_p99_ms={1: 900.0}, under_replicated=None, consumer_lag=9e9)
+    assert breaches(SloPolicy(produce_p99_max_ms=None), reading, [1, 2]) == {}
+
+
+def test_aimd_halves_a_breached_broker_and_raises_a_healthy_one_by_a_tenth() -> None:
+    policy = SloPolicy()
+    changes = next_levels(policy, CAP, {2: 2 * MB}, {1: ["produce p99 900 ms > 500 ms"]},
+                          [1, 2, 3])
+    assert [(c.broker, c.old, c.new, c.lowered) for c in changes] == [
+        (1, CAP, CAP // 2, True), (2, 2 * MB, 2 * MB + CAP // 10, False)]
+    assert changes[0].text() == ("broker 1 lowered 8.00 MB/s -> 4.00 MB/s "
+                                 "(produce p99 900 ms > 500 ms)")
+
+
+def test_levels_stay_between_the_floor_and_the_cap() -> None:
+    policy = SloPolicy()
+    floor = floor_rate(policy, CAP)
+    assert floor == CAP // 8
+    level = CAP
+    for _ in range(10):
+        for change in next_levels(policy, CAP, {1: level}, {1: ["x"]}, [1]):
+            level = change.new
+    assert level == floor
+    for _ in range(30):
+        for change in next_levels(policy, CAP, {1: level}, {}, [1]):
+            level = change.new
+    assert level == CAP
+    assert next_levels(policy, CAP, {1: CAP}, {}, [1]) == []  # nothing to raise
+
+
+def test_guarded_rates_are_capped_by_the_level_and_never_raised() -> None:
+    rates = {1: {"leader": 4 * MB}, 3: {"follower": 2 * MB, "leader": 6 * MB}}
+    assert guarded(rates, {3: 3 * MB, 9: MB}) == {1: {"leader": 4 * MB},
+                                                  3: {"follower": 2 * MB, "leader": 3 * MB}}
+
+
+def test_the_policy_round_trips_and_refuses_nonsense() -> None:
+    policy = SloPolicy(produce_p99_max_ms=None, consumer_lag_max=10.0, every_seconds=3.0)
+    assert SloPolicy.from_dict(policy.to_dict()) == policy
+    assert SloPolicy.from_dict({}) == SloPolicy()
+    assert policy.watched() == ("fetch_p99", "flush_p95", "under_replicated", CONSUMER_LAG)
+    assert PRODUCE_P99 in SloPolicy().watched() and FETCH_P99 in SloPolicy().watched()
+    with pytest.raises(ValueError, match="not a number"):
+        SloPolicy.from_dict({"decrease": "half"})
+    for bad in ({"decrease": 1.0}, {"floor_fraction": 0.0}, {"produce_p99_max_ms": -1.0},
+                {"under_replicated_max": -1}, {"every_seconds": 0.0}):
+        with pytest.raises(InputError, match="SLO guard"):
+            SloPolicy(**bad)  # type: ignore[arg-type]
