@@ -161,10 +161,10 @@ def breaches(policy: SloPolicy, reading: SloReading,
         shared.append(f"{urp} under-replicated partition(s) outside the moves > "
                       f"{policy.under_replicated_max}")
     if policy.consumer_lag_max is not None and lag is not None and lag > policy.consumer_lag_max:
-        shared.append(f"consumer lag {lag:.0f} > {policy.consumer_lag_max:.0f}")
+        shared.append(f"consumer lag {lag:.0f} > {policy.consumer_lag_max:g}")
     found: dict[int, list[str]] = {}
     for b in brokers:
-        own = [f"{what} {values[b]:.0f} ms > {limit:.0f} ms"
+        own = [f"{what} {values[b]:.0f} ms > {limit:g} ms"
                for what, values, limit in (
                    ("produce p99", reading.produce_p99_ms, policy.produce_p99_max_ms),
                    ("fetch p99", reading.fetch_p99_ms, policy.fetch_p99_max_ms),

@@ -42,6 +42,7 @@ from planner.planfile_json import read_plan
 from sandbox import cluster
 from sandbox.state import BrokerInfo, SandboxInfo
 from tests.integration.executor_support import (
+    CALM_SLO,
     ThrottleConfigs,
     create_topic,
     layout,
@@ -119,7 +120,7 @@ def auto_args(info: SandboxInfo, state: Path, window: str) -> list[str]:
     return ["auto", "--once", "--bootstrap", info.bootstrap, "--prometheus",
             info.prometheus_url, "--max-mbps", "2", "--window", window, "--timezone", "UTC",
             "--state-dir", str(state), "--tolerance", TOLERANCE, "--time-limit", "20",
-            "--quota-window", "2", "--poll-seconds", "0.5"]
+            "--quota-window", "2", "--poll-seconds", "0.5", *CALM_SLO]
 
 
 def live(info: SandboxInfo) -> tuple[dict[TopicPartition, tuple[int, ...]],
@@ -218,7 +219,7 @@ def paced_args(info: SandboxInfo, state: Path, max_mbps: str) -> list[str]:
     return ["auto", "--once", "--bootstrap", info.bootstrap, "--prometheus",
             info.prometheus_url, "--max-mbps", max_mbps, "--window", window_now(),
             "--timezone", "UTC", "--state-dir", str(state), "--tolerance", WIDE_TOLERANCE,
-            "--time-limit", "10", "--quota-window", "11", "--poll-seconds", "0.5"]
+            "--time-limit", "10", "--quota-window", "11", "--poll-seconds", "0.5", *CALM_SLO]
 # (Kafka's own quota window: when the plan holds another move first, a shorter wait lets the
 # rack fix start inside that window and copy its first seconds far above the cap.)
 
