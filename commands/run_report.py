@@ -18,11 +18,13 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from executor.journal import Record, RunOutcome, RunState
+from executor.config import parse_concurrency
+from executor.journal import Record, RunOutcome, RunState, header_settings
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
 from executor.timeline import COPIED, Eta, RunTimeline, copy_pace, estimate_eta, timeline
 from executor.units import duration_text, rate_text, share_text, size_text
+from topology.errors import InputError
 
 STATUS_VERSION = 1
 
@@ -137,8 +139,12 @@ def status_view(records: Sequence[Record], journal: str, plan: str | None, runni
 
     run = replay(records)
     times = timeline(records)
-    return StatusView(journal, plan, running, run, summarize(run), times,
-                      estimate_eta(run, times, cap, settle_seconds, now), cap, now)
+    try:
+        concurrency = parse_concurrency(header_settings(records).get("concurrency", 1))
+    except InputError:
+        concurrency = 1  # replay accepted the header; an odd value only costs the layout
+    eta = estimate_eta(run, times, cap, settle_seconds, now, concurrency)
+    return StatusView(journal, plan, running, run, summarize(run), times, eta, cap, now)
 
 
 def _iso(at: float | None) -> str | None:
@@ -179,6 +185,7 @@ def status_document(view: StatusView) -> dict[str, Any]:
         "eta_seconds": _eta_seconds(view),
         "eta_basis": None if eta is None else "observed" if eta.observed else "cap",
         "eta_rate_bytes_per_sec": None if eta is None else round(eta.rate, 1),
+        "eta_concurrency": None if eta is None else eta.concurrency,
         "mean_copy_rate_bytes_per_sec": None if pace.rate is None else round(pace.rate, 1),
         "cap_bytes_per_sec": view.cap,
         "end_reason": status.end_reason,
@@ -201,6 +208,10 @@ def eta_text(view: StatusView) -> str:
     basis = (f"the observed mean copy rate, {rate_text(eta.rate)}" if eta.observed
              else f"the {rate_text(eta.rate)} cap (no copy has finished yet)")
     waits = f", plus {duration_text(eta.waits)} of waits between moves" if eta.waits else ""
+    if eta.concurrency != 1:
+        basis += " per copy"
+        waits = (f", moves side by side (--concurrency {eta.concurrency}) with "
+                 f"{duration_text(eta.waits)} between two on a broker")
     when = "" if view.state == "running" else " once resumed"
     return (f"{duration_text(eta.seconds)}{when}: {size_text(eta.bytes_left)} left to copy at "
             f"{basis}{waits}")

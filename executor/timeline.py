@@ -7,11 +7,15 @@ so a summary after a resume, or a status from another terminal, sees the same ti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from executor.config import Concurrency
 from executor.journal import Record, RunState
+from executor.schedule import schedule
 from executor.state import MoveState
+from planner.result import Move
 
 S = MoveState
 
@@ -132,14 +136,19 @@ class Eta:
     bytes_left: int  # to copy, the move in flight counted by its copy time so far
     rate: float  # bytes/s the remaining copies are assumed to run at
     observed: bool  # True: the run's mean copy rate so far; False: the cap
-    waits: float  # seconds of settle waits (cooldown, quota window) between the moves left
+    # seconds of settle waits (cooldown, quota window) between the moves left; side by side,
+    # the wait between two moves on a broker
+    waits: float
+    concurrency: Concurrency = 1  # the run's: above 1 or auto, moves copy side by side
 
 
 def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_seconds: float,
-                 now: float) -> Eta | None:
+                 now: float, concurrency: Concurrency = 1) -> Eta | None:
     """Remaining bytes over the observed mean copy rate (the cap until a copy has ended), plus
-    one settle wait after each data move that another follows; moves one at a time. None when
-    nothing is left to run or no rate is known."""
+    one settle wait after each data move that another follows, with moves one at a time; with
+    the run's concurrency above 1 (or auto), the remaining moves laid out side by side under
+    the run loop's rules (executor.schedule, a settle wait as the gap between moves on a
+    broker). None when nothing is left to run or no rate is known."""
     unfinished = run.unfinished
     rate = copy_pace(run, times).rate
     observed = rate is not None
@@ -147,13 +156,21 @@ def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_se
     if not unfinished or rate is None or rate <= 0:
         return None
     left = 0.0
+    remaining: list[Move] = []  # what each move still has to copy
     for move in unfinished:
         state = run.state_of(move.name)
         if state in COPIED or state is S.CANCELLING:
             continue  # in place, or being reverted: nothing more to copy
         copying_at = times.of(move.name).copying_at
         done = rate * (now - copying_at) if state is S.COPYING and copying_at else 0.0
-        left += max(0.0, move.bytes_moved - done)
+        rest = max(0.0, move.bytes_moved - done)
+        left += rest
+        share = max(1, len(move.added_brokers))
+        remaining.append(replace(move, size_bytes=math.ceil(rest / share)))
+    if concurrency != 1 and remaining:
+        laid_out = schedule(remaining, rate, concurrency, gap_seconds=settle_seconds)
+        return Eta(laid_out.eta_seconds, round(left), rate, observed, settle_seconds,
+                   concurrency)
     waits = settle_seconds * sum(1 for m in unfinished[:-1] if m.bytes_moved)
     return Eta(left / rate + waits, round(left), rate, observed, waits)
 

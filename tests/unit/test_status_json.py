@@ -34,7 +34,7 @@ DONE_PATH = (S.THROTTLING, S.SUBMITTED, S.COPYING, S.VERIFYING, S.UNTHROTTLING, 
 KEYS = {"version", "journal", "plan", "plan_id", "state", "running", "moves_done",
         "moves_total", "moves_by_state", "bytes_done", "bytes_total", "current_moves",
         "started_at", "ended_at", "last_record_at", "elapsed_seconds", "eta_seconds",
-        "eta_basis", "eta_rate_bytes_per_sec", "mean_copy_rate_bytes_per_sec",
+        "eta_basis", "eta_rate_bytes_per_sec", "eta_concurrency", "mean_copy_rate_bytes_per_sec",
         "cap_bytes_per_sec", "end_reason", "next_step", "throttles_left", "notable_moves"}
 
 
@@ -42,12 +42,13 @@ def iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 
 
-def write_run(directory: Path, start: float, *, finished: bool = False) -> JournalFile:
+def write_run(directory: Path, start: float, *, finished: bool = False,
+              settings: dict[str, Any] = SETTINGS) -> JournalFile:
     """plan.json and its journal: t-0 copied 10 MB in 5 s and is done; t-1 is copying (since
     start + 20), t-2 pending; or, `finished`, every move done and the run ended."""
     (directory / "plan.json").write_text("{}")
     journal = JournalFile.create(directory / "plan.json.journal",
-                                 header_record(PLAN, SETTINGS, "run-1"))
+                                 header_record(PLAN, settings, "run-1"))
     times = (0, 0, 1, 6, 6, 6, 7, 18)
     steps = [(at, "t-0", s) for at, s in zip(times, DONE_PATH, strict=True)]
     if finished:
@@ -148,3 +149,14 @@ def test_before_any_copy_ends_the_eta_rests_on_the_cap(tmp_path: Path,
     assert (doc["eta_seconds"], doc["eta_basis"]) == (8.0 + 16.0, "cap")
     result = rebalance_main("status", "--journal", str(tmp_path / "run.journal"))
     assert "the 2.50 MB/s cap (no copy has finished yet)" in " ".join(result.out.split())
+
+
+def test_a_run_side_by_side_gets_the_eta_of_its_concurrency(tmp_path: Path,
+                                                            rebalance_main: Any) -> None:
+    start = time.time() - 60
+    write_run(tmp_path, start, settings={**SETTINGS, "concurrency": "auto"}).close()
+    doc = status_json(rebalance_main, tmp_path / "plan.json.journal")
+    assert doc["eta_concurrency"] == "auto"
+    assert doc["eta_seconds"] is not None and doc["eta_seconds"] <= 11.0
+    shown = rebalance_main("status", "--journal", str(tmp_path / "plan.json.journal"))
+    assert shown.code == 0 and "moves side by side" in shown.out, shown.out

@@ -104,6 +104,26 @@ def test_eta_falls_back_on_the_cap_and_is_none_when_nothing_is_left() -> None:
     assert estimate_eta(replay(finished), timeline(finished), 2 * MB, 11.0, T0 + 30) is None
 
 
+def test_side_by_side_the_eta_lays_the_moves_left_out_as_the_run_would() -> None:
+    # t-0 is done at 2 MB/s. Left: t-1 (4 MB, 1 -> 4), t-3 (6 MB, 2 -> 4) share receiver 4,
+    # and the leadership move t-2. One at a time: 10 MB at 2 MB/s plus a 5 s wait after t-1.
+    # Side by side: t-1 and t-3 still queue on broker 4 (2 s + 5 s gap + 3 s), as the run would
+    # lay them out; with t-3 moved to broker 5 (and no leadership move, which holds both
+    # directions of brokers 1 and 2) they copy together.
+    records = journal(*done("t-0", 0, 1, 6, 20))
+    run, times = replay(records), timeline(records)
+    serial = estimate_eta(run, times, 5 * MB, 5.0, T0 + 21)
+    assert serial is not None and serial.seconds == pytest.approx(5 + 5)
+    auto = estimate_eta(run, times, 5 * MB, 5.0, T0 + 21, "auto")
+    assert auto is not None and auto.concurrency == "auto" and auto.bytes_left == 10 * MB
+    assert auto.seconds == pytest.approx(2 + 5 + 3)
+    apart = ExecutionPlan.of([*PLAN.moves[:2], Move("t", 3, (2, 3), (2, 5), 6 * MB)])
+    records = [header_record(apart, {"max_bytes_per_sec": 2 * MB}),
+               *[state_record(m, s, T0 + at) for at, m, s in done("t-0", 0, 1, 6, 20)]]
+    auto = estimate_eta(replay(records), timeline(records), 5 * MB, 5.0, T0 + 21, "auto")
+    assert auto is not None and auto.seconds == pytest.approx(3)
+
+
 @pytest.mark.parametrize(("value", "size", "rate"), [
     (0, "0 B", "0 B/s"), (512, "512 B", "512 B/s"), (999.6, "1.00 kB", "1.00 kB/s"),
     (1_102_865, "1.10 MB", "1.10 MB/s"), (5_000_000, "5.00 MB", "5.00 MB/s"),
