@@ -48,15 +48,21 @@ class Latencies:
     errors: int = 0
 
     def p99_ms(self, start: float, end: float) -> float:
+        return self.quantile_ms(0.99, start, end)
+
+    def quantile_ms(self, q: float, start: float, end: float) -> float:
+        """The q-quantile of the latencies of the sends in [start, end], ms."""
         window = sorted(lat for at, lat in self.samples if start <= at <= end)
-        return window[int(0.99 * (len(window) - 1))] * 1000 if window else float("nan")
+        return window[int(q * (len(window) - 1))] * 1000 if window else float("nan")
 
 
 class LatencyProducer:
     """Writes small messages (acks=all) at a steady pace in a thread and records latencies."""
 
-    def __init__(self, bootstrap: str, topic: str, per_second: int = 200) -> None:
+    def __init__(self, bootstrap: str, topic: str, per_second: int = 200,
+                 value_bytes: int = 200) -> None:
         self.bootstrap, self.topic, self.per_second = bootstrap, topic, per_second
+        self.value = b"x" * value_bytes
         self.latencies = Latencies()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -79,7 +85,7 @@ class LatencyProducer:
                     self.latencies.samples.append((sent, time.time() - sent))
                 else:
                     self.latencies.errors += 1
-            producer.produce(self.topic, value=b"x" * 200, on_delivery=done)
+            producer.produce(self.topic, value=self.value, on_delivery=done)
             producer.poll(1.0 / self.per_second)
         producer.flush(30)
 

@@ -50,6 +50,11 @@ def summary_head(run: RunState, times: RunTimeline, ending: str, cap: float | No
     lines = [f"run {ending}{after}: {done} of {status.total_moves} move(s) done, "
              f"{size_text(status.bytes_done)} of {size_text(status.bytes_total)} moved",
              _copy_line(run, times, cap)]
+    if run.guard_steps:
+        lowest = (f", down to {rate_text(run.guard_lowest)} at the lowest"
+                  if run.guard_lowest else "")
+        lines.append(f"SLO guard: {run.guard_steps} step(s) changed brokers' rates{lowest} "
+                     "(the journal's guard records say why)")
     unstarted = sum(1 for m in run.plan.moves if times.of(m.name).started_at is None)
     if unstarted:
         lines.append(f"{unstarted} move(s) not started")

@@ -65,6 +65,8 @@ class RunState:
     notes: list[str] = field(default_factory=list)
     # the SLO guard's rate ceiling per broker, where it is under the cap (executor.slo)
     guard_levels: dict[int, int] = field(default_factory=dict)
+    guard_steps: int = 0  # guard records so far
+    guard_lowest: int | None = None  # the lowest level any of them set
 
     def state_of(self, name: str) -> MoveState:
         return self.moves[name].state
@@ -238,6 +240,9 @@ def _apply(run: RunState, record: Record) -> None:
         return
     if kind == "guard":
         run.guard_levels = _levels(record["levels"])
+        run.guard_steps += 1
+        run.guard_lowest = min([*run.guard_levels.values(),
+                                *([run.guard_lowest] if run.guard_lowest else [])], default=None)
         return
     if kind != "state":
         raise ExecutionError(f"journal: unknown record kind {kind!r} (record {run.records})")

@@ -8,11 +8,13 @@ import json
 
 import pytest
 
+from commands.run_report import summary_head
 from executor.config import Event, EventKind
 from executor.journal import RunOutcome, replay
 from executor.runner import Executor
 from executor.slo import SloPolicy
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
+from executor.timeline import timeline
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
 
@@ -63,6 +65,11 @@ def test_a_slow_receiver_gets_a_lower_rate_while_it_copies_and_the_sender_keeps_
     assert [(e.broker, e.rate, e.state) for e in events] == [
         (3, CAP // 2, "lowered"), (3, CAP // 4, "lowered"), (3, CAP // 8, "lowered")]
     assert world.admin.configs() == before  # restored exactly
+    run = replay(json.loads(json.dumps(world.sink.records)))
+    assert (run.guard_steps, run.guard_lowest) == (3, CAP // 8)
+    head = summary_head(run, timeline(world.sink.records), "completed", CAP, world.clock.now())
+    assert any(line.startswith("SLO guard: 3 step(s) changed brokers' rates, down to 1.00 MB/s")
+               for line in head), head
 
 
 def test_recovery_raises_the_rate_back_step_by_step() -> None:

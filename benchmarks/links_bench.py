@@ -1,0 +1,292 @@
+"""Executor benchmark on shaped links: `python -m benchmarks.links_bench [--link-mbps N]`.
+
+A sandbox of 6 brokers on 2 racks, each in a network namespace of its own behind a link shaped
+to --link-mbps each way (`sandbox up --link-mbps`). One topic holds a partition led by each
+broker (RF 2, the follower on the other rack); the rebalance moves every follower to the next
+broker of its rack, so every broker sends one copy and receives one: the physical limit is one
+copy at the cap. A producer (acks=all) writes a fixed share of each link to a client topic
+spread over all brokers throughout, and records every send's latency.
+
+Side by side in one run, each from the same layout (the plan, then its reverse, then the plan):
+1. `rebalance execute --concurrency auto`,
+2. `rebalance execute` one move at a time (the default), back to the first layout,
+3. Kafka's ReassignPartitionsCommand `--throttle CAP` with every move at once.
+
+Reported: total time / physical limit, the peak 5-second replication-in rate of any receiver /
+cap, producer p99 and p99.9 during each run against idle, the review's ETA against the
+measured time, and messages lost (acked but not read back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import TopicPartition as KafkaPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from benchmarks.executor_bench import (
+    MB,
+    REASSIGN,
+    RECORD_BYTES,
+    ROOT,
+    LatencyProducer,
+    counter_series,
+    journal_times,
+    rates,
+)
+from sandbox import cluster
+from sandbox.state import SandboxInfo
+
+TARGET_TOTAL, TARGET_PEAK, TARGET_ETA = 1.25, 1.10, 0.15
+
+
+@dataclass(frozen=True)
+class Args:
+    link_mbps: int
+    cap_mbps: float
+    partition_mb: int
+    client_share: float
+
+
+def parse(argv: list[str]) -> Args:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--link-mbps", type=int, default=32,
+                        help="Each broker's link, Mbit/s each way (default 32: 4 MB/s)")
+    parser.add_argument("--cap-mbps", type=float, default=2.0, help="--max-mbps, MB/s")
+    parser.add_argument("--partition-mb", type=int, default=60,
+                        help="MB per moved partition (60 MB: 30 s at 2 MB/s)")
+    parser.add_argument("--client-share", type=float, default=0.10,
+                        help="Client produce traffic into each broker, a share of its link")
+    ns = parser.parse_args(argv)
+    return Args(ns.link_mbps, ns.cap_mbps, ns.partition_mb, ns.client_share)
+
+
+def rotation(info: SandboxInfo) -> tuple[list[list[int]], list[list[int]]]:
+    """Per partition (one led by each broker): the replicas now, and after the move (the
+    follower moves to the next broker of its rack: every broker receives exactly one copy)."""
+    racks: dict[str, list[int]] = {}
+    for broker in sorted(info.brokers, key=lambda x: x.id):
+        racks.setdefault(broker.rack, []).append(broker.id)
+    first, second = sorted(racks)[:2]
+    now, after = [], []
+    for leaders, followers in ((racks[first], racks[second]), (racks[second], racks[first])):
+        for i, leader in enumerate(leaders):
+            now.append([leader, followers[i % len(followers)]])
+            after.append([leader, followers[(i + 1) % len(followers)]])
+    return now, after
+
+
+def fill_topic(info: SandboxInfo, name: str, assignment: list[list[int]], bytes_each: int
+               ) -> None:
+    admin = AdminClient({"bootstrap.servers": info.bootstrap})
+    admin.create_topics([NewTopic(name, replica_assignment=assignment)])[name].result(60)
+    producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 50,
+                         "compression.type": "none", "acks": "all"})
+    payload = bytes(range(256)) * (RECORD_BYTES // 256) + b"\0" * (RECORD_BYTES % 256)
+    for _ in range(bytes_each // RECORD_BYTES):
+        for partition in range(len(assignment)):
+            while True:
+                try:
+                    producer.produce(name, value=payload, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+        producer.poll(0)
+    producer.flush(600)
+
+
+def plan_file(info: SandboxInfo, path: Path, topic: str, targets: list[list[int]]) -> None:
+    """A plan file (planner's format) moving `topic`'s partitions to `targets`."""
+    from datetime import UTC, datetime
+
+    from planner.goals import Budget, Goals
+    from planner.planfile import SolverInfo, make_plan_file
+    from planner.planfile_json import write_plan
+    from planner.result import Move, SolverStatus
+    from topology.capacities import CAPACITY_KEYS, Capacities
+    from topology.kafka_admin import KafkaClusterAdmin
+    from topology.live import read_live_topology
+    from topology.snapshot import topology_from_dict
+
+    caps = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
+    admin = KafkaClusterAdmin(info.bootstrap)
+    try:
+        topology = topology_from_dict(read_live_topology(admin, None, caps).document, caps, "")
+    finally:
+        admin.close()
+    parts = {(p.topic, p.partition): p for p in topology.partitions}
+    moves = [Move(topic, n, parts[(topic, n)].replicas, tuple(t), parts[(topic, n)].size_bytes)
+             for n, t in enumerate(targets)]
+    write_plan(path, make_plan_file(topology, moves, Goals(tolerance=0.99), Budget(),
+                                    SolverInfo(SolverStatus.FEASIBLE, 0),
+                                    datetime.now(UTC).isoformat(timespec="seconds")))
+
+
+def run_ours(info: SandboxInfo, plan: Path, journal: Path, args: Args, concurrency: str
+             ) -> tuple[float, float]:
+    command = [sys.executable, "-c", "import cli; cli.main()", "execute", str(plan),
+               "--bootstrap", info.bootstrap, "--prometheus", info.prometheus_url,
+               "--max-mbps", str(args.cap_mbps), "--journal", str(journal),
+               "--concurrency", concurrency, "--allow-worse-balance", "--poll-seconds", "0.5"]
+    start = time.time()
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=3600)
+    if result.returncode != 0:
+        raise SystemExit(f"rebalance execute failed:\n{result.stdout}\n{result.stderr}")
+    (journal.parent / f"{journal.stem}.log").write_text(result.stdout + result.stderr)
+    return start, time.time()
+
+
+def run_kafka_tool(info: SandboxInfo, topic: str, targets: list[list[int]], cap: int,
+                   work: Path) -> tuple[float, float]:
+    spec = work / "kafka-plan.json"
+    spec.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": n, "replicas": t} for n, t in enumerate(targets)]}))
+    base = ["java", "-cp", f"{info.jar_dir}/*", REASSIGN, "--bootstrap-server", info.bootstrap,
+            "--reassignment-json-file", str(spec)]
+    start = time.time()
+    subprocess.run([*base, "--execute", "--throttle", str(cap)], check=True,
+                   capture_output=True, timeout=300)
+    while True:
+        out = subprocess.run([*base, "--verify"], capture_output=True, text=True, timeout=300)
+        if "still in progress" not in out.stdout:
+            return start, time.time()  # --verify also removed the throttles
+        time.sleep(1)
+
+
+def read_back(info: SandboxInfo, topic: str) -> int:
+    """Messages in `topic` (every partition from the start to its end)."""
+    consumer = Consumer({"bootstrap.servers": info.bootstrap, "group.id": f"bench-{time.time()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        meta = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        total = 0
+        for p in meta:
+            low, high = consumer.get_watermark_offsets(KafkaPartition(topic, p), timeout=30)
+            total += high - low
+        consumer.assign([KafkaPartition(topic, p, 0) for p in meta])
+        seen, idle = 0, 0
+        while seen < total and idle < 30:
+            msg = consumer.poll(1.0)
+            error = None if msg is None else msg.error()
+            if msg is None:
+                idle += 1
+            elif error is None:
+                seen += 1
+            elif error.code() != KafkaError._PARTITION_EOF:
+                raise SystemExit(f"reading {topic} back failed: {error}")
+        return seen
+    finally:
+        consumer.close()
+
+
+def peak_in(info: SandboxInfo, receivers: list[int], start: float, end: float) -> float:
+    """The highest 5-second replication-in rate of any receiver over [start, end]."""
+    return max(rates(counter_series(info, b, start, end), start, end)[1] for b in receivers)
+
+
+def review_eta(journal: Path, cap: int, concurrency: str) -> float:
+    """The review's model (executor.schedule) for the run's moves at the cap."""
+    from executor.config import parse_concurrency
+    from executor.journal import read_journal
+    from executor.schedule import schedule
+
+    run = read_journal(journal)
+    return schedule(run.plan.moves, cap, parse_concurrency(concurrency), 11.0).eta_seconds
+
+
+def bench(info: SandboxInfo, args: Args, work: Path) -> None:
+    cap = int(args.cap_mbps * MB)
+    now, after = rotation(info)
+    tag = str(int(time.time()))
+    topic, client = f"bench-links-{tag}", f"bench-clients-{tag}"
+    t0 = time.time()
+    fill_topic(info, topic, now, args.partition_mb * MB)
+    loaded = time.time() - t0
+    ids = sorted(b.id for b in info.brokers)
+    clients = [[ids[i], ids[(i + 3) % len(ids)]] for i in range(len(ids))]
+    AdminClient({"bootstrap.servers": info.bootstrap}).create_topics(
+        [NewTopic(client, replica_assignment=clients)])[client].result(60)
+    link = args.link_mbps * 1_000_000 / 8
+    # each broker leads one client partition and follows another: in = 2 x its share
+    value = 2_000
+    per_second = max(1, int(args.client_share * link * len(ids) / 2 / value))
+    forward, backward = work / "forward.json", work / "backward.json"
+    plan_file(info, forward, topic, after)
+    limit = args.partition_mb * MB / cap
+    print(f"{len(ids)} brokers, links {args.link_mbps} Mbit/s ({link / MB:.1f} MB/s) each way, "
+          f"cap {args.cap_mbps:g} MB/s, {len(now)} moves of {args.partition_mb} MB (loaded in "
+          f"{loaded:.0f}s); every broker sends one copy and receives one: physical limit "
+          f"{limit:.0f}s; client traffic {per_second * value / MB:.2f} MB/s acks=all "
+          f"({args.client_share:.0%} of each link in)")
+    receivers = sorted({t[1] for t in after} | {t[1] for t in now})
+    runs: dict[str, tuple[float, float]] = {}
+    time.sleep(12)
+    with LatencyProducer(info.bootstrap, client, per_second=per_second, value_bytes=value
+                         ) as producer:
+        time.sleep(20)
+        idle = (time.time() - 15, time.time())
+        runs["ours auto"] = run_ours(info, forward, work / "auto.journal", args, "auto")
+        time.sleep(15)
+        plan_file(info, backward, topic, now)
+        runs["ours one at a time"] = run_ours(info, backward, work / "one.journal", args, "1")
+        time.sleep(15)
+        runs["kafka --throttle"] = run_kafka_tool(info, topic, after, cap, work)
+        time.sleep(5)
+    time.sleep(3)  # the last scrape
+    lat = producer.latencies
+    acked = len(lat.samples)
+    print(f"idle : producer p99 {lat.quantile_ms(0.99, *idle):.1f} ms, p99.9 "
+          f"{lat.quantile_ms(0.999, *idle):.1f} ms")
+    for name, (start, end) in runs.items():
+        took = end - start
+        line = (f"{name:19}: {took:6.1f}s = {took / limit:.2f} x the limit; peak 5s in "
+                f"{peak_in(info, receivers, start, end) / cap:.2f} x cap; producer p99 "
+                f"{lat.quantile_ms(0.99, start, end):.1f} ms, p99.9 "
+                f"{lat.quantile_ms(0.999, start, end):.1f} ms")
+        if name.startswith("ours"):
+            journal = work / ("auto.journal" if "auto" in name else "one.journal")
+            times = journal_times(journal)
+            first = min(t["throttling"] for t in times.values())
+            last = max(t.get("verifying", t["done"]) for t in times.values())
+            model = review_eta(journal, cap, "auto" if "auto" in name else "1")
+            measured = last - first
+            line += (f"; review ETA {model:.0f}s vs {measured:.0f}s first throttle to last "
+                     f"copy ({(model - measured) / measured:+.0%})")
+        print(line)
+    read = read_back(info, client)
+    print(f"messages: {acked} acked, {read} read back, {max(0, acked - read)} lost; producer "
+          f"errors {lat.errors}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} "
+          f"cores")
+    print(f"targets: auto <= {TARGET_TOTAL} x the limit, peak <= {TARGET_PEAK} x cap, ETA "
+          f"within {TARGET_ETA:.0%}, 0 lost")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    with tempfile.TemporaryDirectory(prefix="links-bench-") as tmp:
+        work = Path(tmp)
+        sandbox_dir = work / "sandbox"
+        base = cluster.free_base_port(26090, 10)
+        try:
+            info = cluster.up(sandbox_dir, brokers=6, racks=2, base_port=base,
+                              link_mbps=args.link_mbps).info
+            bench(info, args, work)
+            for log in sorted(work.glob("*.log")):
+                print(f"--- {log.name} (last lines)")
+                print("\n".join(log.read_text().splitlines()[-12:]))
+        finally:
+            cluster.down(sandbox_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
