@@ -27,8 +27,6 @@ from autobalance.worth import DEFAULT_MIN_IMPROVEMENT, judge_plan
 from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
 from executor.journal import (
     JournalFile,
-    Record,
-    RunOutcome,
     header_settings,
     leaves_work,
     new_run_id,
@@ -38,6 +36,7 @@ from executor.journal import (
 from executor.lease import LeaseHold
 from executor.plan import ExecutionPlan
 from executor.preflight import ClusterView, done_not_in_place, planner_validator, stale_moves
+from executor.records import Record, RunOutcome
 from executor.runner import Executor, RunReport, clear_throttles
 from executor.state import MoveState
 from planner.goals import Budget, Goals

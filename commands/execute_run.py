@@ -21,7 +21,8 @@ from executor.state import MoveState
 from topology.errors import ExecutionError, RebalanceError
 
 if TYPE_CHECKING:
-    from executor.journal import Record, RunState
+    from executor.journal import RunState
+    from executor.records import Record
     from executor.runner import Executor
     from usecases.run import RunResult
 
@@ -122,7 +123,7 @@ def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:
 def conclude(result: RunResult) -> None:
     """The summary, then the exit: 0 completed, CANCELLED_EXIT_CODE cancelled as asked (throttles
     restored), an ExecutionError (exit code 6) for a run that stopped or left throttles."""
-    from executor.journal import RunOutcome
+    from executor.records import RunOutcome
 
     report = result.report
     print_summary(result.journal, report.outcome.value, result.cap, result.clock.now())

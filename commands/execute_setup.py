@@ -26,8 +26,8 @@ from executor.slo import SloPolicy
 from topology.errors import InputError
 
 if TYPE_CHECKING:
-    from executor.journal import Record
     from executor.readings import GateQueries
+    from executor.records import Record
 
 JOURNAL_SUFFIX = ".journal"
 

@@ -25,7 +25,7 @@ from report.files import is_report_file
 from topology.errors import InputError, MetricsError, RebalanceError
 
 if TYPE_CHECKING:
-    from executor.journal import Record
+    from executor.records import Record
     from planner.planfile import PlanFile
     from report.charts import Series
     from report.run_view import RunView

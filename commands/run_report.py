@@ -19,7 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from executor.config import parse_concurrency
-from executor.journal import Record, RunOutcome, RunState, header_settings
+from executor.journal import RunState, header_settings
+from executor.records import Record, RunOutcome
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
 from executor.timeline import COPIED, Eta, RunTimeline, copy_pace, estimate_eta, timeline

@@ -10,21 +10,35 @@ from __future__ import annotations
 
 import fcntl
 import json
-import math
 import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from pathlib import Path
-from typing import IO, Any, Protocol, TypeGuard
+from typing import IO, Any, Protocol
 
 from pydantic import ValidationError
 
 from executor.gates import NetworkSample
 from executor.plan import ExecutionPlan
+from executor.records import (
+    EndRecord,
+    GuardRecord,
+    NoteRecord,
+    RatesRecord,
+    Record,
+    RecordKind,
+    ResumeRecord,
+    RetryRecord,
+    RunOutcome,
+    RunRecord,
+    StateRecord,
+    ThrottlesRecord,
+    UnknownKind,
+    parse_record,
+)
 from executor.state import TERMINAL, MoveState, transition
-from executor.throttle import ThrottlePlan, plan_from_json, plan_to_json
+from executor.throttle import ThrottlePlan
 from planner.planfile_schema import MOVES_ADAPTER, NOUNS, MoveEntry, moves_from_entries
 from planner.result import Move
 from topology.documents import decode_json
@@ -32,13 +46,6 @@ from topology.errors import ExecutionError
 from topology.schema import describe
 
 JOURNAL_VERSION = 1
-Record = dict[str, Any]
-
-
-class RunOutcome(StrEnum):
-    COMPLETED = "completed"  # every move done
-    STOPPED = "stopped"  # a move failed or was cancelled by the executor; resumable
-    CANCELLED = "cancelled"  # an operator cancelled the run
 
 
 @dataclass(frozen=True)
@@ -84,7 +91,7 @@ def header_record(plan: ExecutionPlan, settings: Mapping[str, Any], run_id: str 
     """The first record of a journal: the plan itself, so cancel/resume need only the journal,
     and the run's id (the name it holds the cluster's lease under)."""
     return {
-        "kind": "run", "version": JOURNAL_VERSION, "plan_id": plan.plan_id,
+        "kind": RecordKind.RUN.value, "version": JOURNAL_VERSION, "plan_id": plan.plan_id,
         "fingerprint": plan.fingerprint, "settings": dict(settings),
         "moves": [{"topic": m.topic, "partition": m.partition, "current": list(m.current),
                    "target": list(m.target), "size_bytes": m.size_bytes} for m in plan.moves],
@@ -116,23 +123,15 @@ def run_id_of(records: Sequence[Record], journal: Path) -> str:
 
 def state_record(move: str, state: MoveState, at: float, *, throttle: ThrottlePlan | None = None,
                  baseline: NetworkSample | None = None, reason: str = "") -> Record:
-    record: Record = {"kind": "state", "move": move, "state": state.value, "at": at}
-    if throttle is not None:
-        record["throttle"] = plan_to_json(throttle)
-    if baseline is not None:
-        record["baseline"] = {"in": {str(b): v for b, v in sorted(baseline.net_in.items())},
-                              "out": {str(b): v for b, v in sorted(baseline.net_out.items())}}
-    if reason:
-        record["reason"] = reason
-    return record
+    return StateRecord(move, state, at, throttle, baseline, reason or None).to_json()
 
 
 def end_record(outcome: RunOutcome, at: float, reason: str = "") -> Record:
-    return {"kind": "end", "outcome": outcome.value, "at": at, "reason": reason}
+    return EndRecord(outcome, at, reason).to_json()
 
 
 def _plan_from_header(record: Record) -> ExecutionPlan:
-    if record.get("kind") != "run" or record.get("version") != JOURNAL_VERSION:
+    if record.get("kind") != RecordKind.RUN or record.get("version") != JOURNAL_VERSION:
         raise ExecutionError("journal: the first record is not a version-1 run header; "
                              "is this a rebalance journal?")
     raw_moves = record.get("moves")
@@ -160,34 +159,6 @@ def _header_label(loc: tuple[int | str, ...]) -> str:
     return f"moves[{loc[0]}]"
 
 
-def _baseline(data: Mapping[str, Any]) -> NetworkSample:
-    return NetworkSample(_rates(data["in"]), _rates(data["out"]))
-
-
-def _rates(data: Mapping[str, Any]) -> dict[int, float]:
-    """Bytes/s per broker id: ids are digits, rates finite numbers >= 0 (else ValueError)."""
-    rates = {}
-    for broker, rate in data.items():
-        if not (str(broker).isascii() and str(broker).isdigit()) or not _is_number(rate) \
-                or rate < 0:
-            raise ValueError(f"baseline rate {rate!r:.40} of broker {broker!r:.20} must be a "
-                             "number >= 0")
-        rates[int(broker)] = float(rate)
-    return rates
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value)
-
-
-def _check_time(record: Record) -> None:
-    """Every record after the header says when it was written: seconds since the epoch."""
-    at = record["at"]
-    if not _is_number(at) or at < 0:
-        raise ValueError(f"'at' must be a time in seconds, got {at!r:.40}")
-
-
 def _why(exc: Exception) -> str:
     """A short reason for a malformed record: the missing key or the bad value."""
     if isinstance(exc, KeyError):
@@ -196,77 +167,63 @@ def _why(exc: Exception) -> str:
 
 
 def apply_record(run: RunState, record: Record) -> None:
-    """Fold one record into `run`; an impossible state change or a malformed record raises
-    ExecutionError naming the record (corrupt or edited journal)."""
+    """Fold one record (as a JSON line holds it) into `run`; an impossible state change or a
+    malformed record raises ExecutionError naming the record (corrupt or edited journal)."""
+    run.records += 1
     try:
-        _apply(run, record)
-        _check_time(record)
-    except ExecutionError:
-        raise
+        typed = parse_record(record)
+    except UnknownKind as exc:
+        raise ExecutionError(f"journal: unknown record kind {exc.kind!r} (record "
+                             f"{run.records})") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ExecutionError(f"journal: record {run.records} ({record.get('kind')!r}) is "
                              f"malformed ({_why(exc)}); the journal is corrupt or edited"
                              ) from None
+    fold(run, typed)
 
 
-def _apply(run: RunState, record: Record) -> None:
-    run.records += 1
-    kind = record.get("kind")
-    if kind == "end":
-        run.outcome = RunOutcome(record["outcome"])
-        run.end_reason = str(record.get("reason", ""))
-        return
-    if kind == "resume":
-        run.outcome = None
-        run.end_reason = ""
-        return
-    if kind == "note":
-        run.notes.append(str(record.get("message", "")))
-        return
-    if kind == "rates":
-        name = str(record["move"])
-        if name not in run.moves:
-            raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
-        run.moves[name] = replace(run.moves[name], throttle=plan_from_json(record["throttle"]))
-        return
-    if kind == "throttles":
-        name = str(record["move"])
-        if name not in run.moves:
-            raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
-        run.moves[name] = replace(run.moves[name], throttles_left=bool(record["present"]))
-        return
-    if kind == "retry":
-        _retry(run, str(record["move"]))
-        return
-    if kind == "guard":
-        run.guard_levels = _levels(record["levels"])
-        run.guard_steps += 1
-        run.guard_lowest = min([*run.guard_levels.values(),
-                                *([run.guard_lowest] if run.guard_lowest else [])], default=None)
-        return
-    if kind != "state":
-        raise ExecutionError(f"journal: unknown record kind {kind!r} (record {run.records})")
-    name = str(record["move"])
+def fold(run: RunState, record: RunRecord) -> None:
+    """Fold one typed record into `run` (`run.records` already counts it)."""
+    match record:
+        case EndRecord(outcome=outcome, reason=reason):
+            run.outcome, run.end_reason = outcome, reason
+        case ResumeRecord():
+            run.outcome, run.end_reason = None, ""
+        case NoteRecord(message=message):
+            run.notes.append(message)
+        case RatesRecord(move=name, throttle=throttle):
+            run.moves[_known(run, name)] = replace(run.moves[name], throttle=throttle)
+        case ThrottlesRecord(move=name, present=present):
+            run.moves[_known(run, name)] = replace(run.moves[name], throttles_left=present)
+        case RetryRecord(move=name):
+            _retry(run, name)
+        case GuardRecord(levels=levels):
+            run.guard_levels = dict(levels)
+            run.guard_steps += 1
+            lows = [*levels.values(), *([run.guard_lowest] if run.guard_lowest else [])]
+            run.guard_lowest = min(lows, default=None)
+        case StateRecord():
+            _enter(run, record)
+
+
+def _known(run: RunState, name: str) -> str:
     if name not in run.moves:
         raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
-    old = run.moves[name]
-    new_state = transition(name, old.state, MoveState(record["state"]))
-    run.moves[name] = MoveRecord(
+    return name
+
+
+def _enter(run: RunState, record: StateRecord) -> None:
+    old = run.moves[_known(run, record.move)]
+    new_state = transition(record.move, old.state, record.state)
+    run.moves[record.move] = MoveRecord(
         state=new_state,
-        throttle=plan_from_json(record["throttle"]) if "throttle" in record else old.throttle,
-        baseline=_baseline(record["baseline"]) if "baseline" in record else old.baseline,
-        cooldown_since=float(record["at"]) if new_state is MoveState.COOLING_DOWN
+        throttle=record.throttle if record.throttle is not None else old.throttle,
+        baseline=record.baseline if record.baseline is not None else old.baseline,
+        cooldown_since=record.at if new_state is MoveState.COOLING_DOWN
         else old.cooldown_since,
-        reason=str(record.get("reason", old.reason)),
+        reason=record.reason if record.reason is not None else old.reason,
         throttles_left=_throttles_left(old, new_state),
     )
-
-
-def _levels(data: Mapping[str, Any]) -> dict[int, int]:
-    levels = {int(b): int(v) for b, v in data.items()}
-    if any(v <= 0 for v in levels.values()):
-        raise ValueError("a guard level is not positive")
-    return levels
 
 
 RETRYABLE = frozenset({MoveState.FAILED, MoveState.CANCELLED})
@@ -275,9 +232,7 @@ RETRYABLE = frozenset({MoveState.FAILED, MoveState.CANCELLED})
 def _retry(run: RunState, name: str) -> None:
     """A failed or cancelled move starts again from nothing (its brokers are back): allowed
     only when none of its throttles can be left, so it is exactly a pending move."""
-    if name not in run.moves:
-        raise ExecutionError(f"journal: record {run.records} names unknown move {name}")
-    old = run.moves[name]
+    old = run.moves[_known(run, name)]
     if old.state not in RETRYABLE or old.throttles_left:
         left = " with throttles left" if old.throttles_left else ""
         raise ExecutionError(f"journal: record {run.records} retries move {name} in state "
@@ -286,7 +241,7 @@ def _retry(run: RunState, name: str) -> None:
 
 
 def retry_record(move: str, at: float) -> Record:
-    return {"kind": "retry", "move": move, "at": at}
+    return RetryRecord(move, at).to_json()
 
 
 def _throttles_left(old: MoveRecord, new_state: MoveState) -> bool:
@@ -495,52 +450,42 @@ class Journal:
         self.run = run
         self._sink = sink
 
+    def _write(self, record: RunRecord) -> None:
+        """Append `record` durably, then fold it into the run exactly as replay will read it
+        back (from its JSON form)."""
+        line = record.to_json()
+        self._sink.append(line)
+        apply_record(self.run, line)
+
     def enter(self, move: str, state: MoveState, at: float, *,
               throttle: ThrottlePlan | None = None, baseline: NetworkSample | None = None,
               reason: str = "") -> None:
         """Record that `move` enters `state` (checked against the table), durably."""
         transition(move, self.run.state_of(move), state)
-        record = state_record(move, state, at, throttle=throttle, baseline=baseline,
-                              reason=reason)
-        self._sink.append(record)
-        apply_record(self.run, record)
+        self._write(StateRecord(move, state, at, throttle, baseline, reason or None))
 
     def end(self, outcome: RunOutcome, at: float, reason: str = "") -> None:
-        record = end_record(outcome, at, reason)
-        self._sink.append(record)
-        apply_record(self.run, record)
+        self._write(EndRecord(outcome, at, reason))
 
     def reopen(self, at: float) -> None:
         """Mark a stopped run as resumed."""
-        record: Record = {"kind": "resume", "at": at}
-        self._sink.append(record)
-        apply_record(self.run, record)
+        self._write(ResumeRecord(at))
 
     def throttles(self, move: str, present: bool, at: float) -> None:
         """Record that `move`'s throttles are (about to be) present or are confirmed gone."""
-        record: Record = {"kind": "throttles", "move": move, "present": present, "at": at}
-        self._sink.append(record)
-        apply_record(self.run, record)
+        self._write(ThrottlesRecord(move, present, at))
 
     def update_throttle(self, move: str, throttle: ThrottlePlan, at: float) -> None:
         """Record new rates for `move` (same priors and entries) before they are set."""
-        record: Record = {"kind": "rates", "move": move, "throttle": plan_to_json(throttle),
-                          "at": at}
-        self._sink.append(record)
-        apply_record(self.run, record)
+        self._write(RatesRecord(move, throttle, at))
 
     def guard(self, levels: Mapping[int, int], changes: Sequence[str], at: float) -> None:
         """Record the SLO guard's new levels (every broker under the cap) and why, before the
         rates are set."""
-        record: Record = {"kind": "guard", "levels": {str(b): v for b, v in sorted(levels.items())},
-                          "changes": list(changes), "at": at}
-        self._sink.append(record)
-        apply_record(self.run, record)
+        self._write(GuardRecord(dict(levels), tuple(changes), at))
 
     def note(self, message: str, at: float) -> None:
-        record: Record = {"kind": "note", "message": message, "at": at}
-        self._sink.append(record)
-        apply_record(self.run, record)
+        self._write(NoteRecord(message, at))
 
     def cancel_requested(self) -> bool:
         return self._sink.cancel_requested()

@@ -18,8 +18,6 @@ from executor.journal import (
     RETRYABLE,
     Journal,
     JournalSink,
-    Record,
-    RunOutcome,
     RunState,
     apply_record,
     header_record,
@@ -36,6 +34,7 @@ from executor.preflight import (
     require_preflight,
     warm_follower_quotas,
 )
+from executor.records import Record, RunOutcome
 from executor.starts import MoveStarter
 from executor.state import MoveState
 from executor.steps import MoveDriver

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from executor.journal import RunOutcome, RunState
+from executor.journal import RunState
+from executor.records import RunOutcome
 from executor.state import MoveState
 
 

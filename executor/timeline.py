@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from executor.config import Concurrency
-from executor.journal import Record, RunState
+from executor.journal import RunState
+from executor.records import Record, RecordKind
 from executor.schedule import schedule
 from executor.state import MoveState
 from planner.result import Move
@@ -79,13 +80,13 @@ def timeline(records: Sequence[Record]) -> RunTimeline:
         started = at if started is None else min(started, at)
         last = at if last is None else max(last, at)
         kind = record.get("kind")
-        if kind == "end":
+        if kind == RecordKind.END:
             ended = at
-        elif kind == "resume":
+        elif kind == RecordKind.RESUME:
             ended = None
-        elif kind == "retry":
+        elif kind == RecordKind.RETRY:
             moves[str(record.get("move"))] = MoveTiming()
-        elif kind == "state":
+        elif kind == RecordKind.STATE:
             name = str(record.get("move"))
             moves[name] = _milestone(moves.get(name, MoveTiming()), str(record.get("state")), at)
     return RunTimeline(started, ended, last, moves)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from executor.journal import Record, RunOutcome, replay
+from executor.journal import replay
+from executor.records import Record, RecordKind, RunOutcome
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
 from executor.throttle import FOLLOWER_RATE, plan_from_json
@@ -186,16 +187,16 @@ class _Fold:
 
     def record(self, record: Record) -> None:
         kind, at = record.get("kind"), float(record.get("at", self.t0)) - self.t0
-        if kind == "state":
+        if kind == RecordKind.STATE:
             self._state(str(record["move"]), MoveState(record["state"]), at, record)
-        elif kind == "rates":
+        elif kind == RecordKind.RATES:
             self._rates(str(record["move"]), record["throttle"], at)
-        elif kind == "retry":
+        elif kind == RecordKind.RETRY:
             track = self.tracks[str(record["move"])]
             track.state, track.reason = MoveState.PENDING, ""
-        elif kind == "note":
+        elif kind == RecordKind.NOTE:
             self.notes.append((at, str(record.get("message", ""))))
-        elif kind == "guard":
+        elif kind == RecordKind.GUARD:
             changes = record.get("changes")
             said = "; ".join(str(c) for c in changes) if isinstance(changes, list) else ""
             self.notes.append((at, f"SLO guard: {said}"))

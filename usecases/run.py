@@ -23,11 +23,12 @@ from topology.errors import ExecutionError, InputError
 from usecases.cluster import ClusterAccess, cluster_lease, live_topology, real_ports
 
 if TYPE_CHECKING:
-    from executor.journal import JournalFile, Record, RunState
+    from executor.journal import JournalFile, RunState
     from executor.lease import LeaseHold
     from executor.plan import ExecutionPlan
     from executor.preflight import PlanValidator
     from executor.readings import GateQueries
+    from executor.records import Record
     from executor.runner import Executor, Preview, RunReport
     from topology.model import Capacity
     from topology.ports import Clock

@@ -27,7 +27,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from autobalance.imbalance import imbalance_verdict
-from executor.journal import RunOutcome, parse_lines, read_journal
+from executor.journal import parse_lines, read_journal
+from executor.records import RunOutcome
 from executor.state import MoveState
 from executor.throttle import (
     BROKER_THROTTLE_CONFIGS,

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from executor.journal import RunOutcome, read_journal
+from executor.journal import read_journal
+from executor.records import RunOutcome
 from executor.state import MoveState
 from planner.result import Move
 from sandbox import cluster, process

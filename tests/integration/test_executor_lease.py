@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from executor.journal import RunOutcome, read_journal
+from executor.journal import read_journal
+from executor.records import RunOutcome
 from executor.state import MoveState
 from sandbox.state import SandboxInfo
 from tests.integration.executor_support import (

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from executor.journal import RunOutcome, read_journal
+from executor.journal import read_journal
+from executor.records import RunOutcome
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, LEADER_REPLICAS
 from sandbox.state import SandboxInfo

@@ -21,8 +21,9 @@ from commands.execute_render import (
 )
 from commands.run_report import StatusView, status_table
 from commands.sandbox_cmd import _brokers_table
-from executor.journal import RunOutcome, RunState
+from executor.journal import RunState
 from executor.plan import ExecutionPlan
+from executor.records import RunOutcome
 from executor.runner import RunReport
 from executor.state import MoveState
 from executor.status import MoveStatus, RunStatus

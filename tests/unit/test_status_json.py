@@ -11,14 +11,9 @@ from typing import Any
 
 import pytest
 
-from executor.journal import (
-    JournalFile,
-    RunOutcome,
-    end_record,
-    header_record,
-    state_record,
-)
+from executor.journal import JournalFile, end_record, header_record, state_record
 from executor.plan import ExecutionPlan
+from executor.records import RunOutcome
 from executor.state import MoveState
 from planner.result import Move
 

@@ -15,7 +15,8 @@ from autobalance.orchestrator import AutoSettings, CycleResult, Edge, run_cycle
 from autobalance.statedir import StateDir
 from autobalance.windows import parse_schedule
 from executor.config import Event, EventKind
-from executor.journal import RunOutcome, read_journal
+from executor.journal import read_journal
+from executor.records import RunOutcome
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
 from planner.goals import Budget, Goals

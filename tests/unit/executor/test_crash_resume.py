@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from executor.journal import JournalFile, RunOutcome, header_record
+from executor.journal import JournalFile, header_record
+from executor.records import RunOutcome
 from executor.runner import Executor, clear_throttles_from
 from executor.state import TERMINAL
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE, LEADER_REPLICAS

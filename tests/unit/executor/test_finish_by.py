@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from executor.journal import RunOutcome
+from executor.records import RunOutcome
 from executor.runner import Executor
 from executor.state import MoveState
 from tests.unit.executor.fakes import make_world

@@ -11,13 +11,13 @@ from executor.gates import NetworkSample
 from executor.journal import (
     Journal,
     JournalFile,
-    RunOutcome,
     header_record,
     read_journal,
     replay,
     request_cancel,
 )
 from executor.plan import ExecutionPlan
+from executor.records import RunOutcome
 from executor.state import IllegalTransition, MoveState
 from executor.throttle import ThrottlePriors, plan_throttle, uniform_rates
 from tests.unit.executor.fakes import standard_moves

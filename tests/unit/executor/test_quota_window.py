@@ -10,7 +10,7 @@ import pytest
 
 from executor.config import EventKind, ExecutorConfig
 from executor.flows import Direction, QuotaWindows, move_ends
-from executor.journal import RunOutcome
+from executor.records import RunOutcome
 from executor.runner import Executor
 from planner.result import Move
 from tests.unit.executor.fakes import MB, FakeClock, World, make_world

@@ -20,7 +20,8 @@ import pytest
 from commands import execute_run
 from executor import runner
 from executor.config import Event, EventKind, Reporter
-from executor.journal import RunOutcome, read_journal, request_cancel
+from executor.journal import read_journal, request_cancel
+from executor.records import RunOutcome
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.planfile_json import write_plan

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from executor.config import Event, EventKind
-from executor.journal import RunOutcome, replay
+from executor.journal import replay
+from executor.records import RunOutcome
 from executor.runner import Executor, clear_throttles_from
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS

@@ -9,7 +9,7 @@ import pytest
 
 from executor.config import AUTO, Event, EventKind
 from executor.flows import busiest_first, remaining_load
-from executor.journal import RunOutcome
+from executor.records import RunOutcome
 from executor.runner import Executor, clear_throttles_from
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
 from planner.result import Move

@@ -10,7 +10,8 @@ import pytest
 
 from commands.run_report import summary_head
 from executor.config import Event, EventKind
-from executor.journal import RunOutcome, replay
+from executor.journal import replay
+from executor.records import RunOutcome
 from executor.runner import Executor
 from executor.slo import SloPolicy
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE

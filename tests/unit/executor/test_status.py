@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from executor.config import Event, EventKind
-from executor.journal import RunOutcome, replay
+from executor.journal import replay
+from executor.records import RunOutcome
 from executor.runner import Executor
 from executor.state import MoveState
 from executor.status import summarize

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from executor.journal import (
-    Record,
-    RunOutcome,
-    end_record,
-    header_record,
-    replay,
-    retry_record,
-    state_record,
-)
+from executor.journal import end_record, header_record, replay, retry_record, state_record
 from executor.plan import ExecutionPlan
+from executor.records import Record, RunOutcome
 from executor.state import MoveState
 from executor.timeline import copy_pace, estimate_eta, timeline
 from executor.units import duration_text, rate_text, share_text, size_text

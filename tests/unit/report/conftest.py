@@ -13,8 +13,9 @@ import shutil
 
 import pytest
 
-from executor.journal import Record, RunOutcome, end_record, header_record, state_record
+from executor.journal import end_record, header_record, state_record
 from executor.plan import ExecutionPlan
+from executor.records import Record, RunOutcome
 from executor.state import MoveState
 from executor.throttle import (
     ThrottlePlan,

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
-from executor.journal import Record
+from executor.records import Record
 from planner.planfile import PlanFile
 from report import charts
 from report.files import is_report_file, write_report

@@ -23,7 +23,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
-from executor.journal import Record
+from executor.records import Record
 from planner.planfile import PlanFile
 from report.files import write_report
 from report.page import render_report

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from executor.journal import Record
+from executor.records import Record
 from planner.planfile import PlanFile
 from planner.planfile_json import write_plan
 from report.files import is_report_file

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from executor.journal import Record, RunOutcome
+from executor.records import Record, RunOutcome
 from executor.state import MoveState
 from report.run_view import CapSegment, CopySegment, Phase, run_view
 from topology.errors import ExecutionError

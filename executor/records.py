@@ -1,0 +1,219 @@
+"""The journal's records after its header, as typed values: one frozen class per kind, each
+with its JSON line form (`to_json`) and the strict reading of that form (`parse_record`).
+
+A journal line is a JSON object whose "kind" names its record (RecordKind) and whose "at" says
+when it was written (seconds since the epoch); the header (kind "run") carries the plan and is
+read by executor.journal. A malformed value raises ValueError, KeyError or TypeError; replay
+turns those into an error naming the record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, TypeGuard
+
+from executor.gates import NetworkSample
+from executor.state import MoveState
+from executor.throttle import ThrottlePlan, plan_from_json, plan_to_json
+
+Record = dict[str, Any]  # a record as a JSON line holds it
+
+
+class RecordKind(StrEnum):
+    RUN = "run"  # the header: the plan, the settings, the run id
+    STATE = "state"  # a move enters a state (with its throttle and baseline when it starts)
+    RATES = "rates"  # new rates for a move's throttle (--adaptive), before they are set
+    THROTTLES = "throttles"  # a move's throttles are (about to be) present, or confirmed gone
+    GUARD = "guard"  # the SLO guard's levels, before they are set
+    RETRY = "retry"  # a failed or cancelled move starts again
+    NOTE = "note"  # something said during the run
+    END = "end"  # the run ended
+    RESUME = "resume"  # an ended run goes on
+
+
+class RunOutcome(StrEnum):
+    COMPLETED = "completed"  # every move done
+    STOPPED = "stopped"  # a move failed or was cancelled by the executor; resumable
+    CANCELLED = "cancelled"  # an operator cancelled the run
+
+
+@dataclass(frozen=True)
+class StateRecord:
+    move: str
+    state: MoveState
+    at: float
+    throttle: ThrottlePlan | None = None
+    baseline: NetworkSample | None = None
+    reason: str | None = None  # None: the move keeps the reason it had
+
+    def to_json(self) -> Record:
+        record: Record = {"kind": RecordKind.STATE.value, "move": self.move,
+                          "state": self.state.value, "at": self.at}
+        if self.throttle is not None:
+            record["throttle"] = plan_to_json(self.throttle)
+        if self.baseline is not None:
+            record["baseline"] = {
+                "in": {str(b): v for b, v in sorted(self.baseline.net_in.items())},
+                "out": {str(b): v for b, v in sorted(self.baseline.net_out.items())}}
+        if self.reason:
+            record["reason"] = self.reason
+        return record
+
+
+@dataclass(frozen=True)
+class RatesRecord:
+    move: str
+    throttle: ThrottlePlan
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.RATES.value, "move": self.move,
+                "throttle": plan_to_json(self.throttle), "at": self.at}
+
+
+@dataclass(frozen=True)
+class ThrottlesRecord:
+    move: str
+    present: bool
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.THROTTLES.value, "move": self.move, "present": self.present,
+                "at": self.at}
+
+
+@dataclass(frozen=True)
+class GuardRecord:
+    levels: Mapping[int, int]  # every broker under the cap
+    changes: tuple[str, ...]
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.GUARD.value,
+                "levels": {str(b): v for b, v in sorted(self.levels.items())},
+                "changes": list(self.changes), "at": self.at}
+
+
+@dataclass(frozen=True)
+class RetryRecord:
+    move: str
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.RETRY.value, "move": self.move, "at": self.at}
+
+
+@dataclass(frozen=True)
+class NoteRecord:
+    message: str
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.NOTE.value, "message": self.message, "at": self.at}
+
+
+@dataclass(frozen=True)
+class EndRecord:
+    outcome: RunOutcome
+    at: float
+    reason: str = ""
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.END.value, "outcome": self.outcome.value, "at": self.at,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ResumeRecord:
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.RESUME.value, "at": self.at}
+
+
+RunRecord = (StateRecord | RatesRecord | ThrottlesRecord | GuardRecord | RetryRecord
+             | NoteRecord | EndRecord | ResumeRecord)
+
+
+def parse_record(raw: Mapping[str, Any]) -> RunRecord:
+    """The typed record of a journal line after the header (ValueError naming what is wrong;
+    KeyError for a missing key). The time is read last: a record without its body is named by
+    what it lacks."""
+    kind = RecordKind(raw["kind"]) if raw.get("kind") in set(RecordKind) else None
+
+    def at() -> float:
+        return _time(raw["at"])
+
+    if kind is RecordKind.STATE:
+        return StateRecord(
+            move=str(raw["move"]), state=MoveState(raw["state"]),
+            throttle=plan_from_json(raw["throttle"]) if "throttle" in raw else None,
+            baseline=_baseline(raw["baseline"]) if "baseline" in raw else None,
+            reason=str(raw["reason"]) if "reason" in raw else None, at=at())
+    if kind is RecordKind.RATES:
+        return RatesRecord(move=str(raw["move"]), throttle=plan_from_json(raw["throttle"]),
+                           at=at())
+    if kind is RecordKind.THROTTLES:
+        return ThrottlesRecord(move=str(raw["move"]), present=bool(raw["present"]), at=at())
+    if kind is RecordKind.GUARD:
+        changes = raw.get("changes", [])
+        if not isinstance(changes, list):
+            raise ValueError("the guard's changes are not a list")
+        return GuardRecord(levels=_levels(raw["levels"]),
+                           changes=tuple(str(c) for c in changes), at=at())
+    if kind is RecordKind.RETRY:
+        return RetryRecord(move=str(raw["move"]), at=at())
+    if kind is RecordKind.NOTE:
+        return NoteRecord(message=str(raw.get("message", "")), at=at())
+    if kind is RecordKind.END:
+        return EndRecord(outcome=RunOutcome(raw["outcome"]), reason=str(raw.get("reason", "")),
+                         at=at())
+    if kind is RecordKind.RESUME:
+        return ResumeRecord(at=at())
+    raise UnknownKind(raw.get("kind"))
+
+
+class UnknownKind(ValueError):
+    """A line whose kind no version of the journal writes after the header."""
+
+    def __init__(self, kind: object) -> None:
+        super().__init__(f"unknown record kind {kind!r}")
+        self.kind = kind
+
+
+def is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _time(value: object) -> float:
+    """Every record after the header says when it was written: seconds since the epoch."""
+    if not is_number(value) or value < 0:
+        raise ValueError(f"'at' must be a time in seconds, got {value!r:.40}")
+    return float(value)
+
+
+def _baseline(data: Mapping[str, Any]) -> NetworkSample:
+    return NetworkSample(_rates(data["in"]), _rates(data["out"]))
+
+
+def _rates(data: Mapping[str, Any]) -> dict[int, float]:
+    """Bytes/s per broker id: ids are digits, rates finite numbers >= 0 (else ValueError)."""
+    rates = {}
+    for broker, rate in data.items():
+        if not (str(broker).isascii() and str(broker).isdigit()) or not is_number(rate) \
+                or rate < 0:
+            raise ValueError(f"baseline rate {rate!r:.40} of broker {broker!r:.20} must be a "
+                             "number >= 0")
+        rates[int(broker)] = float(rate)
+    return rates
+
+
+def _levels(data: Mapping[str, Any]) -> dict[int, int]:
+    levels = {int(b): int(v) for b, v in data.items()}
+    if any(v <= 0 for v in levels.values()):
+        raise ValueError("a guard level is not positive")
+    return levels
