@@ -7,9 +7,10 @@ down) or ends. Every step first looks at the cluster, so redoing it after a cras
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
+from executor.decide import Action, Observation, Step, Tracking, decide
 from executor.flows import Direction, End, baseline_for, end_text, ends_of_baseline
 from executor.gates import GateReading, NetworkSample, gate_decision, start_decision
 from executor.journal import Journal, MoveRecord
@@ -44,16 +45,6 @@ from topology.ports import PartitionInfo
 S = MoveState
 # States in which a move's copy may be flowing (its ends busy with its bytes).
 COPIES_IN_FLIGHT = frozenset({S.THROTTLING, S.SUBMITTED, S.COPYING, S.VERIFYING})
-
-
-@dataclass
-class Tracking:
-    """Volatile per-move observations (not journaled: rebuilt from the cluster after a crash)."""
-
-    last_progress: tuple[int, tuple[int, ...]] | None = None
-    idle_polls: int = 0
-    gate_streak: int = 0
-    copy_polls: int = 0
 
 
 class MoveDriver:
@@ -292,54 +283,46 @@ class MoveDriver:
                                  f"{self._record(move).state.value}; it was edited or is corrupt")
         return plan
 
+    def _take(self, move: Move, step: Step) -> bool:
+        """Keep the step's tracking, journal its next state; True when the move moved on."""
+        self.tracking[move.name] = step.tracking
+        if step.next is None:
+            return False
+        self.enter(move, step.next, step.reason)
+        return True
+
+    def _decide(self, move: Move, seen: Observation) -> Step:
+        return decide(self._record(move).state, move, seen, self._track(move),
+                      self.config.stall_intervals, elect_leaders=self.config.elect_leaders)
+
     def _throttle(self, move: Move) -> bool:
         problems = self.apply_throttle(self._throttle_plan(move))
-        if problems:
-            self.enter(move, S.CANCELLING, "throttle read back differs: " + "; ".join(problems))
-        else:
-            self.enter(move, S.SUBMITTED)
-        return True
+        return self._take(move, self._decide(move, Observation(problems=tuple(problems))))
 
     def _submit(self, move: Move) -> bool:
         live = self._partition(move)
-        if move.key not in self.ports.admin.list_partition_reassignments():
-            if live is None:
-                self.enter(move, S.CANCELLING, "the partition disappeared")
-                return True
-            if live.replicas == move.current:
-                self.ports.admin.alter_partition_reassignments({move.key: list(move.target)})
-            elif live.replicas != move.target:
-                self.enter(move, S.CANCELLING,
-                           f"replicas changed to {list(live.replicas)} outside this run")
-                return True
-        self.tracking[move.name] = Tracking()
-        self.enter(move, S.COPYING)
-        return True
+        listed = move.key in self.ports.admin.list_partition_reassignments()
+        step = self._decide(move, Observation(listed=listed,
+                                              replicas=live.replicas if live else None))
+        if step.action is Action.SUBMIT:
+            self.ports.admin.alter_partition_reassignments({move.key: list(move.target)})
+        return self._take(move, step)
 
     def _copy(self, move: Move) -> bool:
         admin = self.ports.admin
-        if move.key not in admin.list_partition_reassignments():
-            self.tracking[move.name] = Tracking()
-            self.enter(move, S.VERIFYING)
+        seen = Observation()
+        if move.key in admin.list_partition_reassignments():
+            dead = tuple(sorted(touched_brokers(move) - {b.id for b in admin.brokers()}))
+            seen = Observation(listed=True, dead=dead)
+            if not dead:
+                seen = replace(seen, progress=self._progress(move))
+                self._event(EventKind.PROGRESS, move, f"{move.name}: copying",
+                            max(seen.progress[0], 0))
+        step = self._decide(move, seen)
+        if self._take(move, step):
             return True
-        dead = sorted(touched_brokers(move) - {b.id for b in admin.brokers()})
-        if dead:
-            self.enter(move, S.CANCELLING, f"broker(s) {dead} went offline during the move")
-            return True
-        progress = self._progress(move)
-        track = self._track(move)
-        if progress != track.last_progress:
-            track.last_progress, track.idle_polls = progress, 0
-        else:
-            track.idle_polls += 1
-        self._event(EventKind.PROGRESS, move, f"{move.name}: copying", max(progress[0], 0))
-        if track.idle_polls >= self.config.stall_intervals:
-            self.enter(move, S.CANCELLING,
-                       f"no progress for {track.idle_polls} polls (destination bytes and ISR "
-                       "unchanged); a target broker may be unhealthy")
-            return True
-        track.copy_polls += 1
-        if self.config.adaptive and track.copy_polls % self.config.adaptive_every_polls == 0:
+        every = self.config.adaptive_every_polls
+        if self.config.adaptive and step.tracking.copy_polls % every == 0:
             return self._adapt(move)
         return False
 
@@ -375,42 +358,21 @@ class MoveDriver:
         return sum(sizes.get((move.key, b), 0) for b in move.added_brokers), isr
 
     def _verify(self, move: Move) -> bool:
-        """Replicas equal the target and all are in sync; metadata may lag the reassignment
-        list by a poll or two, so anything else is only concluded after `stall_intervals`."""
         live = self._partition(move)
-        if live is not None and live.replicas == move.target and set(move.target) <= set(live.isr):
-            self.enter(move, S.UNTHROTTLING)
-            return True
-        track = self._track(move)
-        track.idle_polls += 1
-        if track.idle_polls < self.config.stall_intervals:
-            return False
-        if live is not None and live.replicas == move.target:
-            reason = f"replicas {list(move.target)} in place but ISR is {list(live.isr)}"
-        else:
-            found = list(live.replicas) if live else "nothing"
-            reason = f"reassignment ended outside this run: cluster has {found}"
-        self.enter(move, S.CANCELLING, reason)
-        return True
+        return self._take(move, self._decide(move, Observation(
+            replicas=live.replicas if live else None, isr=tuple(live.isr) if live else ())))
 
     def _unthrottle(self, move: Move) -> bool:
         problems = self.restore_throttle(self._throttle_plan(move))
-        if problems:
-            self.enter(move, S.FAILED, "; ".join(problems)
-                       + "; run `rebalance clear-throttles` once the brokers are reachable")
-            return False
-        self.enter(move, S.ELECTING if self.config.elect_leaders else S.COOLING_DOWN)
-        return True
+        return self._take(move, self._decide(move, Observation(problems=tuple(problems))))
 
     def _elect(self, move: Move) -> bool:
-        reason = ""
+        failure = ""
         try:
             self.ports.admin.elect_preferred_leaders([move.key])
         except ClusterError as exc:
-            reason = f"preferred leader election failed ({exc}); leadership stays as is"
-        self.tracking[move.name] = Tracking()
-        self.enter(move, S.COOLING_DOWN, reason)
-        return True
+            failure = str(exc)
+        return self._take(move, self._decide(move, Observation(failure=failure)))
 
     def _cool(self, move: Move) -> bool:
         """The gate after a move. Samples are taken from the start of the cooldown, so a
@@ -438,7 +400,7 @@ class MoveDriver:
         moving = frozenset(m.key for m in self.journal.run.in_state(REASSIGNMENT_MAY_BE_IN_FLIGHT))
         track = self._track(move)
         decision = gate_decision(policy, baseline, reading, moving, track.gate_streak)
-        track.gate_streak = decision.streak
+        self.tracking[move.name] = replace(track, gate_streak=decision.streak)
         left = self.config.cooldown_seconds - (self._now() - (record.cooldown_since or 0.0))
         cooling = f"; cooling down, {left:.0f} s left" if left > 0 else ""
         self._event(EventKind.GATE, move, f"gate after {move.name}: {decision.verdict.value}, "
@@ -481,8 +443,8 @@ class MoveDriver:
             # metadata can still show the replicas in flight (current and target together) a
             # moment after the cancel: look again, for at most `stall_intervals` polls
             in_flight = replicas == set(move.current) | set(move.target) != set(move.target)
-            track = self._track(move)
-            track.idle_polls += 1
+            track = replace(self._track(move), idle_polls=self._track(move).idle_polls + 1)
+            self.tracking[move.name] = track
             return in_flight and track.idle_polls < self.config.stall_intervals
         if live.replicas != move.current:
             self.ports.admin.alter_partition_reassignments({move.key: move.current})

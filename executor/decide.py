@@ -1,0 +1,140 @@
+"""The pure step of a move: from its state and what the cluster shows now, the next state.
+
+`decide(state, move, observation, tracking, stall_intervals)` is the whole rule of the states
+that only look at the cluster and act on it (throttling, submitted, copying, verifying,
+unthrottling, electing); executor.steps gathers the observation, carries out the action the
+step names and journals the next state. The gate after a move (executor.gates) and the cancel
+protocol (executor.steps) have rules of their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from executor.state import MoveState
+from planner.result import Move
+
+S = MoveState
+
+
+class Action(StrEnum):
+    NONE = "none"
+    SUBMIT = "submit"  # ask Kafka to reassign the partition to the move's target
+
+
+@dataclass(frozen=True, slots=True)
+class Tracking:
+    """What a move's earlier polls saw (not journaled: rebuilt from the cluster after a
+    crash)."""
+
+    last_progress: tuple[int, tuple[int, ...]] | None = None
+    idle_polls: int = 0
+    gate_streak: int = 0
+    copy_polls: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the driver read for one step; each state looks at its own part.
+
+    listed: the partition's reassignment is in flight; replicas/isr: the partition now (None:
+    it is gone); dead: brokers of the move that are offline; progress: bytes on the new
+    replicas (-1: unreadable) and the ISR; problems: what a throttle write or restore read back
+    differently (or why it could not be done); failure: why an effect failed, where the move
+    goes on anyway (a leader election)."""
+
+    listed: bool = False
+    replicas: tuple[int, ...] | None = None
+    isr: tuple[int, ...] = ()
+    dead: tuple[int, ...] = ()
+    progress: tuple[int, tuple[int, ...]] = (-1, ())
+    problems: tuple[str, ...] = ()
+    failure: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The decision: the next state (None: stay and poll again), why, what to do first, and
+    the tracking to keep."""
+
+    next: MoveState | None
+    reason: str = ""
+    action: Action = Action.NONE
+    tracking: Tracking = field(default_factory=Tracking)
+
+
+def decide(state: MoveState, move: Move, seen: Observation, tracking: Tracking,
+           stall_intervals: int, *, elect_leaders: bool = True) -> Step:
+    """The step of `move` in `state` given what was `seen`."""
+    if state is S.THROTTLING:
+        return _after_write(seen, S.SUBMITTED, tracking)
+    if state is S.SUBMITTED:
+        return _submitted(move, seen)
+    if state is S.COPYING:
+        return _copying(move, seen, tracking, stall_intervals)
+    if state is S.VERIFYING:
+        return _verifying(move, seen, tracking, stall_intervals)
+    if state is S.UNTHROTTLING:
+        if seen.problems:
+            return Step(S.FAILED, "; ".join(seen.problems) + "; run `rebalance "
+                        "clear-throttles` once the brokers are reachable", tracking=tracking)
+        return Step(S.ELECTING if elect_leaders else S.COOLING_DOWN, tracking=tracking)
+    if state is S.ELECTING:
+        reason = (f"preferred leader election failed ({seen.failure}); leadership stays as is"
+                  if seen.failure else "")
+        return Step(S.COOLING_DOWN, reason, tracking=Tracking())
+    raise ValueError(f"no pure step for state {state.value}")
+
+
+def _after_write(seen: Observation, then: MoveState, tracking: Tracking) -> Step:
+    if seen.problems:
+        return Step(S.CANCELLING, "throttle read back differs: " + "; ".join(seen.problems),
+                    tracking=tracking)
+    return Step(then, tracking=tracking)
+
+
+def _submitted(move: Move, seen: Observation) -> Step:
+    if not seen.listed:
+        if seen.replicas is None:
+            return Step(S.CANCELLING, "the partition disappeared")
+        if seen.replicas == move.current:
+            return Step(S.COPYING, action=Action.SUBMIT)
+        if seen.replicas != move.target:
+            return Step(S.CANCELLING,
+                        f"replicas changed to {list(seen.replicas)} outside this run")
+    return Step(S.COPYING)  # submitted before (a crash after the request), or already done
+
+
+def _copying(move: Move, seen: Observation, tracking: Tracking, stall_intervals: int) -> Step:
+    if not seen.listed:
+        return Step(S.VERIFYING)
+    if seen.dead:
+        return Step(S.CANCELLING, f"broker(s) {sorted(seen.dead)} went offline during the move",
+                    tracking=tracking)
+    if seen.progress != tracking.last_progress:
+        tracking = replace(tracking, last_progress=seen.progress, idle_polls=0)
+    else:
+        tracking = replace(tracking, idle_polls=tracking.idle_polls + 1)
+    if tracking.idle_polls >= stall_intervals:
+        return Step(S.CANCELLING,
+                    f"no progress for {tracking.idle_polls} polls (destination bytes and ISR "
+                    "unchanged); a target broker may be unhealthy", tracking=tracking)
+    return Step(None, tracking=replace(tracking, copy_polls=tracking.copy_polls + 1))
+
+
+def _verifying(move: Move, seen: Observation, tracking: Tracking,
+               stall_intervals: int) -> Step:
+    """Replicas equal the target and all are in sync; metadata may lag the reassignment list
+    by a poll or two, so anything else is only concluded after `stall_intervals` polls."""
+    if seen.replicas == move.target and set(move.target) <= set(seen.isr):
+        return Step(S.UNTHROTTLING, tracking=tracking)
+    tracking = replace(tracking, idle_polls=tracking.idle_polls + 1)
+    if tracking.idle_polls < stall_intervals:
+        return Step(None, tracking=tracking)
+    if seen.replicas == move.target:
+        reason = f"replicas {list(move.target)} in place but ISR is {list(seen.isr)}"
+    else:
+        found = list(seen.replicas) if seen.replicas is not None else "nothing"
+        reason = f"reassignment ended outside this run: cluster has {found}"
+    return Step(S.CANCELLING, reason, tracking=tracking)

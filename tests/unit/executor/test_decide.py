@@ -1,0 +1,78 @@
+"""The pure step of a move, driven from a table: state and observation in, next state, action
+and reason out."""
+
+from __future__ import annotations
+
+import pytest
+
+from executor.decide import Action, Observation, Tracking, decide
+from executor.state import MoveState
+from planner.result import Move
+
+S = MoveState
+MOVE = Move("t", 0, (1, 2), (1, 3), 10_000_000)
+STALL = 3
+AT_REST = Tracking(last_progress=(500, (1, 2)), idle_polls=STALL - 1)
+
+# (state, observation, tracking before, next state, action, a phrase of the reason)
+TABLE = [
+    (S.THROTTLING, Observation(), Tracking(), S.SUBMITTED, Action.NONE, ""),
+    (S.THROTTLING, Observation(problems=("broker 3 follower rate is None",)), Tracking(),
+     S.CANCELLING, Action.NONE, "throttle read back differs: broker 3 follower rate is None"),
+    (S.SUBMITTED, Observation(replicas=(1, 2)), Tracking(), S.COPYING, Action.SUBMIT, ""),
+    (S.SUBMITTED, Observation(listed=True, replicas=(1, 2)), Tracking(), S.COPYING,
+     Action.NONE, ""),
+    (S.SUBMITTED, Observation(replicas=(1, 3)), Tracking(), S.COPYING, Action.NONE, ""),
+    (S.SUBMITTED, Observation(replicas=None), Tracking(), S.CANCELLING, Action.NONE,
+     "the partition disappeared"),
+    (S.SUBMITTED, Observation(replicas=(2, 4)), Tracking(), S.CANCELLING, Action.NONE,
+     "replicas changed to [2, 4] outside this run"),
+    (S.COPYING, Observation(listed=False), AT_REST, S.VERIFYING, Action.NONE, ""),
+    (S.COPYING, Observation(listed=True, dead=(3,)), Tracking(), S.CANCELLING, Action.NONE,
+     "broker(s) [3] went offline during the move"),
+    (S.COPYING, Observation(listed=True, progress=(900, (1, 2))), AT_REST, None, Action.NONE,
+     ""),
+    (S.COPYING, Observation(listed=True, progress=(500, (1, 2))), AT_REST, S.CANCELLING,
+     Action.NONE, "no progress for 3 polls"),
+    (S.VERIFYING, Observation(replicas=(1, 3), isr=(3, 1)), Tracking(), S.UNTHROTTLING,
+     Action.NONE, ""),
+    (S.VERIFYING, Observation(replicas=(1, 3), isr=(1,)), Tracking(), None, Action.NONE, ""),
+    (S.VERIFYING, Observation(replicas=(1, 3), isr=(1,)), AT_REST, S.CANCELLING, Action.NONE,
+     "replicas [1, 3] in place but ISR is [1]"),
+    (S.VERIFYING, Observation(replicas=(1, 2)), AT_REST, S.CANCELLING, Action.NONE,
+     "reassignment ended outside this run: cluster has [1, 2]"),
+    (S.UNTHROTTLING, Observation(), Tracking(), S.ELECTING, Action.NONE, ""),
+    (S.UNTHROTTLING, Observation(problems=("broker 3: could not restore",)), Tracking(),
+     S.FAILED, Action.NONE, "broker 3: could not restore; run `rebalance clear-throttles`"),
+    (S.ELECTING, Observation(), Tracking(), S.COOLING_DOWN, Action.NONE, ""),
+    (S.ELECTING, Observation(failure="timed out"), Tracking(), S.COOLING_DOWN, Action.NONE,
+     "preferred leader election failed (timed out); leadership stays as is"),
+]
+
+
+@pytest.mark.parametrize(("state", "seen", "before", "next_state", "action", "phrase"), TABLE)
+def test_the_step_table(state: MoveState, seen: Observation, before: Tracking,
+                        next_state: MoveState | None, action: Action, phrase: str) -> None:
+    step = decide(state, MOVE, seen, before, STALL)
+    assert (step.next, step.action) == (next_state, action)
+    assert phrase in step.reason and (phrase or not step.reason)
+
+
+def test_progress_resets_the_idle_count_and_copy_polls_count_up() -> None:
+    step = decide(S.COPYING, MOVE, Observation(listed=True, progress=(900, (1, 2))), AT_REST,
+                  STALL)
+    assert step.tracking == Tracking(last_progress=(900, (1, 2)), idle_polls=0, copy_polls=1)
+    again = decide(S.COPYING, MOVE, Observation(listed=True, progress=(900, (1, 2))),
+                   step.tracking, STALL)
+    assert (again.tracking.idle_polls, again.tracking.copy_polls) == (1, 2)
+
+
+def test_without_elections_unthrottling_goes_to_cooling_down() -> None:
+    step = decide(S.UNTHROTTLING, MOVE, Observation(), Tracking(), STALL, elect_leaders=False)
+    assert step.next is S.COOLING_DOWN
+
+
+def test_states_with_rules_of_their_own_have_no_pure_step() -> None:
+    for state in (S.PENDING, S.COOLING_DOWN, S.CANCELLING, S.DONE):
+        with pytest.raises(ValueError, match="no pure step"):
+            decide(state, MOVE, Observation(), Tracking(), STALL)
