@@ -180,6 +180,11 @@ def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
 
 
+# Series another exporter provides (kafka_exporter's consumer lag): the query is valid on the
+# sandbox's Prometheus and finds nothing, which the SLO guard reads as "not guarded on".
+NOT_ON_SANDBOX = {"consumer_lag"}
+
+
 @pytest.mark.parametrize("name", sorted(promql.TEMPLATES))
 def test_default_promql_templates_answer_per_broker_or_topic(sandbox: SandboxInfo,
                                                              name: str) -> None:
@@ -188,7 +193,10 @@ def test_default_promql_templates_answer_per_broker_or_topic(sandbox: SandboxInf
     first = sorted(b.id for b in sandbox.brokers)[0]
     for selector in ("", f'broker_id="{first}"'):
         samples = metrics.query(promql.render(promql.TEMPLATES[name], "1m", selector))
+        if name in NOT_ON_SANDBOX:
+            assert samples == [], (name, samples)  # answered (no MetricsError), no series
+            continue
         assert samples, f"{name} returned no series (selector {selector!r})"
-        if name.startswith(("broker_", "under_", "produce_")):
+        if name.startswith(("broker_", "under_", "produce_", "fetch_", "log_flush")):
             brokers = {labels["broker_id"] for labels, _ in samples}
             assert brokers == {str(first)} if selector else str(first) in brokers
