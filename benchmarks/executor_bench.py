@@ -140,13 +140,13 @@ def plan_file(info: SandboxInfo, path: Path, topic: str, partitions: int,
                                     datetime.now(UTC).isoformat(timespec="seconds")))
 
 
-def counter_series(info: SandboxInfo, broker: int, start: float, end: float
-                   ) -> list[tuple[float, float]]:
+def counter_series(info: SandboxInfo, broker: int, start: float, end: float,
+                   metric: str = REPLICATION_IN) -> list[tuple[float, float]]:
     """The target broker's replication-in counter: every raw sample with its own scrape
     timestamp (a query_range step would repeat a late scrape's old value and make a 5-second
     window look like 6 or 7 seconds of traffic on a loaded machine)."""
     span = int(end - start) + 2
-    query = f'{REPLICATION_IN}{{broker_id="{broker}"}}[{span}s]'
+    query = f'{metric}{{broker_id="{broker}"}}[{span}s]'
     answer = requests.get(f"{info.prometheus_url}/api/v1/query", timeout=30, params={
         "query": query, "time": end}).json()
     result = answer["data"]["result"]

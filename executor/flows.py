@@ -114,21 +114,30 @@ def end_text(end: End) -> str:
 @dataclass
 class QuotaWindows:
     """When each end last carried this run's throttled bytes (volatile). A process assumes every
-    end was in use when it started: a crash may have cut a copy a moment ago, and another run
-    (or Kafka's own tool) may have just finished on the same brokers."""
+    end was in use when it started (a crash may have cut a copy a moment ago, and another run
+    or Kafka's own tool may have just finished on the same brokers), but those that Prometheus
+    shows carried no reassignment bytes over the last window (`proven_clean`)."""
 
     window_seconds: float
     since: float  # the moment this process started watching
     last_used: dict[End, float] = field(default_factory=dict)
+    proven_clean: frozenset[End] = frozenset()
 
     def use(self, ends: Iterable[End], now: float) -> None:
         for end in ends:
             self.last_used[end] = now
 
+    def _last(self, end: End) -> float | None:
+        """When `end` last carried a copy as far as this process knows (None: not within a
+        window before it started, and not since)."""
+        if end in self.last_used:
+            return self.last_used[end]  # used since this process started
+        return None if end in self.proven_clean else self.since
+
     def clean(self, end: End, now: float) -> bool:
         """True when Kafka's window on this end holds none of our samples any more."""
-        last = max(self.last_used.get(end, self.since), self.since)
-        return now - last >= self.window_seconds
+        last = self._last(end)
+        return last is None or now - last >= self.window_seconds
 
     def dirty_receivers(self, move: Move, ends: frozenset[End], now: float,
                         hot: frozenset[End] = frozenset()) -> list[End]:
@@ -142,8 +151,8 @@ class QuotaWindows:
 
     def wait_left(self, ends: Iterable[End], now: float) -> float:
         """Seconds until every one of `ends` is clean."""
-        lefts = [self.window_seconds - (now - max(self.last_used.get(e, self.since), self.since))
-                 for e in ends]
+        lefts = [self.window_seconds - (now - last) for e in ends
+                 if (last := self._last(e)) is not None]
         return max(0.0, max(lefts, default=0.0))
 
 

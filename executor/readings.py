@@ -35,6 +35,8 @@ class GateQueries:
     flush_p95_ms: str = promql.LOG_FLUSH_P95_MS
     under_replicated: str = promql.UNDER_REPLICATED_PARTITIONS
     consumer_lag: str = promql.CONSUMER_LAG
+    # copies into each broker (over a quota window, at a run's start: which windows are clean)
+    reassignment_in: str = promql.BROKER_REASSIGNMENT_IN_RATE
     window: str = "10s"
     broker_label: str = "broker_id"
 
@@ -68,7 +70,8 @@ class GateQueries:
 
 
 TEMPLATE_KEYS = ("net_in", "net_out", "traffic_in", "traffic_out", "produce_p99_ms",
-                 "fetch_p99_ms", "flush_p95_ms", "under_replicated", "consumer_lag")
+                 "fetch_p99_ms", "flush_p95_ms", "under_replicated", "consumer_lag",
+                 "reassignment_in")
 QUERY_KEYS = (*TEMPLATE_KEYS, "window", "broker_label")
 MIN_GATE_WINDOW_S = 10
 SCRAPES_PER_WINDOW = 4
@@ -140,6 +143,19 @@ def read_slo(metrics: MetricsSource, queries: GateQueries, watched: Iterable[str
             absent.add(slo.CONSUMER_LAG)
     return SloReading(values.get(slo.PRODUCE_P99, {}), values.get(slo.FETCH_P99, {}),
                       values.get(slo.FLUSH_P95, {}), urp, lag, frozenset(absent))
+
+
+def copies_in_over(metrics: MetricsSource, queries: GateQueries, seconds: float
+                   ) -> dict[int, float]:
+    """Each broker's reassignment bytes in per second over the last `seconds` (raises
+    MetricsError when Prometheus cannot answer; a broker without a series is left out)."""
+    query = promql.render(queries.reassignment_in, window=f"{math.ceil(seconds)}s")
+    result: dict[int, float] = {}
+    for labels, value in metrics.query(query):
+        raw = labels.get(queries.broker_label)
+        if raw is not None and raw.isdigit() and math.isfinite(value):
+            result[int(raw)] = result.get(int(raw), 0.0) + value
+    return result
 
 
 def under_replicated(partitions: Iterable[PartitionInfo]) -> frozenset[TopicPartition]:

@@ -126,10 +126,11 @@ class _Simulation:
         self.events: list[tuple[float, int, str]] = []  # heap: (time, kind, move)
 
     def _clean_at(self, end: End) -> float:
-        """When a receiver's window is clean: a window after its last copy, and never before
-        a window from the start (a process cannot know what copied just before it)."""
-        last = self.last_used.get(end, 0.0)
-        return last + self.window
+        """When a receiver's window is clean: a window after its last copy; at the start, at
+        once (the executor reads from Prometheus that nothing copied into it just before;
+        where it cannot, its first copy waits a window more than this says)."""
+        last = self.last_used.get(end)
+        return 0.0 if last is None else last + self.window
 
     def _candidates(self, pending: dict[str, None], changed: frozenset[End] | None) -> list[str]:
         """Pending moves that may start now, in order: the first (one at a time); otherwise

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from dataclasses import replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import (
@@ -26,9 +27,11 @@ from executor.flows import (
 )
 from executor.gates import NetworkSample
 from executor.journal import Journal
+from executor.readings import copies_in_over
 from executor.state import THROTTLES_MAY_BE_SET, MoveState
 from executor.steps import MoveDriver
 from planner.result import Move
+from topology.errors import MetricsError
 from topology.model import TopicPartition
 from topology.ports import KafkaAdmin
 
@@ -39,6 +42,8 @@ S = MoveState
 # speed.
 HANDOVER_POLLS = 3
 HANDOVER_MIN_SECONDS = 2.0
+# A window's proof of no copies looks this much further back: the last scrapes may lag.
+PROOF_MARGIN_SECONDS = 5.0
 
 
 class MoveStarter:
@@ -53,6 +58,28 @@ class MoveStarter:
         self.quota = QuotaWindows(config.quota_window_seconds, ports.clock.now())
         self._told_waiting: set[str] = set()
         self._order: list[Move] | None = None  # side by side: busiest brokers' moves first
+        self._proved = False
+
+    def _prove_clean(self) -> None:
+        """Once, before the first start: the receivers Prometheus shows carried no copy over
+        the last window (and a margin of a few scrapes) start at once; the others wait a
+        window, as when Prometheus cannot tell."""
+        self._proved = True
+        window = self.quota.window_seconds
+        if window <= 0:
+            return
+        span = window + PROOF_MARGIN_SECONDS
+        try:
+            copies = copies_in_over(self.ports.metrics, self.config.queries, span)
+        except MetricsError:
+            return
+        clean = sorted(b for b, rate in copies.items() if rate == 0)
+        self.quota = replace(self.quota, proven_clean=frozenset(
+            (b, Direction.IN) for b in clean))
+        dirty = sorted(b for b, rate in copies.items() if rate > 0)
+        if dirty:
+            self._note(f"broker(s) {dirty} received copies within the last {span:g} s "
+                       "(Prometheus): moves into them wait for Kafka's quota window")
 
     def _note(self, message: str) -> None:
         self.report(Event(EventKind.NOTE, message))
@@ -99,6 +126,8 @@ class MoveStarter:
 
     def start_moves(self, active: list[Move]) -> None:
         """Start what may start now, given the moves in flight (`active`)."""
+        if not self._proved:
+            self._prove_clean()
         ending = self._handing_over(active)
         holders: dict[End, dict[str, float]] = {}
         for m in active:
@@ -169,7 +198,8 @@ class MoveStarter:
             return
         self._told_waiting.add(move.name)
         window = self.quota.window_seconds
-        since = (f"within the last {window:g} s" if now - self.quota.since >= window
+        seen = all(end in self.quota.last_used for end in dirty)  # by this process
+        since = (f"within the last {window:g} s" if seen or now - self.quota.since >= window
                  else f"before this process started watching {now - self.quota.since:.0f} s ago")
         names = ", ".join(f"broker {b}" for b, _ in dirty)
         self._note(f"{move.name} waits up to {self.quota.wait_left(dirty, now):.0f} s for "

@@ -115,8 +115,9 @@ def test_plan_writes_validated_ordered_plan_and_review(tmp_path: Path,
     assert report.valid and report.balanced
     assert "Totals" in result.output and "200B" in result.output
     assert "1.111" in result.output  # bytes moved / lower bound = 200 / 180
-    # ETA: 2 x 100 bytes at 100 B/s, plus one 11 s quota-window wait between the two moves
-    assert "13s one move at a time (2s copying + 11s of gates and waits" in result.output, \
+    # ETA: 2 x 100 bytes at 100 B/s; the second move takes the first one's broker over as
+    # its copy ends, and the first starts at once (no copy before the run)
+    assert "2s one move at a time (2s copying + 0s of gates and waits" in result.output, \
         result.output
 
 

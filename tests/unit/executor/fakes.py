@@ -288,6 +288,8 @@ class FakeMetrics:
         self.flush_p95: dict[int, float] = {}
         self.urp: dict[int, float] = {}
         self.lag: float | None = None  # no lag series unless a test gives one
+        # reassignment bytes/s into a broker over a recent window, besides the copies now
+        self.recent_copies: dict[int, float] = {}
         self.queries_seen = 0
 
     def _network(self, direction: str) -> list[tuple[dict[str, str], float]]:
@@ -323,6 +325,11 @@ class FakeMetrics:
             return self._per_broker(1.0, self.flush_p95)
         if promql == q.render(q.under_replicated):
             return self._per_broker(0.0, self.urp)
+        if promql.startswith(promql_prefix(q.reassignment_in)):  # any window
+            copies = {int(r["broker_id"]): v for r, v in self._network("in")}
+            return [({"broker_id": str(b)}, self.recent_copies.get(b, 0.0)
+                     + copies[b] - self.base.get(b, 0.0) - self.extra.get(b, 0.0))
+                    for b in sorted(copies)]
         if promql == q.render(q.consumer_lag):
             return [] if self.lag is None else [({}, self.lag)]
         raise AssertionError(f"unexpected query {promql}")
@@ -331,6 +338,11 @@ class FakeMetrics:
                     ) -> list[tuple[dict[str, str], float]]:
         return [({"broker_id": str(b)}, special.get(b, usual))
                 for b in sorted(self.admin.broker_ids) if b not in self.admin.dead]
+
+
+def promql_prefix(template: str) -> str:
+    """A template rendered up to its rate window (the part every window shares)."""
+    return template.split("{window}")[0].format(selector="", comma="")
 
 
 class MemorySink:

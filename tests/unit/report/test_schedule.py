@@ -71,24 +71,23 @@ def test_auto_reaches_the_physical_limit_when_the_load_spreads() -> None:
              for k in range(4) for b in range(12)]
     eta = plan_eta(moves, RATE, DEFAULT_QUOTA_WINDOW_SECONDS)
     assert eta.limit_seconds == pytest.approx(4 * 6.0)
-    # the first copies wait a window: nothing tells a new process what copied just before it
-    assert eta.side_by_side.eta_seconds == pytest.approx(DEFAULT_QUOTA_WINDOW_SECONDS
-                                                         + eta.limit_seconds)
-    assert eta.one_at_a_time.eta_seconds == pytest.approx(
-        DEFAULT_QUOTA_WINDOW_SECONDS + 48 * 6.0 + 47 * DEFAULT_GAP_SECONDS)
+    # the first copies start at once (the executor reads from Prometheus that nothing
+    # copied into their receivers just before)
+    assert eta.side_by_side.eta_seconds == pytest.approx(eta.limit_seconds)
+    assert eta.one_at_a_time.eta_seconds == pytest.approx(48 * 6.0 + 47 * DEFAULT_GAP_SECONDS)
 
 
 def test_a_copy_into_a_receiver_that_just_received_waits_for_the_quota_window() -> None:
     moves = [Move("t", 0, (1, 2), (3, 2), 100), Move("t", 1, (2, 1), (2, 4), 100),
              Move("t", 2, (4, 1), (3, 1), 200)]
     first, second, third = schedule(moves, 100.0, 1, 11.0, gap_seconds=2.0).moves
-    assert (first.start, first.copy_end, first.release) == (11.0, 12.0, 14.0)  # a window first
-    assert (second.start, second.copy_end, second.release) == (14.0, 15.0, 17.0)
-    assert (third.start, third.copy_end) == (23.0, 25.0)  # into 3 again: 11 s after 12.0
+    assert (first.start, first.copy_end, first.release) == (0.0, 1.0, 3.0)
+    assert (second.start, second.copy_end, second.release) == (3.0, 4.0, 6.0)
+    assert (third.start, third.copy_end) == (12.0, 14.0)  # into 3 again: 11 s after 1.0
     handed = [Move("t", 0, (1, 2), (3, 2), 100), Move("t", 1, (4, 2), (3, 2), 200)]
     first, following = schedule(handed, 100.0, 1, 11.0, gap_seconds=2.0).moves
-    assert following.start == first.copy_end == 12.0  # takes 3 over: no gap, no wait
-    assert first.release == 14.0  # its sender's gate still runs
+    assert following.start == first.copy_end == 1.0  # takes 3 over: no gap, no wait
+    assert first.release == 3.0  # its sender's gate still runs
 
 
 def test_a_busy_broker_lets_a_later_free_move_go_first() -> None:
