@@ -98,6 +98,12 @@ def ends_of_baseline(baseline: NetworkSample) -> frozenset[End]:
                      | {(b, Direction.OUT) for b in baseline.net_out})
 
 
+def held_ends(move: Move, baseline: NetworkSample | None) -> frozenset[End]:
+    """The ends a started move holds, as its journaled baseline records them (a move with no
+    baseline journaled yet: the ends its preferred leader would give it)."""
+    return ends_of_baseline(baseline) if baseline is not None else move_ends(move, None)
+
+
 def baseline_for(sample: NetworkSample, ends: Iterable[End]) -> NetworkSample:
     """`sample` cut down to `ends`: a receiver's in, a sender's out."""
     wanted = set(ends)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
-from executor.flows import ends_of_baseline
+from executor.flows import held_ends
 from executor.journal import Journal
 from executor.readings import read_slo
 from executor.slo import breaches, next_levels
@@ -82,11 +82,8 @@ class SloGuard:
                                       "throttle read back differs: " + "; ".join(problems))
 
     def _brokers(self, move: Move) -> set[int]:
-        """The brokers at the move's ends (all it touches when no baseline was journaled)."""
-        baseline = self.journal.run.moves[move.name].baseline
-        if baseline is None:
-            return {*move.current, *move.added_brokers}
-        return {b for b, _ in ends_of_baseline(baseline)}
+        """The brokers at the move's ends."""
+        return {b for b, _ in held_ends(move, self.journal.run.moves[move.name].baseline)}
 
     def _once(self, key: str, message: str) -> None:
         if key not in self.told:

@@ -87,10 +87,13 @@ def window_for_scrape_interval(interval_s: float | None) -> str:
     return f"{max(MIN_GATE_WINDOW_S, math.ceil(SCRAPES_PER_WINDOW * interval_s))}s"
 
 
-def per_broker(metrics: MetricsSource, queries: GateQueries, template: str) -> dict[int, float]:
-    """Evaluate a per-broker template; series without a readable broker label are skipped."""
+def per_broker(metrics: MetricsSource, queries: GateQueries, template: str,
+               window: str | None = None) -> dict[int, float]:
+    """Evaluate a per-broker template (over the queries' rate window unless `window` is
+    given); series without a readable broker label are skipped."""
+    query = queries.render(template) if window is None else promql.render(template, window)
     result: dict[int, float] = {}
-    for labels, value in metrics.query(queries.render(template)):
+    for labels, value in metrics.query(query):
         raw = labels.get(queries.broker_label)
         if raw is not None and raw.lstrip("-").isdigit():
             result[int(raw)] = result.get(int(raw), 0.0) + value
@@ -149,13 +152,7 @@ def copies_in_over(metrics: MetricsSource, queries: GateQueries, seconds: float
                    ) -> dict[int, float]:
     """Each broker's reassignment bytes in per second over the last `seconds` (raises
     MetricsError when Prometheus cannot answer; a broker without a series is left out)."""
-    query = promql.render(queries.reassignment_in, window=f"{math.ceil(seconds)}s")
-    result: dict[int, float] = {}
-    for labels, value in metrics.query(query):
-        raw = labels.get(queries.broker_label)
-        if raw is not None and raw.isdigit() and math.isfinite(value):
-            result[int(raw)] = result.get(int(raw), 0.0) + value
-    return result
+    return per_broker(metrics, queries, queries.reassignment_in, f"{math.ceil(seconds)}s")
 
 
 def under_replicated(partitions: Iterable[PartitionInfo]) -> frozenset[TopicPartition]:

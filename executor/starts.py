@@ -20,8 +20,8 @@ from executor.flows import (
     QuotaWindows,
     busiest_first,
     end_share,
-    ends_of_baseline,
     fits,
+    held_ends,
     move_ends,
     remaining_load,
 )
@@ -85,8 +85,7 @@ class MoveStarter:
         self.report(Event(EventKind.NOTE, message))
 
     def _ends(self, move: Move) -> frozenset[End]:
-        baseline = self.journal.run.moves[move.name].baseline
-        return ends_of_baseline(baseline) if baseline is not None else move_ends(move, None)
+        return held_ends(move, self.journal.run.moves[move.name].baseline)
 
     def watch_quotas(self) -> None:
         """Note the ends carrying this run's copies now (their quota windows fill)."""

@@ -443,8 +443,8 @@ class MoveDriver:
             # metadata can still show the replicas in flight (current and target together) a
             # moment after the cancel: look again, for at most `stall_intervals` polls
             in_flight = replicas == set(move.current) | set(move.target) != set(move.target)
-            track = replace(self._track(move), idle_polls=self._track(move).idle_polls + 1)
-            self.tracking[move.name] = track
+            track = self._track(move)
+            track = self.tracking[move.name] = replace(track, idle_polls=track.idle_polls + 1)
             return in_flight and track.idle_polls < self.config.stall_intervals
         if live.replicas != move.current:
             self.ports.admin.alter_partition_reassignments({move.key: move.current})
