@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -51,6 +52,15 @@ def start_rebalance(log: Path, *args: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", *args],
                                 stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def scrape(port: int) -> str:
+    """The executor's /metrics page ('' while it is not up)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+            return str(page.read().decode())
+    except OSError:
+        return ""
 
 
 # The SLO guard reads its series in every run, with thresholds a loaded CI machine never

@@ -14,7 +14,6 @@ import json
 import re
 import threading
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from tests.integration.executor_support import (
     move_in,
     rebalance,
     replicas_of,
+    scrape,
     start_rebalance,
     state_sequence,
     throttle_configs,
@@ -44,16 +44,6 @@ from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
-
-
-# ---- helpers ---------------------------------------------------------------------------------
-def scrape(port: int) -> str:
-    """The executor's /metrics page ('' while it is not up)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
-            return str(page.read().decode())
-    except OSError:
-        return ""
 
 
 # ---- a producer that checks every acked message is there afterwards --------------------------

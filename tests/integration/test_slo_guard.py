@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from tests.integration.executor_support import (
     execute_args,
     layout,
     make_plan,
+    scrape,
     start_rebalance,
     throttle_configs,
 )
@@ -34,14 +34,6 @@ SIZE = 3_000_000  # 3 s at the cap
 # Every broker that served a produce request has a p99 above a microsecond: a breach.
 BREACH = ("--slo-produce-p99-ms", "0.001", "--slo-fetch-p99-ms", "0",
           "--slo-flush-p95-ms", "0", "--slo-under-replicated", "1000000", "--slo-interval", "1")
-
-
-def scrape(port: int) -> str:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
-            return str(page.read().decode())
-    except OSError:
-        return ""
 
 
 def test_a_breach_lowers_the_senders_rate_while_it_copies(sandbox: SandboxInfo,
