@@ -90,31 +90,33 @@ class LatencyProducer:
         producer.flush(30)
 
 
-def create_topic(info: SandboxInfo, name: str, partitions: int, replicas: list[int],
+def create_topic(info: SandboxInfo, name: str, assignment: list[list[int]],
                  bytes_each: int) -> None:
+    """Create `name` with one partition per entry of `assignment` (its replicas) and write
+    `bytes_each` of incompressible data to every partition, the partitions in turn."""
     admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(name, partitions, replica_assignment=[replicas] *
-                                  partitions)])[name].result(timeout=30)
+    topic = NewTopic(name, len(assignment), replica_assignment=assignment)
+    admin.create_topics([topic])[name].result(timeout=60)
     if not bytes_each:
         return
     producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 50,
-                         "compression.type": "none"})
+                         "compression.type": "none", "acks": "all"})
     payload = bytes(range(256)) * (RECORD_BYTES // 256) + b"\0" * (RECORD_BYTES % 256)
-    for partition in range(partitions):
-        for _ in range(bytes_each // RECORD_BYTES):
+    for _ in range(bytes_each // RECORD_BYTES):
+        for partition in range(len(assignment)):
             while True:
                 try:
                     producer.produce(name, value=payload, partition=partition)
                     break
                 except BufferError:
                     producer.poll(0.1)
-            producer.poll(0)
-    producer.flush(300)
+        producer.poll(0)
+    producer.flush(600)
 
 
-def plan_file(info: SandboxInfo, path: Path, topic: str, partitions: int,
-              target: tuple[int, ...]) -> None:
-    """A plan file (planner's format) for `topic` from a live snapshot."""
+def plan_file(info: SandboxInfo, path: Path, topic: str, targets: list[list[int]]) -> None:
+    """A plan file (planner's format) moving partition n of `topic` to `targets[n]`, from a
+    live snapshot."""
     from datetime import UTC, datetime
 
     from planner.goals import Budget, Goals
@@ -133,8 +135,8 @@ def plan_file(info: SandboxInfo, path: Path, topic: str, partitions: int,
     finally:
         admin.close()
     parts = {(p.topic, p.partition): p for p in topology.partitions}
-    moves = [Move(topic, n, parts[(topic, n)].replicas, target, parts[(topic, n)].size_bytes)
-             for n in range(partitions)]
+    moves = [Move(topic, n, parts[(topic, n)].replicas, tuple(t), parts[(topic, n)].size_bytes)
+             for n, t in enumerate(targets)]
     write_plan(path, make_plan_file(topology, moves, Goals(tolerance=0.99), Budget(),
                                     SolverInfo(SolverStatus.FEASIBLE, 0),
                                     datetime.now(UTC).isoformat(timespec="seconds")))
@@ -206,18 +208,21 @@ def run_ours(info: SandboxInfo, plan: Path, cap_mbps: float, quota_window: float
     return start, end, journal
 
 
-def run_kafka_tool(info: SandboxInfo, topic: str, partitions: int, target: tuple[int, ...],
-                   cap_bytes: int, work: Path) -> tuple[float, float]:
+def run_kafka_tool(info: SandboxInfo, topic: str, targets: list[list[int]], cap_bytes: int,
+                   work: Path) -> tuple[float, float]:
+    """Kafka's ReassignPartitionsCommand moving partition n of `topic` to `targets[n]`, every
+    move at once under `--throttle`; `--verify` polled until done (which also removes the
+    throttles)."""
     spec = work / "kafka-plan.json"
     spec.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": n, "replicas": list(target)} for n in range(partitions)]}))
+        {"topic": topic, "partition": n, "replicas": t} for n, t in enumerate(targets)]}))
     base = ["java", "-cp", f"{info.jar_dir}/*", REASSIGN, "--bootstrap-server", info.bootstrap,
             "--reassignment-json-file", str(spec)]
     start = time.time()
     subprocess.run([*base, "--execute", "--throttle", str(cap_bytes)], check=True,
-                   capture_output=True, timeout=120)
+                   capture_output=True, timeout=300)
     while True:
-        out = subprocess.run([*base, "--verify"], capture_output=True, text=True, timeout=120)
+        out = subprocess.run([*base, "--verify"], capture_output=True, text=True, timeout=300)
         if "still in progress" not in out.stdout:
             return start, time.time()
         time.sleep(1)
@@ -253,10 +258,12 @@ def bench(info: SandboxInfo, args: Args, work: Path) -> None:
     tag = str(int(time.time()))
     ours_topic, kafka_topic, probe = f"bench-ours-{tag}", f"bench-kafka-{tag}", f"probe-{tag}"
     for topic in (ours_topic, kafka_topic):
-        create_topic(info, topic, args.partitions, [leader, follower], args.partition_mb * MB)
-    create_topic(info, probe, 1, [leader, follower], 0)
+        create_topic(info, topic, [[leader, follower]] * args.partitions,
+                     args.partition_mb * MB)
+    create_topic(info, probe, [[leader, follower]], 0)
+    targets = [[leader, spare]] * args.partitions
     plan = work / "plan.json"
-    plan_file(info, plan, ours_topic, args.partitions, (leader, spare))
+    plan_file(info, plan, ours_topic, targets)
     total_bytes = json.loads(plan.read_text())
     moved = sum(m["size_bytes"] for m in total_bytes["moves"])
     time.sleep(12)  # let the 10 s gate window forget the data loading
@@ -266,8 +273,7 @@ def bench(info: SandboxInfo, args: Args, work: Path) -> None:
         ours_start, ours_end, journal = run_ours(info, plan, args.cap_mbps, args.quota_window,
                                                  work)
         time.sleep(15)
-        kafka_start, kafka_end = run_kafka_tool(info, kafka_topic, args.partitions,
-                                                (leader, spare), cap, work)
+        kafka_start, kafka_end = run_kafka_tool(info, kafka_topic, targets, cap, work)
     report(info, spare, cap, moved, args.quota_window, journal, producer.latencies,
            (quiet, quiet + 10), (ours_start, ours_end), (kafka_start, kafka_end))
     admin = AdminClient({"bootstrap.servers": info.bootstrap})

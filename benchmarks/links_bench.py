@@ -22,7 +22,6 @@ measured time, and messages lost (acked but not read back).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -31,19 +30,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as KafkaPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchmarks.executor_bench import (
     MB,
-    REASSIGN,
-    RECORD_BYTES,
     ROOT,
     LatencyProducer,
     counter_series,
+    create_topic,
     journal_times,
+    plan_file,
     rates,
+    run_kafka_tool,
 )
 from sandbox import cluster
 from sandbox.state import SandboxInfo
@@ -90,53 +89,6 @@ def rotation(info: SandboxInfo) -> tuple[list[list[int]], list[list[int]]]:
     return now, after
 
 
-def fill_topic(info: SandboxInfo, name: str, assignment: list[list[int]], bytes_each: int
-               ) -> None:
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    topic = NewTopic(name, len(assignment), replica_assignment=assignment)
-    admin.create_topics([topic])[name].result(60)
-    producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 50,
-                         "compression.type": "none", "acks": "all"})
-    payload = bytes(range(256)) * (RECORD_BYTES // 256) + b"\0" * (RECORD_BYTES % 256)
-    for _ in range(bytes_each // RECORD_BYTES):
-        for partition in range(len(assignment)):
-            while True:
-                try:
-                    producer.produce(name, value=payload, partition=partition)
-                    break
-                except BufferError:
-                    producer.poll(0.1)
-        producer.poll(0)
-    producer.flush(600)
-
-
-def plan_file(info: SandboxInfo, path: Path, topic: str, targets: list[list[int]]) -> None:
-    """A plan file (planner's format) moving `topic`'s partitions to `targets`."""
-    from datetime import UTC, datetime
-
-    from planner.goals import Budget, Goals
-    from planner.planfile import SolverInfo, make_plan_file
-    from planner.planfile_json import write_plan
-    from planner.result import Move, SolverStatus
-    from topology.capacities import CAPACITY_KEYS, Capacities
-    from topology.kafka_admin import KafkaClusterAdmin
-    from topology.live import read_live_topology
-    from topology.snapshot import topology_from_dict
-
-    caps = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
-    admin = KafkaClusterAdmin(info.bootstrap)
-    try:
-        topology = topology_from_dict(read_live_topology(admin, None, caps).document, caps, "")
-    finally:
-        admin.close()
-    parts = {(p.topic, p.partition): p for p in topology.partitions}
-    moves = [Move(topic, n, parts[(topic, n)].replicas, tuple(t), parts[(topic, n)].size_bytes)
-             for n, t in enumerate(targets)]
-    write_plan(path, make_plan_file(topology, moves, Goals(tolerance=0.99), Budget(),
-                                    SolverInfo(SolverStatus.FEASIBLE, 0),
-                                    datetime.now(UTC).isoformat(timespec="seconds")))
-
-
 def run_ours(info: SandboxInfo, plan: Path, journal: Path, args: Args, concurrency: str,
              *extra: str) -> tuple[float, float]:
     command = [sys.executable, "-c", "import cli; cli.main()", "execute", str(plan),
@@ -150,23 +102,6 @@ def run_ours(info: SandboxInfo, plan: Path, journal: Path, args: Args, concurren
         raise SystemExit(f"rebalance execute failed:\n{result.stdout}\n{result.stderr}")
     (journal.parent / f"{journal.stem}.log").write_text(result.stdout + result.stderr)
     return start, time.time()
-
-
-def run_kafka_tool(info: SandboxInfo, topic: str, targets: list[list[int]], cap: int,
-                   work: Path) -> tuple[float, float]:
-    spec = work / "kafka-plan.json"
-    spec.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": topic, "partition": n, "replicas": t} for n, t in enumerate(targets)]}))
-    base = ["java", "-cp", f"{info.jar_dir}/*", REASSIGN, "--bootstrap-server", info.bootstrap,
-            "--reassignment-json-file", str(spec)]
-    start = time.time()
-    subprocess.run([*base, "--execute", "--throttle", str(cap)], check=True,
-                   capture_output=True, timeout=300)
-    while True:
-        out = subprocess.run([*base, "--verify"], capture_output=True, text=True, timeout=300)
-        if "still in progress" not in out.stdout:
-            return start, time.time()  # --verify also removed the throttles
-        time.sleep(1)
 
 
 def read_back(info: SandboxInfo, topic: str) -> int:
@@ -218,13 +153,11 @@ def bench(info: SandboxInfo, args: Args, work: Path) -> None:
     tag = str(int(time.time()))
     topic, client = f"bench-links-{tag}", f"bench-clients-{tag}"
     t0 = time.time()
-    fill_topic(info, topic, now, args.partition_mb * MB)
+    create_topic(info, topic, now, args.partition_mb * MB)
     loaded = time.time() - t0
     ids = sorted(b.id for b in info.brokers)
     clients = [[ids[i], ids[(i + 3) % len(ids)]] for i in range(len(ids))]
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(client, len(clients), replica_assignment=clients)]
-                        )[client].result(60)
+    create_topic(info, client, clients, 0)
     link = args.link_mbps * 1_000_000 / 8
     # each broker leads one client partition and follows another: in = 2 x its share
     value = 20_000  # few requests: on 2 cores the brokers' CPU, not the link, would be measured
