@@ -114,8 +114,10 @@ def _existing(admin: Any, topic: str) -> tuple[int, int] | None:
     return len(found.partitions), rf
 
 
-def _create(admin: Any, topic: str, partitions: int, rf: int) -> None:
-    from confluent_kafka import KafkaException
+def _create(admin: Any, topic: str, partitions: int, rf: int) -> bool:
+    """Create the topic; False when another client created it since we looked (the metadata
+    we read may also lag a creation that just happened)."""
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
@@ -124,7 +126,18 @@ def _create(admin: Any, topic: str, partitions: int, rf: int) -> None:
     try:
         futures[topic].result(timeout=_ADMIN_TIMEOUT_S)
     except KafkaException as exc:
+        if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
         raise ClusterError(f"cannot create topic {topic!r} on the sandbox: {exc}") from None
+    return True
+
+
+def _existing_soon(admin: Any, topic: str) -> tuple[int, int] | None:
+    """`_existing`, waiting a little for metadata to show a topic Kafka says exists."""
+    deadline = time.monotonic() + _ADMIN_TIMEOUT_S
+    while (found := _existing(admin, topic)) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
 
 
 def _prepare(info: SandboxInfo, request: ProduceRequest) -> tuple[int, int, bool, list[str]]:
@@ -136,8 +149,9 @@ def _prepare(info: SandboxInfo, request: ProduceRequest) -> tuple[int, int, bool
     if existing is None:
         partitions, rf = _layout(request, len(info.brokers))
         _check_disk(info, request, rf)
-        _create(admin, request.topic, partitions, rf)
-        return partitions, rf, True, []
+        if _create(admin, request.topic, partitions, rf):
+            return partitions, rf, True, []
+        existing = _existing_soon(admin, request.topic) or (partitions, rf)
     partitions, rf = existing
     _check_disk(info, request, rf)
     notes = []
