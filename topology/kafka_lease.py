@@ -11,6 +11,7 @@ lock file: the lease holds against a second run on another machine too.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -26,6 +27,11 @@ LEASE_TOPIC = "__kafka_rebalance_lease"
 LEASE_KEY = b"cluster"
 TRANSACTIONAL_ID = "kafka-rebalance-lease"
 _FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+def _raced() -> LeaseRefused:
+    return LeaseRefused("another run claimed this cluster at the same moment; nothing was "
+                        "changed. Try again when it ends")
 
 
 class KafkaLeaseStore:
@@ -89,6 +95,7 @@ class KafkaLeaseStore:
         self._ensure_topic()
         producer = Producer({**self._conf, "transactional.id": TRANSACTIONAL_ID,
                              "transaction.timeout.ms": int(self._timeout * 2000)})
+        value: bytes | None = None
         try:
             producer.init_transactions(self._timeout)
             value = decide(self._latest())
@@ -98,9 +105,23 @@ class KafkaLeaseStore:
         except KafkaException as exc:
             error = exc.args[0]
             if error.code() in _FENCED or error.fatal():
-                raise LeaseRefused("another run claimed this cluster at the same moment; "
-                                   "nothing was changed. Try again when it ends") from None
-            raise ClusterError(f"cannot take the cluster's run lease: {error}") from None
+                raise _raced() from None
+            if value is None:
+                raise ClusterError(f"cannot take the cluster's run lease: {error}") from None
+            self._settle(producer, error, value)
+
+    def _settle(self, producer: Producer, error: KafkaError, value: bytes) -> None:
+        """A commit whose outcome the broker did not tell (a racing claimant's fence can end
+        ours with an unnamed broker error): abort what is still open, then the committed
+        lease says who holds it. Ours only if it is byte for byte the claim we wrote."""
+        if error.txn_requires_abort():
+            # fenced meanwhile: the fencing claimant aborted it for us
+            with contextlib.suppress(KafkaException):
+                producer.abort_transaction(self._timeout)
+        if self._latest() != value:
+            raise LeaseRefused(f"the run lease was not taken ({error.str()}): most likely "
+                               "another run claimed this cluster at the same moment. Nothing "
+                               "was changed; try again when it ends") from None
 
     def put(self, value: bytes) -> None:
         if self._plain is None:
