@@ -1,8 +1,9 @@
 """Planner benchmark: `python -m benchmarks.planner_bench [--case small|medium|large]`.
 
-Per case: plan time, bytes moved / lower bound, and max/avg, min/avg utilization per resource
-for the planner and two baselines run in the same process (round-robin regeneration and a
-largest-first disk mover), plus the planner's validity and peak RSS.
+Per case: plan time, partitions moved, bytes moved / lower bound, partitions that break the
+rack rule, and max/avg, min/avg utilization per resource for the planner and its peers run on
+the same cluster in the same run (Kafka's own --generate placement, a largest-first disk
+mover, and any `--peer NAME=COMMAND`), plus the planner's validity and peak RSS.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks.baselines import largest_first, round_robin_regenerate
+from benchmarks.baselines import largest_first
+from benchmarks.peers import external, kafka_generate
 from planner.arrays import to_arrays
 from planner.balance import achievable_targets
 from planner.bounds import lower_bounds
@@ -51,16 +53,26 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _rack_breaks(topology: Topology) -> int:
+    """Partitions with two replicas in one rack although the cluster has racks enough."""
+    racks = {b.id: b.rack for b in topology.brokers}
+    spread = len(set(racks.values()))
+    return sum(1 for p in topology.partitions
+               if len({racks[b] for b in p.replicas}) < min(len(p.replicas), spread))
+
+
 def _row(label: str, before: Topology, after: Topology, seconds: float, lower_bound: int,
          goals: Goals) -> str:
     members = tuple(b for b in after.brokers if b.alive and b.id not in goals.remove_brokers)
-    moved = sum(bytes_moved(p, q.replicas) for p, q in
-                zip(before.partitions, after.partitions, strict=True))
+    pairs = list(zip(before.partitions, after.partitions, strict=True))
+    moved = sum(bytes_moved(p, q.replicas) for p, q in pairs)
+    moves = sum(1 for p, q in pairs if set(p.replicas) != set(q.replicas))
     bal = balance(after, members)
     ratio = moved / lower_bound if lower_bound else float("nan")
     cells = "  ".join(f"{res.value:>7} {bal[res].max_over_avg:5.3f}/{bal[res].min_over_avg:5.3f}"
                       for res in RESOURCES)
-    return (f"{label:<14} {seconds:7.1f}s  bytes/LB {ratio:6.3f}  max/min over avg: {cells}")
+    return (f"{label:<16} {seconds:7.1f}s  moves {moves:>6}  bytes/LB {ratio:6.3f}  "
+            f"rack breaks {_rack_breaks(after):>5}  max/min over avg: {cells}")
 
 
 def _timed(fn: Callable[[], Topology]) -> tuple[Topology, float]:
@@ -69,7 +81,7 @@ def _timed(fn: Callable[[], Topology]) -> tuple[Topology, float]:
     return out, time.monotonic() - start
 
 
-def run_case(case: Case, seed: int = 0) -> bool:
+def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = ()) -> bool:
     """Run one case, print the table, return True when every target is met."""
     topology, gen_s = _timed(lambda: generate_cluster(case.brokers, case.new_brokers, 3,
                                                       case.partitions, 3, seed=seed))
@@ -86,10 +98,13 @@ def run_case(case: Case, seed: int = 0) -> bool:
     rss = _peak_rss_mib()
     report = validate_plan(topology, result.moves, goals)
     print(_row("planner", topology, result.after, seconds, lower_bound, goals))
-    rr, rr_s = _timed(lambda: round_robin_regenerate(topology, goals))
-    print(_row("round-robin", topology, rr, rr_s, lower_bound, goals))
+    generated, generate_s = _timed(lambda: kafka_generate(topology, goals))
+    print(_row("kafka --generate", topology, generated, generate_s, lower_bound, goals))
     lf, lf_s = _timed(lambda: largest_first(topology, goals))
     print(_row("largest-first", topology, lf, lf_s, lower_bound, goals))
+    for name, command in peers:
+        theirs, their_s = _timed(lambda command=command: external(command, topology))
+        print(_row(name, topology, theirs, their_s, lower_bound, goals))
     ratio = result.bytes_moved / lower_bound if lower_bound else 1.0
     print(f"planner bytes / disk-only bound: {result.bytes_moved / max(bounds.disk, 1):.3f}")
     met = (seconds <= case.max_seconds and ratio <= case.max_ratio and report.valid
@@ -106,15 +121,27 @@ def run_case(case: Case, seed: int = 0) -> bool:
     return met
 
 
+def _peer(text: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
+    name, sep, command = text.partition("=")
+    if not sep or not name or "{snapshot}" not in command or "{out}" not in command:
+        parser.error(f"--peer {text!r}: give NAME=COMMAND with {{snapshot}} and {{out}} in it")
+    return name, command
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--case", choices=sorted(CASES), action="append",
                         help="case to run (repeatable); default: small and medium")
     parser.add_argument("--seed", type=int, action="append",
                         help="cluster seed (repeatable); default: 0")
+    parser.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
+                        help="another placement tool: a shell command template that reads "
+                             "{snapshot} and writes Kafka's reassignment JSON to {out} "
+                             "(repeatable)")
     args = parser.parse_args(argv)
+    peers = tuple(_peer(text, parser) for text in args.peer)
     names = args.case or ["small", "medium"]
-    results = [run_case(CASES[name], seed) for name in names for seed in args.seed or [0]]
+    results = [run_case(CASES[name], seed, peers) for name in names for seed in args.seed or [0]]
     return 0 if all(results) else 1
 
 
