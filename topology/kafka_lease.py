@@ -12,8 +12,10 @@ lock file: the lease holds against a second run on another machine too.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
@@ -26,6 +28,11 @@ from topology.security import SecuritySettings
 LEASE_TOPIC = "__kafka_rebalance_lease"
 LEASE_KEY = b"cluster"
 TRANSACTIONAL_ID = "kafka-rebalance-lease"
+# librdkafka reports a fenced claimant as a FATAL log line on stderr; the claim's outcome is
+# what the operator reads, so the lease's clients log nowhere.
+_QUIET = logging.getLogger("kafka_rebalance.lease.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 _FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 
@@ -40,8 +47,8 @@ class KafkaLeaseStore:
     def __init__(self, bootstrap: str, security: SecuritySettings | None = None,
                  timeout_s: float = 15.0, topic: str = LEASE_TOPIC) -> None:
         self._bootstrap = bootstrap_string(parse_bootstrap(bootstrap))
-        self._conf: dict[str, str | int | float | bool] = {
-            "bootstrap.servers": self._bootstrap, "log_level": 0,
+        self._conf: dict[str, Any] = {
+            "bootstrap.servers": self._bootstrap, "log_level": 0, "logger": _QUIET,
             **(security or SecuritySettings()).confluent_config()}
         self._timeout = timeout_s
         self._topic = topic

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -90,3 +92,39 @@ def test_a_killed_runs_lease_goes_to_its_resume_not_to_another_run(
     assert throttle_configs(admin, lay.all_ids, topic) == before
     after = rebalance(*execute_args(sandbox, other_plan, tmp_path / "other2.journal"))
     assert after.returncode == 0, after.stdout + after.stderr  # released at the run's end
+
+
+CLAIM = """
+import sys, time
+from executor.lease import LeaseKeeper
+from topology.errors import LeaseRefused
+from topology.kafka_lease import KafkaLeaseStore
+bootstrap, start_at, topic, run = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+keeper = LeaseKeeper(KafkaLeaseStore(bootstrap, topic=topic))
+while time.time() < start_at:
+    time.sleep(0.001)
+try:
+    keeper.acquire(run, "claimant " + run)
+except LeaseRefused:
+    print("refused")
+else:
+    print("held")
+    time.sleep(3)
+    keeper.release()
+"""
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_three_claims_in_the_same_millisecond_give_one_holder_and_clean_refusals(
+        sandbox: SandboxInfo, attempt: int) -> None:
+    """The fence between claimants: exactly one holds, the others are refused (never a cluster
+    error), and librdkafka's fatal log line about the fence does not reach the operator."""
+    start_at = time.time() + 5
+    procs = [subprocess.Popen([sys.executable, "-c", CLAIM, sandbox.bootstrap, str(start_at),
+                               f"lease-race-{attempt}", f"run-{n}"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for n in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outs
+    assert sorted(out.strip() for out, _ in outs) == ["held", "refused", "refused"], outs
+    assert [err for _, err in outs] == ["", "", ""]
