@@ -24,8 +24,8 @@ from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup, TyperO
 from commands import auto_cmd, execute_cmd, history_cmd, plan_cmd, snapshot_cmd
 from commands.render import console, err_console, note, spread_table, topology_table
 from commands.sandbox_cmd import app as sandbox_app
+from core.errors import RebalanceError
 from topology.capacities import read_capacities
-from topology.errors import RebalanceError
 from topology.snapshot import read_snapshot
 
 UNEXPECTED_EXIT_CODE = 70  # EX_SOFTWARE (sysexits.h): an internal error, not the user's input

@@ -23,7 +23,7 @@ from enum import StrEnum
 
 from autobalance.imbalance import Verdict
 from autobalance.windows import Schedule, next_start, window_at
-from topology.errors import InputError
+from core.errors import InputError
 
 DEFAULT_EFFICIENCY = 0.5
 # With less of the window left than this, a new run is not planned (the plan would take part of

@@ -24,6 +24,7 @@ from autobalance.resume_flags import resume_line
 from autobalance.statedir import StateDir, run_left_of
 from autobalance.windows import Schedule
 from autobalance.worth import DEFAULT_MIN_IMPROVEMENT, judge_plan
+from core.errors import ExecutionError, InputError
 from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
 from executor.journal import (
     JournalFile,
@@ -43,7 +44,6 @@ from planner.goals import Budget, Goals
 from planner.planfile import PlanFile
 from planner.planfile_json import write_plan
 from planner.validate import validate_plan
-from topology.errors import ExecutionError, InputError
 from topology.model import Topology
 
 Planner = Callable[[Topology, Goals, Budget], PlanFile]

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from autobalance.cycle import RunLeft
+from core.errors import ExecutionError, InputError
 from executor.journal import RunState, read_journal
 from executor.state import MoveState
-from topology.errors import ExecutionError, InputError
 
 LOCK_NAME = "auto.lock"
 PLAN_PREFIX = "plan-"

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from topology.errors import InputError
+from core.errors import InputError
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _DAY_ALIASES = {"daily": range(7), "everyday": range(7), "weekdays": range(5),

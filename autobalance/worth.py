@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.errors import InputError
 from planner.planfile import PlanFile, ResourceStats
-from topology.errors import InputError
 from topology.model import RESOURCES, Resource
 
 DEFAULT_MIN_IMPROVEMENT = 0.02

@@ -31,8 +31,8 @@ from commands.execute_cmd import (
 )
 from commands.execute_setup import slo_from_flags
 from commands.render import console, note
+from core.errors import ExecutionError, InputError
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
-from topology.errors import ExecutionError, InputError
 from usecases.auto import LoopSettings, run_auto
 from usecases.cluster import ClusterAccess
 

@@ -36,8 +36,8 @@ from commands.report_cmd import (
     check_status_html,
     write_status_html,
 )
+from core.errors import ExecutionError, InputError
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, RunOverrides, parse_concurrency
-from topology.errors import ExecutionError, InputError
 from usecases.cluster import ClusterAccess
 from usecases.run import (
     CancelAsked,

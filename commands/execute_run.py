@@ -16,9 +16,9 @@ import typer
 from commands.execute_render import ProgressState, ProgressView, report_lines
 from commands.execute_setup import both, journal_records, serve_metrics
 from commands.render import NoteHold, console, err_console, note, say
+from core.errors import ExecutionError, RebalanceError
 from executor.config import Reporter
 from executor.state import MoveState
-from topology.errors import ExecutionError, RebalanceError
 
 if TYPE_CHECKING:
     from executor.journal import RunState

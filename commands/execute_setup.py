@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.errors import InputError
 from executor.config import (
     MB,
     Concurrency,
@@ -23,7 +24,6 @@ from executor.config import (
 from executor.gates import GatePolicy
 from executor.schedule import DEFAULT_GAP_SECONDS
 from executor.slo import SloPolicy
-from topology.errors import InputError
 
 if TYPE_CHECKING:
     from executor.readings import GateQueries
@@ -150,7 +150,7 @@ def _finite(*flags: tuple[str, float | None]) -> None:
 def journal_records(path: Path) -> list[Record]:
     """A journal's intact records, read without locking it (a run may hold it): for `status`
     and the summary at the end of a run. Replay them to check them."""
-    from topology.errors import ExecutionError
+    from core.errors import ExecutionError
 
     if not path.exists():
         raise ExecutionError(f"no journal at {path}")

@@ -26,7 +26,7 @@ from commands.outputs import (
     weights_output,
 )
 from commands.render import console, err_console, note, say
-from topology.errors import InputError
+from core.errors import InputError
 
 history_app = typer.Typer(
     help="Traffic history: export per-partition rates and sizes from Prometheus.",

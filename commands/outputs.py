@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from topology.errors import InputError
+from core.errors import InputError
 
 # A plan or snapshot of this tool is far smaller: a bigger file is not read to recognize it.
 MAX_RECOGNIZED_BYTES = 1 << 30

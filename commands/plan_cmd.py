@@ -20,12 +20,12 @@ from rich.markup import escape
 from commands.outputs import FORCE_HELP, check_output, check_plan_journal, plan_output
 from commands.render import console, err_console, note, notes_held
 from commands.report_cmd import HtmlOption, check_html, write_plan_html
+from core.errors import InputError
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder
 from planner.result import SolverStatus
 from report.review import replicas_text, review, review_document
 from topology.capacities import read_capacities
-from topology.errors import InputError
 from topology.model import Topology
 from topology.snapshot import read_snapshot
 from topology.units import parse_bytes

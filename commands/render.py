@@ -15,8 +15,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from core.errors import RebalanceError
 from report.text import human_bytes
-from topology.errors import RebalanceError
 from topology.load import balance, broker_loads
 from topology.model import RESOURCES, Resource, Topology
 

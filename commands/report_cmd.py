@@ -20,9 +20,9 @@ import typer
 
 from commands.outputs import InputFiles, Output, check_output, refuse_inputs
 from commands.render import err_console, say
+from core.errors import InputError, MetricsError, RebalanceError
 from executor.config import AUTO, DEFAULT_QUOTA_WINDOW_SECONDS
 from report.files import is_report_file
-from topology.errors import InputError, MetricsError, RebalanceError
 
 if TYPE_CHECKING:
     from executor.records import Record

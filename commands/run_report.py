@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from core.errors import InputError
 from executor.config import parse_concurrency
 from executor.journal import RunState, header_settings
 from executor.records import Record, RunOutcome
@@ -25,7 +26,6 @@ from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
 from executor.timeline import COPIED, Eta, RunTimeline, copy_pace, estimate_eta, timeline
 from executor.units import duration_text, rate_text, share_text, size_text
-from topology.errors import InputError
 
 STATUS_VERSION = 1
 

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from commands.render import console, err_console, note, say
+from core.errors import InputError, SandboxError
 from report.text import human_bytes
 from sandbox import cluster, teardown
 from sandbox.config import DEFAULT_BASE_PORT
@@ -27,7 +28,6 @@ from sandbox.state import (
     read_state,
     replaced_entries,
 )
-from topology.errors import InputError, SandboxError
 
 app = typer.Typer(help="Run a local Kafka + Prometheus sandbox (KRaft, brokers on racks).",
                   no_args_is_help=True)

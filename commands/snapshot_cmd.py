@@ -17,9 +17,9 @@ import typer
 
 from commands.outputs import FORCE_HELP, check_output, snapshot_output
 from commands.render import say
+from core.errors import InputError
 from report.text import human_bytes
 from topology.capacities import read_capacities
-from topology.errors import InputError
 from topology.promql import DEFAULT_RATE_WINDOW
 from topology.security import load_security
 from topology.snapshot import write_json_atomic

@@ -9,7 +9,7 @@ import time
 
 
 class SystemClock:
-    """`topology.ports.Clock` over the process's clock."""
+    """`core.ports.Clock` over the process's clock."""
 
     def now(self) -> float:
         return time.time()

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from core.errors import ExecutionError, InputError
+from core.ports import Clock, KafkaAdmin, MetricsSource
 from executor.gates import GatePolicy
 from executor.readings import GateQueries
 from executor.slo import SloPolicy
-from topology.errors import ExecutionError, InputError
 from topology.model import Capacity
-from topology.ports import Clock, KafkaAdmin, MetricsSource
 
 # Kafka's default replication quota window: replication.quota.window.num (11) x
 # replication.quota.window.size.seconds (1).

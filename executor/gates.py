@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from core.errors import InputError
 from executor.units import rate_text
-from topology.errors import InputError
 from topology.model import TopicPartition
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core.errors import MetricsError
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import held_ends
 from executor.journal import Journal
@@ -13,7 +14,6 @@ from executor.slo import breaches, next_levels
 from executor.state import MoveState
 from executor.steps import MoveDriver
 from planner.result import Move
-from topology.errors import MetricsError
 
 S = MoveState
 # A move whose throttle is set (its rates are the ones a level change must reach).

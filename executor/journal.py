@@ -19,6 +19,7 @@ from typing import IO, Any, Protocol
 
 from pydantic import ValidationError
 
+from core.errors import ExecutionError
 from executor.gates import NetworkSample
 from executor.plan import ExecutionPlan
 from executor.records import (
@@ -42,7 +43,6 @@ from executor.throttle import ThrottlePlan
 from planner.planfile_schema import MOVES_ADAPTER, NOUNS, MoveEntry, moves_from_entries
 from planner.result import Move
 from topology.documents import decode_json
-from topology.errors import ExecutionError
 from topology.schema import describe
 
 JOURNAL_VERSION = 1

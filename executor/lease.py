@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
-from topology.errors import LeaseRefused
+from core.errors import LeaseRefused
 
 TTL_SECONDS = 45.0
 HEARTBEAT_SECONDS = 10.0

@@ -8,9 +8,9 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from core.errors import PlanError
 from planner.planfile import PlanFile
 from planner.result import Move
-from topology.errors import PlanError
 from topology.model import TopicPartition
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from core.errors import ExecutionError
+from core.ports import BrokerInfo, KafkaAdmin, PartitionInfo, ReassignmentState
 from executor.plan import ExecutionPlan
 from executor.readings import under_replicated
 from executor.throttle import (
@@ -21,9 +23,7 @@ from executor.throttle import (
 from planner.goals import Goals
 from planner.result import Move
 from planner.validate import validate_plan
-from topology.errors import ExecutionError
 from topology.model import TopicPartition, Topology
-from topology.ports import BrokerInfo, KafkaAdmin, PartitionInfo, ReassignmentState
 
 PlanValidator = Callable[[ExecutionPlan], Sequence[str]]
 """A hook returning the plan's problems (empty = valid), e.g. the planner's validator."""

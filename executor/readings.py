@@ -12,13 +12,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from core.errors import ClusterError, InputError, MetricsError
+from core.ports import KafkaAdmin, MetricsSource, PartitionInfo
 from executor import slo
 from executor.gates import GateReading, NetworkSample
 from executor.slo import SloReading
 from topology import promql
-from topology.errors import ClusterError, InputError, MetricsError
 from topology.model import TopicPartition
-from topology.ports import KafkaAdmin, MetricsSource, PartitionInfo
 
 
 @dataclass(frozen=True, slots=True)

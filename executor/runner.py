@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from core.errors import ClusterError, ExecutionError
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
 from executor.guard import SloGuard
 from executor.journal import (
@@ -40,7 +41,6 @@ from executor.state import MoveState
 from executor.steps import MoveDriver
 from executor.throttle import ThrottlePlan, plan_throttle
 from planner.result import Move
-from topology.errors import ClusterError, ExecutionError
 
 S = MoveState
 

@@ -12,6 +12,8 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import replace
 
+from core.errors import MetricsError
+from core.ports import KafkaAdmin
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import (
     SCAN_LIMIT,
@@ -31,9 +33,7 @@ from executor.readings import copies_in_over
 from executor.state import THROTTLES_MAY_BE_SET, MoveState
 from executor.steps import MoveDriver
 from planner.result import Move
-from topology.errors import MetricsError
 from topology.model import TopicPartition
-from topology.ports import KafkaAdmin
 
 S = MoveState
 # A move whose copy ends within this many polls (and at least HANDOVER_MIN_SECONDS) at the cap

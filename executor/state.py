@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from topology.errors import ExecutionError
+from core.errors import ExecutionError
 
 
 class MoveState(StrEnum):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from core.errors import ClusterError, ExecutionError, MetricsError
+from core.ports import PartitionInfo
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.decide import Action, Observation, Step, Tracking, decide
 from executor.flows import Direction, End, baseline_for, end_text, ends_of_baseline
@@ -39,8 +41,6 @@ from executor.throttle import (
 )
 from executor.units import rate_text
 from planner.result import Move
-from topology.errors import ClusterError, ExecutionError, MetricsError
-from topology.ports import PartitionInfo
 
 S = MoveState
 # States in which a move's copy may be flowing (its ends busy with its bytes).

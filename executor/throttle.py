@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from core.errors import ExecutionError, InputError
+from core.ports import ConfigChanges
 from planner.result import Move
-from topology.errors import ExecutionError, InputError
 from topology.model import Capacity
-from topology.ports import ConfigChanges
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from core.errors import InputError
 from planner.goals import Goals
 from planner.result import Move
-from topology.errors import InputError
 from topology.model import Topology
 
 FloatArray = npt.NDArray[np.float64]

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.linear_solver import pywraplp
 
+from core.errors import PlanError
 from planner.arrays import DISK, NET_OUT, BoolArray, ClusterArrays, FloatArray, IntArray
 from planner.goals import Goals
-from topology.errors import PlanError
 
 RESOURCE_NAMES = ("disk", "net in", "net out")
 SLACK_PROBE = 1e-3  # relative utilization a broker must be able to drop to count as not tight

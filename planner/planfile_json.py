@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.errors import InputError, problems_message
 from planner.goals import Budget, Goals
 from planner.planfile import (
     PLAN_VERSION,
@@ -37,7 +38,6 @@ from planner.planfile_schema import (
 )
 from planner.result import Move, SolverStatus
 from topology.documents import bulk_objects, parse_json, read_text
-from topology.errors import InputError, problems_message
 from topology.model import RESOURCES, Capacity, Load, is_kafka_id, is_topic_name
 from topology.schema import Labeler, Loc, describe, near_misses
 from topology.snapshot import write_json_atomic

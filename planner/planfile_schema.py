@@ -14,8 +14,8 @@ from typing import Any, NotRequired, Required
 from pydantic import ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
+from core.errors import PlanError
 from planner.result import Move
-from topology.errors import PlanError
 from topology.schema import (
     BROKER_IDS,
     STRINGS,

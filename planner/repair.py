@@ -11,9 +11,9 @@ from collections import Counter
 
 import numpy as np
 
+from core.errors import InputError, PlanError
 from planner.arrays import NO_RACK, ClusterArrays, rack_ok
 from planner.state import SolverState
-from topology.errors import InputError, PlanError
 
 
 def check_racks_feasible(arrays: ClusterArrays) -> None:

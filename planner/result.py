@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from topology.errors import PlanError
+from core.errors import PlanError
 from topology.model import (
     INT32_MAX,
     TOPIC_NOUN,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.errors import PlanError
 from planner import exact
 from planner.arrays import (
     DISK,
@@ -47,7 +48,6 @@ from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
 from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
-from topology.errors import PlanError
 from topology.model import TopicPartition, Topology, replace_replicas
 
 _NAMES = {DISK: "disk", NET_IN: "net in", NET_OUT: "net out"}

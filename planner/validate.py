@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from core.errors import PlanError
 from planner.arrays import ClusterArrays, FloatArray, to_arrays
 from planner.balance import WORSE_MARGIN, Targets, deviation, targets_or_average
 from planner.goals import Goals
@@ -25,7 +26,6 @@ from planner.tally import (
     retally,
     tally_flat,
 )
-from topology.errors import PlanError
 from topology.model import (
     RESOURCES,
     Broker,

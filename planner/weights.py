@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from core.errors import InputError
 from topology.documents import decode_json, read_text
-from topology.errors import InputError
 from topology.model import Partition, TopicPartition, Topology, is_topic_name
 from topology.units import MAX_QUANTITY
 

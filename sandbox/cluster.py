@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from core.errors import SandboxError
 from sandbox import config, links, network, process, ready
 from sandbox.jars import JMX_EXPORTER_JAR, ensure_jars, require_tool
 from sandbox.ports import check_ports, port_roles
@@ -37,7 +38,6 @@ from sandbox.state import (
     write_marker,
     write_state,
 )
-from topology.errors import SandboxError
 
 # Generous: on a loaded 2-core machine a broker JVM can need minutes to register.
 READY_TIMEOUT_S = float(os.environ.get("REBALANCE_SANDBOX_READY_TIMEOUT", "300"))

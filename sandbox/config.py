@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import SandboxError
 from sandbox.links import LOOPBACK
-from topology.errors import SandboxError
 
 CONTROLLER_ID = 3000
 MAX_BROKER_ID = 300

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from topology.errors import SandboxError
+from core.errors import SandboxError
 
 KAFKA_VERSION = "4.3.1"
 JMX_EXPORTER_JAR = "jmx_prometheus_javaagent-1.0.1.jar"

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from topology.errors import InputError, SandboxError
+from core.errors import InputError, SandboxError
 
 LOOPBACK = "127.0.0.1"
 NAME_PREFIX = "kr"

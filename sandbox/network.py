@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import InputError, SandboxError
 from sandbox import links
 from sandbox.links import BrokerLink, LinkInfo
-from topology.errors import InputError, SandboxError
 
 _TIMEOUT_S = 30.0
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.errors import SandboxError
 from sandbox import config, process
 from sandbox.state import SandboxInfo
-from topology.errors import SandboxError
 
 
 def check_ports(ports: Sequence[tuple[str, int]]) -> None:

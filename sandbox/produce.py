@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import ClusterError, InputError
 from sandbox.state import SandboxInfo
-from topology.errors import ClusterError, InputError
 from topology.model import is_topic_name
 
 MB = 1_000_000

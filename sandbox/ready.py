@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Collection
 
-from topology.errors import SandboxError
+from core.errors import SandboxError
 
 POLL_S = 0.5
 

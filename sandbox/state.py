@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from core.errors import SandboxError
 from sandbox.links import LOOPBACK, LinkInfo, link_from_dict, link_to_dict
-from topology.errors import SandboxError
 
 STATE_FILE = "state.json"
 STATE_VERSION = 1

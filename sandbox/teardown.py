@@ -12,9 +12,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import SandboxError
 from sandbox import cluster
 from sandbox.state import is_sandbox_dir, read_marker, written_entries
-from topology.errors import SandboxError
 
 _TSDB_FLAG = "--storage.tsdb.path="
 _TSDB_DIR = "prometheus-data"

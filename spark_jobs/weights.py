@@ -70,6 +70,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from core.errors import InputError, RebalanceError
 from spark_jobs.aggregates import KEYS, MICROS_PER_DAY, MICROS_PER_HOUR, per_hour, per_partition
 from spark_jobs.grid import (
     epoch_micros,
@@ -87,7 +88,6 @@ from spark_jobs.weights_io import (
     read_failure,
     write_weights,
 )
-from topology.errors import InputError, RebalanceError
 from topology.history import (
     MIN_GROWTH_SPAN_SECONDS,
     format_duration,

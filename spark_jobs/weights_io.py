@@ -32,8 +32,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampNTZType, TimestampType
 
+from core.errors import InputError
 from topology.documents import decode_json
-from topology.errors import InputError
 
 NOTES_FILE = "_notes.json"
 """Written by `rebalance history export` beside the data (topology.history.NOTES_FILE)."""

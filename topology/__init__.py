@@ -1,6 +1,6 @@
 """Cluster model (pure values), load model, and the adapters that read and write it."""
 
-from topology.errors import (
+from core.errors import (
     ClusterError,
     ExecutionError,
     InputError,

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 from pydantic_core import from_json
 
-from topology.errors import InputError
+from core.errors import InputError
 
 
 def read_text(path: Path, what: str, kind: str = "JSON") -> str:

@@ -26,8 +26,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from core.errors import InputError, MetricsError
 from topology import promql
-from topology.errors import InputError, MetricsError
 
 MAX_POINTS_PER_SERIES = 11_000
 """Prometheus refuses range queries that would return more points than this per series."""

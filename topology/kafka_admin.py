@@ -31,10 +31,10 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KpTopicPartition
 
+from core.errors import ClusterError
+from core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from topology.bootstrap import bootstrap_string, parse_bootstrap
-from topology.errors import ClusterError
 from topology.model import TopicPartition
-from topology.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from topology.security import SecuritySettings
 
 _LOG = logging.getLogger("rebalance.kafka")

@@ -21,8 +21,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from core.errors import ClusterError, LeaseRefused
 from topology.bootstrap import bootstrap_string, parse_bootstrap
-from topology.errors import ClusterError, LeaseRefused
 from topology.security import SecuritySettings
 
 LEASE_TOPIC = "__kafka_rebalance_lease"

@@ -19,10 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import InputError
+from core.ports import BrokerInfo, KafkaAdmin, MetricsSource, PartitionInfo
 from topology.capacities import CAPACITY_KEYS, Capacities
-from topology.errors import InputError
 from topology.model import Partition, TopicPartition
-from topology.ports import BrokerInfo, KafkaAdmin, MetricsSource, PartitionInfo
 from topology.promql import (
     DEFAULT_RATE_WINDOW,
     TOPIC_BYTES_IN_RATE,

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 
-from topology.errors import InputError, problems_message
+from core.errors import InputError, problems_message
+from core.names import (
+    TopicPartition as TopicPartition,  # the model's name for a partition, re-exported
+)
 
 INT32_MAX = 2**31 - 1
 """Kafka's broker ids and partition numbers are 32-bit integers (and never negative)."""
@@ -111,17 +114,6 @@ class Broker:
         if not is_kafka_id(self.id):
             raise InputError(f"broker id must be an integer from 0 to {INT32_MAX}, "
                              f"got {self.id!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartition:
-    """A partition's name: topic and index."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class KeyedByPartition:

@@ -15,8 +15,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from core.errors import InputError
 from topology.documents import parse_yaml
-from topology.errors import InputError
 
 
 class SecurityProtocol(StrEnum):

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from core.errors import InputError
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.documents import bulk_objects, read_text
-from topology.errors import InputError
 from topology.model import Broker, Partition, Topology
 from topology.snapshot_schema import SNAPSHOT_VERSION as SNAPSHOT_VERSION
 from topology.snapshot_schema import (

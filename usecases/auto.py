@@ -16,17 +16,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Protocol
 
-from topology.errors import InputError, RebalanceError
+from core.errors import InputError, RebalanceError
 from usecases.cluster import ClusterAccess
 
 if TYPE_CHECKING:
     from autobalance.orchestrator import AutoSettings, CycleResult
     from autobalance.statedir import StateDir
+    from core.ports import Clock
     from executor.config import Event
     from planner.goals import Budget, Goals
     from planner.planfile import PlanFile
     from topology.model import Topology
-    from topology.ports import Clock
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.errors import RebalanceError
 from executor.clock import SystemClock
 from executor.config import Ports
 from topology.capacities import CAPACITY_KEYS, Capacities, read_capacities
-from topology.errors import RebalanceError
 from topology.model import Topology
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class NoMetrics:
     """A MetricsSource for commands that never read metrics (clear-throttles)."""
 
     def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
-        from topology.errors import MetricsError
+        from core.errors import MetricsError
 
         raise MetricsError("no --prometheus given")
 
@@ -50,8 +50,8 @@ class NoMetrics:
 def real_ports(bootstrap: str, prometheus: str | None,
                command_config: Path | None) -> Iterator[Ports]:
     """The real adapters (client libraries imported here, on use); the admin is closed after."""
+    from core.ports import MetricsSource
     from topology.kafka_admin import KafkaClusterAdmin
-    from topology.ports import MetricsSource
     from topology.prom_source import PrometheusMetrics
     from topology.security import load_security
 

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.errors import InputError
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder, order_moves
 from planner.result import PlanResult, SolverStatus
 from topology.bootstrap import parse_bootstrap
 from topology.capacities import read_capacities
-from topology.errors import InputError
 from topology.model import Topology
 from topology.snapshot import read_snapshot
 from usecases.cluster import read_live

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from core.errors import ExecutionError, InputError
 from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
-from topology.errors import ExecutionError, InputError
 from usecases.cluster import ClusterAccess, cluster_lease, live_topology, real_ports
 
 if TYPE_CHECKING:
+    from core.ports import Clock
     from executor.journal import JournalFile, RunState
     from executor.lease import LeaseHold
     from executor.plan import ExecutionPlan
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from executor.records import Record
     from executor.runner import Executor, Preview, RunReport
     from topology.model import Capacity
-    from topology.ports import Clock
 
 Notify = Callable[[str], None]
 """Tells the operator something beside the run (a note on stderr, in the CLI)."""

@@ -97,7 +97,7 @@ def test_a_killed_runs_lease_goes_to_its_resume_not_to_another_run(
 CLAIM = """
 import sys, time
 from executor.lease import LeaseKeeper
-from topology.errors import LeaseRefused
+from core.errors import LeaseRefused
 from topology.kafka_lease import KafkaLeaseStore
 bootstrap, start_at, topic, run = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 keeper = LeaseKeeper(KafkaLeaseStore(bootstrap, topic=topic))

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
+from core.errors import ClusterError
+from core.ports import PartitionInfo
 from sandbox.state import SandboxInfo
 from tests.integration.kafka_topics import (
     create_topic,
@@ -23,10 +25,8 @@ from tests.integration.kafka_topics import (
     wait_for,
     wait_in_sync,
 )
-from topology.errors import ClusterError
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
-from topology.ports import PartitionInfo
 
 pytestmark = pytest.mark.integration
 

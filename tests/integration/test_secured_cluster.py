@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ClusterError
 from sandbox.state import SandboxInfo
-from topology.errors import ClusterError
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.security import ENV_KEYS, load_security
 

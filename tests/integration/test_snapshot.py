@@ -19,10 +19,10 @@ import pytest
 import requests
 from confluent_kafka import Consumer
 
+from core.errors import ClusterError
 from sandbox.state import SandboxInfo
 from tests.integration.kafka_topics import create_topic, disk_size, free_port, produce, wait_in_sync
 from topology import promql
-from topology.errors import ClusterError
 from topology.prom_source import PrometheusMetrics
 from topology.security import ENV_KEYS
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from topology.errors import RebalanceError
+from core.errors import RebalanceError
 
 Rebalance = Callable[..., tuple[int, str]]
 

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 import cli
 from commands.execute_render import ProgressState, render_progress
 from commands.execute_setup import config_from_flags, journal_for, parse_finish_by
+from core.errors import ExecutionError, InputError
 from executor.config import Event, EventKind, ExecutorConfig, RunOverrides
 from executor.journal import (
     JournalFile,
@@ -24,7 +25,6 @@ from executor.journal import (
 from executor.plan import ExecutionPlan
 from executor.state import MoveState
 from planner.result import Move
-from topology.errors import ExecutionError, InputError
 
 runner = CliRunner()
 MB = 1_000_000

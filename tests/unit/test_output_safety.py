@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from commands import outputs, sandbox_cmd
-from topology.errors import ClusterError, MetricsError, SandboxError
+from core.errors import ClusterError, MetricsError, SandboxError
 from usecases import plan as plan_usecase
 
 Rebalance = Callable[..., tuple[int, str]]

@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
+from core.errors import InputError, PlanError
 from planner.goals import Budget, Goals
 from planner.planfile_json import read_plan
 from planner.result import Move, PlanResult, SolverStatus
 from planner.validate import validate_plan
-from topology.errors import InputError, PlanError
 from topology.model import Topology, replace_replicas
 from topology.snapshot import read_snapshot
 from usecases import plan as plan_usecase

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from core.errors import InputError
 from planner.goals import Budget, Goals
 from planner.planfile_json import read_plan
 from planner.result import Move, PlanResult, SolverStatus
 from report.review import REVIEW_FORMAT, review_eta
 from tests.unit.conftest import RebalanceMain
-from topology.errors import InputError
 from topology.model import Topology, replace_replicas
 from usecases import plan as plan_usecase
 

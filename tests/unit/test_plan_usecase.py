@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from core.errors import InputError, PlanError
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder
 from planner.result import Move, PlanResult, SolverStatus
 from planner.validate import validate_plan
-from topology.errors import InputError, PlanError
 from topology.model import Topology, replace_replicas
 from topology.snapshot import topology_from_dict
 from usecases.plan import PlanInputs, PlanSettings, build_plan, read_cluster, recheck

@@ -17,11 +17,11 @@ import cli
 from autobalance.cycle import Action, Decision, RunLeft
 from autobalance.orchestrator import CycleResult
 from autobalance.statedir import StateDir, run_left_of, state_lock
+from core.errors import ClusterError, ExecutionError, InputError, RebalanceError
 from executor.journal import header_record, replay, state_record
 from executor.plan import ExecutionPlan
 from executor.state import MoveState
 from planner.result import Move
-from topology.errors import ClusterError, ExecutionError, InputError, RebalanceError
 from usecases.auto import LoopSettings, auto_loop
 
 runner = CliRunner()

@@ -10,7 +10,7 @@ import pytest
 from autobalance.cycle import Action, Pace, RunLeft, decide_cycle
 from autobalance.imbalance import Verdict
 from autobalance.windows import parse_schedule
-from topology.errors import InputError
+from core.errors import InputError
 
 ZONE = ZoneInfo("Europe/Berlin")
 SCHEDULE = parse_schedule(["Mon-Fri 01:00-05:00"], ZONE)

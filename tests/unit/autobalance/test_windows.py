@@ -16,7 +16,7 @@ from autobalance.windows import (
     window_at,
     window_end,
 )
-from topology.errors import InputError
+from core.errors import InputError
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

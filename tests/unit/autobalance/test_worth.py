@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from autobalance.worth import deviation, gains, judge_plan
+from core.errors import InputError
 from planner.goals import Budget, Goals
 from planner.planfile import ClusterStats, PlanFile, ResourceStats, SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
-from topology.errors import InputError
 from topology.model import RESOURCES, Broker, Capacity, Partition, Resource, Topology
 
 GOALS = Goals(tolerance=0.10)

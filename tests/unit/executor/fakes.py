@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import ClusterError, MetricsError
+from core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from executor.config import Event, EventKind, ExecutorConfig, Ports
 from executor.gates import GatePolicy
 from executor.plan import ExecutionPlan
@@ -20,9 +22,7 @@ from executor.throttle import (
     parse_replica_list,
 )
 from planner.result import Move
-from topology.errors import ClusterError, MetricsError
 from topology.model import TopicPartition
-from topology.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 
 UNTHROTTLED = 500_000_000.0  # bytes/s a copy runs at with no throttle
 

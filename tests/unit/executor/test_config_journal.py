@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from core.errors import ExecutionError, InputError
 from executor.config import ExecutorConfig, RunOverrides
 from executor.gates import GatePolicy
 from executor.journal import JournalFile, header_record, header_settings
@@ -18,7 +19,6 @@ from executor.plan import ExecutionPlan
 from executor.readings import GateQueries
 from executor.slo import SloPolicy
 from planner.result import Move
-from topology.errors import ExecutionError, InputError
 from topology.model import Capacity
 
 MB = 1_000_000

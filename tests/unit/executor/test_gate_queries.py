@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from commands.execute_setup import read_queries
+from core.errors import InputError
 from executor.config import ExecutorConfig, RunOverrides
 from executor.journal import header_record
 from executor.plan import ExecutionPlan
 from executor.readings import GateQueries, window_for_scrape_interval
 from planner.result import Move
-from topology.errors import InputError
 
 
 @pytest.mark.parametrize(("interval", "window"), [

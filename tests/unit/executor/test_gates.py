@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import InputError
 from executor.gates import (
     GateDecision,
     GatePolicy,
@@ -13,7 +14,6 @@ from executor.gates import (
     gate_decision,
     start_decision,
 )
-from topology.errors import InputError
 from topology.model import TopicPartition
 
 BROKERS = (1, 2)

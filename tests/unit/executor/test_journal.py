@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ExecutionError
 from executor.gates import NetworkSample
 from executor.journal import (
     Journal,
@@ -21,7 +22,6 @@ from executor.records import RunOutcome
 from executor.state import IllegalTransition, MoveState
 from executor.throttle import ThrottlePriors, plan_throttle, uniform_rates
 from tests.unit.executor.fakes import standard_moves
-from topology.errors import ExecutionError
 
 S = MoveState
 PLAN = ExecutionPlan(tuple(standard_moves()), "sha256:abc")

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
+from core.errors import LeaseRefused
 from executor.lease import TTL_SECONDS, LeaseKeeper, LeaseRecord, claim_problem
-from topology.errors import LeaseRefused
 
 NOW = 1_000_000.0
 LIVE = LeaseRecord("run-a", "host-1 pid 7, journal /x/plan.json.journal", NOW - 5)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import PlanError
 from executor.plan import ExecutionPlan, touched_brokers
 from executor.preflight import planner_validator
 from planner.goals import Goals
 from planner.result import Move
-from topology.errors import PlanError
 from topology.model import Broker, Capacity, Partition, Topology
 
 A = Move("a", 0, (1, 2), (3, 2), 100)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import ExecutionError
+from core.ports import PartitionInfo
 from executor.preflight import ClusterView, warm_follower_quotas
 from executor.runner import Executor, preview
 from executor.throttle import FOLLOWER_REPLICAS
 from planner.result import Move
 from tests.unit.executor.fakes import make_world
-from topology.errors import ExecutionError
 from topology.model import TopicPartition
-from topology.ports import PartitionInfo
 
 
 def view_of(*parts: tuple[str, int, tuple[int, ...]]) -> ClusterView:

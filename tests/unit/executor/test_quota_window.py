@@ -8,13 +8,13 @@ import itertools
 
 import pytest
 
+from core.errors import InputError
 from executor.config import EventKind, ExecutorConfig
 from executor.flows import Direction, QuotaWindows, move_ends
 from executor.records import RunOutcome
 from executor.runner import Executor
 from planner.result import Move
 from tests.unit.executor.fakes import MB, FakeClock, World, make_world
-from topology.errors import InputError
 
 
 def _state_times(world: World) -> dict[tuple[str, str], float]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from core.errors import MetricsError
+from core.ports import PartitionInfo
 from executor.readings import GateQueries, per_broker, read_gate, read_network, under_replicated
 from tests.unit.executor.fakes import FakeAdmin, FakeClock
-from topology.errors import MetricsError
 from topology.model import TopicPartition
-from topology.ports import PartitionInfo
 
 Q = GateQueries()
 

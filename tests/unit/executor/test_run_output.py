@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from commands import execute_run
+from core.errors import ExecutionError
 from executor import runner
 from executor.config import Event, EventKind, Reporter
 from executor.journal import read_journal, request_cancel
@@ -27,7 +28,6 @@ from planner.planfile import SolverInfo, make_plan_file
 from planner.planfile_json import write_plan
 from planner.result import Move, SolverStatus
 from tests.unit.executor.fakes import MB, World, make_world
-from topology.errors import ExecutionError
 from topology.model import Topology
 from topology.snapshot import topology_from_dict
 from usecases import run as run_usecase

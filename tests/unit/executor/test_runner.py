@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import ExecutionError
 from executor.config import Event, EventKind
 from executor.journal import replay
 from executor.records import RunOutcome
@@ -12,7 +13,6 @@ from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
-from topology.errors import ExecutionError
 from topology.model import TopicPartition
 
 S = MoveState
@@ -305,8 +305,8 @@ def test_transient_cluster_errors_are_retried() -> None:
 
 
 def test_a_cluster_that_stays_unreachable_stops_the_run_resumably() -> None:
+    from core.errors import ClusterError
     from tests.unit.executor.fakes import FlakyAdmin
-    from topology.errors import ClusterError
     world = make_world()
     flaky = FlakyAdmin(world.clock, parts=world.admin.parts)
     world.admin = flaky

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import InputError
 from executor.slo import (
     CONSUMER_LAG,
     FETCH_P99,
@@ -15,7 +16,6 @@ from executor.slo import (
     guarded,
     next_levels,
 )
-from topology.errors import InputError
 
 MB = 1_000_000
 CAP = 8 * MB

@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from core.errors import ExecutionError
 from executor.state import (
     TERMINAL,
     TRANSITIONS,
@@ -14,7 +15,6 @@ from executor.state import (
     can_transition,
     transition,
 )
-from topology.errors import ExecutionError
 
 S = MoveState
 

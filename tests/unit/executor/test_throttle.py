@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import InputError
 from executor.throttle import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -25,7 +26,6 @@ from executor.throttle import (
     uniform_rates,
 )
 from planner.result import Move
-from topology.errors import InputError
 from topology.model import Capacity
 
 MOVE = Move("orders", 3, current=(1, 2), target=(2, 4), size_bytes=1000)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.errors import PlanError
 from planner.arrays import DISK, NET_IN, NET_OUT, to_arrays
 from planner.balance import achievable_targets, aim, band, deviation
 from planner.goals import Goals
-from topology.errors import PlanError
 from topology.model import Broker, Capacity, Partition, Topology
 from topology.synthetic import generate_cluster, generate_zoned
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from core.errors import InputError
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.planfile_json import plan_from_dict, plan_to_dict, read_plan, write_plan
 from planner.result import Move, SolverStatus
-from topology.errors import InputError
 from topology.model import Broker, Capacity, Partition, Resource, Topology
 
 CAP = Capacity(1000, 1000, 1000)

@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.errors import PlanError
 from planner.goals import Budget, Goals
 from planner.result import PlanResult, SolverStatus
 from planner.solve import plan
 from planner.validate import validate_plan
-from topology.errors import PlanError
 from topology.model import Topology
 from topology.synthetic import generate_cluster
 

@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
+from core.errors import InputError
 from planner.goals import Budget, Goals
 from planner.result import PlanResult, SolverStatus
 from planner.solve import plan
 from planner.validate import validate_plan
-from topology.errors import InputError
 from topology.load import broker_loads
 from topology.model import Broker, Capacity, Partition, Topology
 from topology.synthetic import generate_cluster

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.errors import PlanError
 from executor.plan import ExecutionPlan
 from executor.preflight import planner_validator
 from planner.goals import Goals
 from planner.result import Move
 from planner.validate import validate_plan
-from topology.errors import PlanError
 from topology.load import balance
 from topology.model import (
     RESOURCES,

@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from core.errors import InputError
 from planner.weights import PartitionWeight, apply_weights, read_weights
-from topology.errors import InputError
 from topology.model import Broker, Capacity, Partition, TopicPartition, Topology
 
 ROWS: list[dict[str, Any]] = [

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import ExecutionError
 from executor.records import Record, RunOutcome
 from executor.state import MoveState
 from report.run_view import CapSegment, CopySegment, Phase, run_view
-from topology.errors import ExecutionError
 
 MB = 1_000_000
 S = MoveState

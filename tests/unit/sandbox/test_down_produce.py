@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from commands.sandbox_cmd import check_up_dir, next_commands
+from core.errors import InputError, SandboxError
 from report.text import human_bytes
 from sandbox import cluster, teardown
 from sandbox.produce import (
@@ -29,7 +30,6 @@ from sandbox.state import (
     write_state,
 )
 from tests.unit.conftest import Rebalance
-from topology.errors import InputError, SandboxError
 
 
 def _info(sandbox_dir: Path, racks: tuple[str, ...] = ("a", "b", "a", "b")) -> SandboxInfo:

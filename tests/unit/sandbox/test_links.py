@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import InputError, SandboxError
 from sandbox import cluster, config, links, network
 from sandbox.links import BrokerLink
 from sandbox.state import BrokerInfo, SandboxInfo, read_state, write_state
 from tests.unit.conftest import Rebalance
-from topology.errors import InputError, SandboxError
 
 NET = ipaddress.IPv4Network
 

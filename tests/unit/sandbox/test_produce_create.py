@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from core.errors import ClusterError
 from sandbox.produce import _create
-from topology.errors import ClusterError
 
 
 class Admin:

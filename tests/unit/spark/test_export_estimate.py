@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import InputError
 from tests.unit.conftest import RebalanceMain
 from topology import history
-from topology.errors import InputError
 from topology.history import (
     LARGE_EXPORT_QUERIES,
     MAX_EXPORT_STEPS,

@@ -18,6 +18,7 @@ from pyspark.sql.types import (
     TimestampNTZType,
 )
 
+from core.errors import InputError
 from spark_jobs.weights import (
     HISTORY_SCHEMA,
     HistoryInputError,
@@ -26,7 +27,6 @@ from spark_jobs.weights import (
     run,
     transform,
 )
-from topology.errors import InputError
 
 T0 = datetime(2026, 1, 5, 13, 30, tzinfo=UTC)
 NOTES = {"version": 1, "start": "2026-01-05T00:00:00+00:00", "step_seconds": 60}

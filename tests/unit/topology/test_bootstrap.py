@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import InputError
 from topology.bootstrap import BootstrapServer, bootstrap_string, parse_bootstrap
-from topology.errors import InputError
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.kafka_lease import KafkaLeaseStore
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from core.errors import InputError
 from topology.capacities import parse_capacities, read_capacities
-from topology.errors import InputError
 from topology.model import Broker, Capacity, Topology
 from topology.units import parse_bytes
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from topology.errors import LeaseRefused
+from core.errors import LeaseRefused
 from topology.kafka_lease import KafkaLeaseStore
 
 UNNAMED = KafkaError(KafkaError.UNKNOWN, "EndTxn commit failed: Unknown broker error",

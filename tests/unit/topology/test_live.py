@@ -6,8 +6,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pytest
 
+from core.errors import InputError
+from core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from topology.capacities import parse_capacities
-from topology.errors import InputError
 from topology.live import (
     broker_entries,
     partition_sizes,
@@ -16,7 +17,6 @@ from topology.live import (
     topic_rates,
 )
 from topology.model import TopicPartition
-from topology.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from topology.snapshot import topology_from_dict
 
 TP = TopicPartition

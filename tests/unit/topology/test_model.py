@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topology.errors import InputError
+from core.errors import InputError
 from topology.model import (
     Broker,
     Capacity,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from topology.errors import InputError
+from core.errors import InputError
 from topology.security import (
     SaslMechanism,
     Secret,

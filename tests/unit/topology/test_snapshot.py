@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from core.errors import InputError
 from topology.capacities import parse_capacities
-from topology.errors import InputError
 from topology.model import Resource
 from topology.snapshot import read_snapshot, topology_to_dict, write_snapshot
 

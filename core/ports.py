@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from topology.model import TopicPartition
+from core.names import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,61 @@
+"""The layering, checked on the source: data flows core -> topology -> planner -> executor, the
+use cases drive it, and only the CLI talks to people through commands/. A module importing a
+package its layer may not see fails here, naming the file and the import."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# What each product package may import of the project (besides itself).
+MAY_IMPORT: dict[str, set[str]] = {
+    "core": set(),
+    "topology": {"core"},
+    "planner": {"core", "topology"},
+    "executor": {"core", "topology", "planner"},
+    "spark_jobs": {"core", "topology"},
+    "sandbox": {"core", "topology"},
+    "autobalance": {"core", "topology", "planner", "executor"},
+    "report": {"core", "topology", "planner", "executor"},
+    "usecases": {"core", "topology", "planner", "executor", "autobalance"},
+    "commands": {"core", "topology", "planner", "executor", "autobalance", "report",
+                 "usecases", "sandbox", "spark_jobs"},
+}
+PROJECT = set(MAY_IMPORT) | {"cli"}
+
+
+def imported_packages(source: str) -> set[str]:
+    """The project's top-level packages a module imports (absolute imports only)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+    return found & PROJECT
+
+
+def test_imports_are_found_in_every_form() -> None:
+    source = "import core.errors\nfrom planner import solve\nimport os, executor.plan as p\n"
+    assert imported_packages(source) == {"core", "planner", "executor"}
+
+
+@pytest.mark.parametrize("package", sorted(MAY_IMPORT))
+def test_a_package_imports_only_the_layers_below_it(package: str) -> None:
+    allowed = MAY_IMPORT[package] | {package}
+    wrong = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        beyond = imported_packages(path.read_text()) - allowed
+        if beyond:
+            wrong[str(path.relative_to(ROOT))] = sorted(beyond)
+    assert not wrong
+
+
+def test_every_product_package_is_in_the_map() -> None:
+    packages = {p.name for p in ROOT.iterdir()
+                if (p / "__init__.py").exists() and p.name not in {"tests", "benchmarks"}}
+    assert packages == set(MAY_IMPORT)
