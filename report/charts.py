@@ -28,7 +28,7 @@ from report.run_view import Phase, RunView
 from report.text import human_bytes, human_duration
 
 BEFORE, AFTER, BAND, TARGET = "#a0aec0", "#2b6cb0", "#9ae6b4", "#dd6b20"
-CAP, COPY, MEASURED = "#c53030", "#2b6cb0", "#38a169"
+CAP, COPY, MEASURED, GUARD = "#c53030", "#2b6cb0", "#38a169", "#d69e2e"
 PHASE_COLOURS = {Phase.PREPARING: "#cbd5e0", Phase.COPYING: "#3182ce",
                  Phase.FINISHING: "#805ad5", Phase.GATE: "#ecc94b",
                  Phase.CANCELLING: "#e53e3e"}
@@ -259,8 +259,9 @@ def run_chart(run: RunView) -> str:
 
 
 def copy_rate_chart(run: RunView, measured: Series | None = None) -> str:
-    """Per receiving broker: the follower throttle in force, each finished copy's average
-    rate, the run's cap and (when Prometheus answered) the measured reassignment rate."""
+    """Per receiving broker: the follower throttle in force, the SLO guard's ceiling where it
+    held the broker below that, each finished copy's average rate, the run's cap and (when
+    Prometheus answered) the measured reassignment rate."""
     brokers = run.target_brokers
     cols = min(3, max(len(brokers), 1))
     rows = max(1, math.ceil(len(brokers) / cols))
@@ -270,6 +271,9 @@ def copy_rate_chart(run: RunView, measured: Series | None = None) -> str:
     for ax, broker in zip(axes, brokers, strict=False):
         for seg in (c for c in run.caps if c.broker == broker):
             ax.hlines(seg.bytes_per_sec, seg.start, seg.end, color=CAP, linewidth=1.5)
+        for ceiling in (g for g in run.guard if g.broker == broker):
+            ax.hlines(ceiling.bytes_per_sec, ceiling.start, ceiling.end, color=GUARD,
+                      linewidth=1.5, linestyles="dashed")
         for copy in (c for c in run.copies if c.broker == broker):
             ax.hlines(copy.bytes_per_sec, copy.start, copy.end, color=COPY, linewidth=3)
         if measured and measured.get(broker):
@@ -289,6 +293,8 @@ def copy_rate_chart(run: RunView, measured: Series | None = None) -> str:
         _duration_axis(ax, run.elapsed)
     handles = [Patch(color=CAP, label="follower throttle set (dotted: --max-mbps cap)"),
                Patch(color=COPY, label="copy rate (partition bytes / time listed)")]
+    if run.guard:
+        handles.append(Patch(color=GUARD, label="SLO guard ceiling (dashed)"))
     if measured:
         handles.append(Patch(color=MEASURED, label="reassignment bytes in (Prometheus)"))
     fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=8,

@@ -81,6 +81,17 @@ class CopySegment:
 
 
 @dataclass(frozen=True, slots=True)
+class GuardSegment:
+    """The SLO guard's ceiling on `broker` below the cap, from `start` to `end`: every move's
+    rate on that broker was at most this, whatever the move's own rate."""
+
+    broker: int
+    start: float
+    end: float
+    bytes_per_sec: int
+
+
+@dataclass(frozen=True, slots=True)
 class RateChange:
     """A re-derived throttle rate (--adaptive): when, for which move and broker, old -> new."""
 
@@ -131,6 +142,7 @@ class RunView:
     moves: tuple[MoveRun, ...]
     caps: tuple[CapSegment, ...]
     copies: tuple[CopySegment, ...]
+    guard: tuple[GuardSegment, ...]
     rate_changes: tuple[RateChange, ...]
     notes: tuple[tuple[float, str], ...]
     settle_seconds: float
@@ -184,6 +196,8 @@ class _Fold:
         self.copies: list[CopySegment] = []
         self.rate_changes: list[RateChange] = []
         self.notes: list[tuple[float, str]] = []
+        self.guard: list[GuardSegment] = []
+        self._levels: dict[int, tuple[float, int]] = {}  # broker -> since, level
 
     def record(self, record: Record) -> None:
         kind, at = record.get("kind"), float(record.get("at", self.t0)) - self.t0
@@ -200,6 +214,18 @@ class _Fold:
             changes = record.get("changes")
             said = "; ".join(str(c) for c in changes) if isinstance(changes, list) else ""
             self.notes.append((at, f"SLO guard: {said}"))
+            levels = record.get("levels")
+            self._guard_levels(levels if isinstance(levels, dict) else {}, at)
+
+    def _guard_levels(self, levels: Mapping[str, Any], at: float) -> None:
+        """A guard record lists every broker under the cap; one it leaves out is back at it."""
+        now = {int(b): int(v) for b, v in levels.items()}
+        for broker, (since, level) in sorted(self._levels.items()):
+            if now.get(broker) != level:
+                self.guard.append(GuardSegment(broker, since, at, level))
+                del self._levels[broker]
+        for broker, level in now.items():
+            self._levels.setdefault(broker, (at, level))
 
     def _state(self, name: str, state: MoveState, at: float, record: Record) -> None:
         track, move = self.tracks[name], self.moves[name]
@@ -243,6 +269,7 @@ class _Fold:
             if track.state not in TERMINAL and track.state is not MoveState.PENDING:
                 track.spans.append(Span(track.state, track.since, max(now, track.since)))
                 self._close_caps(name, track, max(now, track.since))
+        self._guard_levels({}, now)
 
 
 def _follower_rates(throttle: Mapping[str, Any]) -> dict[int, int]:
@@ -283,5 +310,6 @@ def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
         status=summarize(run), moves=moves,
         caps=tuple(sorted(fold.caps, key=lambda c: (c.broker, c.start))),
         copies=tuple(sorted(fold.copies, key=lambda c: (c.broker, c.start))),
+        guard=tuple(sorted(fold.guard, key=lambda g: (g.broker, g.start))),
         rate_changes=tuple(fold.rate_changes), notes=tuple(fold.notes),
         settle_seconds=_settle(settings))

@@ -7,7 +7,8 @@ import pytest
 from core.errors import ExecutionError
 from executor.records import Record, RunOutcome
 from executor.state import MoveState
-from report.run_view import CapSegment, CopySegment, Phase, run_view
+from report.charts import copy_rate_chart
+from report.run_view import CapSegment, CopySegment, GuardSegment, Phase, run_view
 
 MB = 1_000_000
 S = MoveState
@@ -76,3 +77,27 @@ def test_a_journal_that_does_not_replay_is_refused(finished_run: list[Record]) -
     bad = [*finished_run[:3], {"kind": "state", "move": "orders-0", "state": "done", "at": 1.0}]
     with pytest.raises(ExecutionError, match="illegal state change"):
         run_view(bad)
+
+
+def _with_guard(records: list[Record], levels: list[tuple[float, dict[str, int]]]) -> list[Record]:
+    t0 = float(records[1]["at"])
+    guard = [{"kind": "guard", "levels": lv, "changes": [f"level {lv}"], "at": t0 + at}
+             for at, lv in levels]
+    return [records[0], *sorted([*records[1:], *guard], key=lambda r: float(r["at"]))]
+
+
+def test_the_slo_guard_ceiling_per_broker_from_its_records(finished_run: list[Record]) -> None:
+    records = _with_guard(finished_run, [(85, {"6": MB // 2}),
+                                         (95, {"6": 3 * MB // 4, "3": MB // 4}),
+                                         (105, {})])
+    view = run_view(records)
+    assert view.guard == (GuardSegment(3, 95, 105, MB // 4), GuardSegment(6, 85, 95, MB // 2),
+                          GuardSegment(6, 95, 105, 3 * MB // 4))
+    assert "SLO guard ceiling" in copy_rate_chart(view)
+    assert "SLO guard ceiling" not in copy_rate_chart(run_view(finished_run))
+
+
+def test_a_ceiling_still_in_force_is_drawn_to_the_end(running_run: list[Record]) -> None:
+    start = float(running_run[1]["at"])
+    view = run_view(_with_guard(running_run, [(1.5, {"3": MB // 8})]), now=start + 20)
+    assert view.guard == (GuardSegment(3, 1.5, 20, MB // 8),)
