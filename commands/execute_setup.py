@@ -150,18 +150,9 @@ def _finite(*flags: tuple[str, float | None]) -> None:
 def journal_records(path: Path) -> list[Record]:
     """A journal's intact records, read without locking it (a run may hold it): for `status`
     and the summary at the end of a run. Replay them to check them."""
-    from core.errors import ExecutionError
+    from executor.journal import read_records
 
-    if not path.exists():
-        raise ExecutionError(f"no journal at {path}")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ExecutionError(f"cannot read the journal {path}: {exc.strerror}; give the "
-                             "journal file (--journal PATH)") from None
-    from executor.journal import parse_lines
-
-    return parse_lines(data, str(path))[0]
+    return read_records(path)
 
 
 def journal_pace(records: list[Record]) -> tuple[float | None, float]:

@@ -397,8 +397,9 @@ def request_cancel(path: Path) -> None:
     path.with_name(path.name + ".cancel").touch()
 
 
-def read_journal(path: Path) -> RunState:
-    """Replay a journal without locking it (for status while a run is going)."""
+def read_records(path: Path) -> list[Record]:
+    """A journal's intact records, read without locking it (a run may hold it); replay them
+    to check them."""
     if not path.exists():
         raise ExecutionError(f"no journal at {path}")
     try:
@@ -406,8 +407,12 @@ def read_journal(path: Path) -> RunState:
     except OSError as exc:
         raise ExecutionError(f"cannot read the journal {path}: {exc.strerror}; give the "
                              "journal file (--journal PATH)") from None
-    records, _ = parse_lines(data, str(path))
-    return replay(records)
+    return parse_lines(data, str(path))[0]
+
+
+def read_journal(path: Path) -> RunState:
+    """Replay a journal without locking it (for status while a run is going)."""
+    return replay(read_records(path))
 
 
 def journal_in_use(path: Path) -> bool:
