@@ -10,7 +10,7 @@ cluster and continue), `Executor.cancel` (revert what is in flight, restore thro
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.errors import ClusterError, ExecutionError
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
@@ -40,6 +40,7 @@ from executor.starts import MoveStarter
 from executor.state import MoveState
 from executor.steps import MoveDriver
 from executor.throttle import ThrottlePlan, plan_throttle
+from executor.tickreads import TickReads
 from planner.result import Move
 
 S = MoveState
@@ -65,6 +66,8 @@ class Executor:
 
     def __init__(self, ports: Ports, config: ExecutorConfig, journal: Journal,
                  reporter: Reporter = ignore_events) -> None:
+        self.reads = TickReads(ports.admin)
+        ports = replace(ports, admin=self.reads)
         self.ports = ports
         self.config = config
         self.journal = journal
@@ -190,6 +193,9 @@ class Executor:
         A cluster error (timeout, broker briefly unreachable) is retried on the next tick, as
         every step is idempotent; `stall_intervals` errors in a row stop the run (resumable).
         """
+        active = self._active()
+        self.reads.new_tick(topics={m.topic for m in active},
+                            receivers={b for m in active for b in m.added_brokers})
         try:
             self.starter.watch_quotas()  # copies in flight until now, before they end
             for move in self._active():
