@@ -197,6 +197,12 @@ class Executor:
         self.reads.new_tick(topics={m.topic for m in active},
                             receivers={b for m in active for b in m.added_brokers})
         try:
+            return self._advance_all()
+        finally:
+            self.reads.end_tick()
+
+    def _advance_all(self) -> bool:
+        try:
             self.starter.watch_quotas()  # copies in flight until now, before they end
             for move in self._active():
                 self.driver.advance(move)

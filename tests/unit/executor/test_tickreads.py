@@ -30,6 +30,7 @@ def names(fake: FakeAdmin) -> list[str]:
 def test_a_read_is_asked_once_per_tick_and_again_after_new_tick() -> None:
     fake = admin()
     reads = TickReads(fake)
+    reads.new_tick()
     for _ in range(3):
         reads.brokers()
         reads.list_partition_reassignments()
@@ -40,6 +41,21 @@ def test_a_read_is_asked_once_per_tick_and_again_after_new_tick() -> None:
     reads.new_tick()
     reads.brokers()
     assert names(fake).count("brokers") == 2 and reads.asked == 5
+
+
+def test_outside_a_poll_every_read_goes_to_the_cluster() -> None:
+    """Cancel and the end of a run read between polls: they must see the cluster as it is."""
+    fake = admin()
+    reads = TickReads(fake)
+    reads.new_tick()
+    reads.list_partition_reassignments()
+    reads.end_tick()
+    for _ in range(2):
+        reads.list_partition_reassignments()
+        reads.partitions(["orders"])
+        reads.log_dir_sizes([1])
+    assert names(fake).count("list_partition_reassignments") == 3
+    assert names(fake).count("partitions") == names(fake).count("log_dir_sizes") == 2
 
 
 def test_the_first_move_to_ask_fetches_what_every_move_in_flight_will_ask() -> None:
@@ -68,6 +84,7 @@ def test_a_dead_broker_of_another_move_does_not_fail_this_ones_read() -> None:
 def test_a_write_makes_the_next_read_fresh() -> None:
     fake = admin()
     reads = TickReads(fake)
+    reads.new_tick()
     assert reads.list_partition_reassignments() == {}
     reads.alter_partition_reassignments({TopicPartition("orders", 0): [1, 3]})
     assert TopicPartition("orders", 0) in reads.list_partition_reassignments()
@@ -76,6 +93,7 @@ def test_a_write_makes_the_next_read_fresh() -> None:
 def test_config_reads_pass_through_and_a_failed_read_is_not_kept() -> None:
     fake = admin()
     reads = TickReads(fake)
+    reads.new_tick()
     reads.broker_configs([1], ["leader.replication.throttled.rate"])
     reads.broker_configs([1], ["leader.replication.throttled.rate"])
     assert names(fake).count("broker_configs") == 2
