@@ -1,33 +1,26 @@
 """`rebalance snapshot`: read a live cluster (and Prometheus) into a snapshot v1 file.
 
-The command wires adapters together and renders one summary line; the reading itself is
-`topology.live.read_live_topology`. Security settings come from `--command-config` and the
-REBALANCE_* environment; they are never written to the snapshot or printed.
+Flags become usecases.snapshot's settings; this module renders one summary line. Security
+settings come from `--command-config` and the REBALANCE_* environment; they are never
+written to the snapshot or printed.
 """
 
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from commands.outputs import FORCE_HELP, check_output, snapshot_output
 from commands.render import say
-from core.errors import InputError
 from report.text import human_bytes
-from topology.capacities import read_capacities
 from topology.promql import DEFAULT_RATE_WINDOW
-from topology.security import load_security
-from topology.snapshot import write_json_atomic
+from usecases.snapshot import DEFAULT_TIMEOUT_S, SnapshotSettings, take_snapshot
 
 if TYPE_CHECKING:
     from topology.live import LiveSnapshot
-
-DEFAULT_TIMEOUT_S = 10.0  # as topology.kafka_admin.DEFAULT_TIMEOUT_S (not imported: heavy)
 
 
 def snapshot(
@@ -52,27 +45,11 @@ def snapshot(
 
     An existing --out file is replaced only if it is a snapshot (or with --force).
     """
-    # The client libraries load here, on use, so other commands start quickly.
-    from topology.kafka_admin import KafkaClusterAdmin
-    from topology.live import read_live_topology
-    from topology.prom_source import PrometheusMetrics
-
     check_output(snapshot_output(out), {"--capacities": capacities,
                                         "--command-config": command_config}, force)
-    security = load_security(command_config, os.environ)
-    caps = read_capacities(capacities) if capacities is not None else None
-    metrics = PrometheusMetrics(prometheus) if prometheus else None
-    admin = KafkaClusterAdmin(bootstrap, security, timeout_s=timeout)
-    try:
-        live = read_live_topology(admin, metrics, caps, rate_window)
-    finally:
-        admin.close()
-    document = dict(live.document)
-    document["source"] = _source(bootstrap, prometheus, rate_window)
-    try:
-        write_json_atomic(out, document)
-    except OSError as exc:
-        raise InputError(f"cannot write snapshot {out}: {exc.strerror or exc}") from None
+    live = take_snapshot(SnapshotSettings(
+        bootstrap=bootstrap, out=out, prometheus=prometheus, capacities=capacities,
+        command_config=command_config, rate_window=rate_window, timeout_s=timeout), os.environ)
     say(summary_line(out, live))
 
 
@@ -82,19 +59,3 @@ def summary_line(out: Path, live: LiveSnapshot) -> str:
     return (f"wrote {out}: {live.broker_count} brokers, {live.topic_count} topics, "
             f"{live.partition_count} partitions, {human_bytes(live.total_size_bytes)}, "
             f"bytes in {human_bytes(live.total_bytes_in_per_sec, 'B/s')}{notes}")
-
-
-def _source(bootstrap: str, prometheus: str | None, rate_window: str) -> dict[str, Any]:
-    """Where the snapshot came from (no credentials: user info is stripped from the URL)."""
-    return {"bootstrap": bootstrap, "prometheus": _without_userinfo(prometheus),
-            "rate_window": rate_window if prometheus else None,
-            "taken_at": datetime.now(UTC).isoformat(timespec="seconds")}
-
-
-def _without_userinfo(url: str | None) -> str | None:
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -2,8 +2,8 @@
 
 `plan` makes a plan (read the cluster, solve, validate, order) and rechecks a saved one; `run`
 starts, resumes or cancels a run and clears the throttles it left; `auto` runs one
-auto-balancing cycle against the real cluster and the loop of cycles; `cluster`
-connects the use cases to the real cluster (the executor's ports, the run lease, the live
-topology). The CLI (`cli.py`, `commands/`) only parses flags into these settings and renders
-what comes back; nothing here prints.
+auto-balancing cycle against the real cluster and the loop of cycles; `cluster` connects the
+use cases to the real cluster (the executor's ports, the run lease, the live topology);
+`snapshot` reads a live cluster into a snapshot file. The CLI (`cli.py`, `commands/`) only
+parses flags into these settings and renders what comes back; nothing here prints.
 """

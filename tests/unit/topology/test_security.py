@@ -192,9 +192,9 @@ def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_snapshot_source_strips_credentials_from_the_prometheus_url() -> None:
-    from commands.snapshot_cmd import _source
+    from usecases.snapshot import source as snapshot_source
 
-    source = _source("k:9092", f"https://ops:{PASSWORD}@prom.example:9443/api", "5m")
+    source = snapshot_source("k:9092", f"https://ops:{PASSWORD}@prom.example:9443/api", "5m")
     assert source["prometheus"] == "https://prom.example:9443/api"
     assert PASSWORD not in repr(source)
-    assert _source("k:9092", None, "1m")["rate_window"] is None
+    assert snapshot_source("k:9092", None, "1m")["rate_window"] is None
