@@ -4,6 +4,7 @@
 starts, resumes or cancels a run and clears the throttles it left; `auto` runs one
 auto-balancing cycle against the real cluster and the loop of cycles; `cluster` connects the
 use cases to the real cluster (the executor's ports, the run lease, the live topology);
-`snapshot` reads a live cluster into a snapshot file. The CLI (`cli.py`, `commands/`) only
-parses flags into these settings and renders what comes back; nothing here prints.
+`snapshot` reads a live cluster into a snapshot file; `history` exports traffic history and
+computes weights from it. The CLI (`cli.py`, `commands/`) only parses flags into these
+settings and renders what comes back; nothing here prints.
 """

@@ -21,7 +21,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "sandbox": {"core", "topology"},
     "autobalance": {"core", "topology", "planner", "executor"},
     "report": {"core", "topology", "planner", "executor"},
-    "usecases": {"core", "topology", "planner", "executor", "autobalance"},
+    "usecases": {"core", "topology", "planner", "executor", "autobalance", "spark_jobs"},
     "commands": {"core", "topology", "planner", "executor", "autobalance", "report",
                  "usecases", "sandbox", "spark_jobs"},
 }
