@@ -323,9 +323,9 @@ def report(info: SandboxInfo, target: int, cap: int, moved: int, window: float, 
 def _review_eta(journal: Path, cap: int, window: float) -> float:
     """The review's ETA for the run's moves, at the cap, one at a time."""
     from executor.journal import read_journal
-    from executor.schedule import schedule
+    from executor.schedule import expected_schedule
 
-    return schedule(read_journal(journal).plan.moves, cap, 1, window).eta_seconds
+    return expected_schedule(read_journal(journal).plan.moves, cap, 1, window).eta_seconds
 
 
 def main(argv: list[str] | None = None) -> int:

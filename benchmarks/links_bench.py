@@ -141,10 +141,11 @@ def review_eta(journal: Path, cap: int, concurrency: str) -> float:
     """The review's model (executor.schedule) for the run's moves at the cap."""
     from executor.config import parse_concurrency
     from executor.journal import read_journal
-    from executor.schedule import schedule
+    from executor.schedule import expected_schedule
 
     run = read_journal(journal)
-    return schedule(run.plan.moves, cap, parse_concurrency(concurrency), 11.0).eta_seconds
+    return expected_schedule(run.plan.moves, cap, parse_concurrency(concurrency),
+                             11.0).eta_seconds
 
 
 def bench(info: SandboxInfo, args: Args, work: Path) -> None:

@@ -36,6 +36,14 @@ from planner.result import Move
 # sandbox: benchmarks/README.md).
 DEFAULT_GAP_SECONDS = 8.0
 
+# What the review's ETA adds to the run loop's rules, as measured on shaped links
+# (benchmarks/README.md, "Executor on shaped links"): Kafka's replication quota delivers about
+# nine tenths of its rate over a whole copy (fetches are sized and the quota is enforced over
+# windows), and a run spends a few seconds before its first copy (preflight, the run lease,
+# the prior throttles read back and the start-up proof of clean quota windows).
+COPY_EFFICIENCY = 0.9
+START_SECONDS = 4.0
+
 
 @dataclass(frozen=True, slots=True)
 class ScheduledMove:
@@ -58,6 +66,7 @@ class Schedule:
     concurrency: Concurrency
     quota_window_seconds: float
     gap_seconds: float
+    start_seconds: float = 0.0  # before the first copy: preflight, lease, throttles read back
 
     @property
     def eta_seconds(self) -> float:
@@ -71,8 +80,9 @@ class Schedule:
 
 def schedule(moves: Sequence[Move], rate_bytes_per_sec: float, concurrency: Concurrency = 1,
              quota_window_seconds: float = 0.0,
-             gap_seconds: float = DEFAULT_GAP_SECONDS) -> Schedule:
-    """The timeline of `moves` at `rate_bytes_per_sec` per copy under the run loop's rules."""
+             gap_seconds: float = DEFAULT_GAP_SECONDS, start_seconds: float = 0.0) -> Schedule:
+    """The timeline of `moves` at `rate_bytes_per_sec` per copy under the run loop's rules,
+    the first copy starting at `start_seconds`."""
     if not rate_bytes_per_sec > 0:
         raise ValueError(f"the rate must be positive, got {rate_bytes_per_sec}")
     if concurrency != AUTO and not (isinstance(concurrency, int) and concurrency >= 1):
@@ -83,6 +93,7 @@ def schedule(moves: Sequence[Move], rate_bytes_per_sec: float, concurrency: Conc
     sim = _Simulation(order, rate_bytes_per_sec, quota_window_seconds, gap_seconds, slots,
                       concurrency == 1)
     sim.index = {m.name: i for i, m in enumerate(moves, start=1)}
+    sim.now = start_seconds
     pending = dict.fromkeys(m.name for m in order)
     sim.start_what_may(pending)
     while pending:
@@ -93,7 +104,7 @@ def schedule(moves: Sequence[Move], rate_bytes_per_sec: float, concurrency: Conc
     while sim.advance(pending):
         pass
     return Schedule(tuple(sim.placed[m.name] for m in moves), rate_bytes_per_sec, concurrency,
-                    quota_window_seconds, gap_seconds)
+                    quota_window_seconds, gap_seconds, start_seconds)
 
 
 class _Simulation:
@@ -239,13 +250,22 @@ class PlanEta:
 
     @property
     def between_moves_seconds(self) -> float:
-        """One at a time: the time not spent copying (gates, elections, quota waits)."""
-        return max(0.0, self.one_at_a_time.eta_seconds - self.one_at_a_time.copy_seconds)
+        """One at a time: the time between copies (gates, elections, quota waits)."""
+        one = self.one_at_a_time
+        return max(0.0, one.eta_seconds - one.copy_seconds - one.start_seconds)
+
+
+def expected_schedule(moves: Sequence[Move], rate_bytes_per_sec: float,
+                      concurrency: Concurrency, quota_window_seconds: float) -> Schedule:
+    """The schedule a run at `rate_bytes_per_sec` can expect: copies at COPY_EFFICIENCY of
+    the rate, the first after START_SECONDS."""
+    return schedule(moves, rate_bytes_per_sec * COPY_EFFICIENCY, concurrency,
+                    quota_window_seconds, start_seconds=START_SECONDS)
 
 
 def plan_eta(moves: Sequence[Move], rate_bytes_per_sec: float,
              quota_window_seconds: float) -> PlanEta:
     load = remaining_load(moves)
-    return PlanEta(schedule(moves, rate_bytes_per_sec, 1, quota_window_seconds),
-                   schedule(moves, rate_bytes_per_sec, AUTO, quota_window_seconds),
+    return PlanEta(expected_schedule(moves, rate_bytes_per_sec, 1, quota_window_seconds),
+                   expected_schedule(moves, rate_bytes_per_sec, AUTO, quota_window_seconds),
                    max(load.values(), default=0) / rate_bytes_per_sec)

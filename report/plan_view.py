@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, Concurrency
-from executor.schedule import Schedule, schedule
+from executor.schedule import Schedule, expected_schedule
 from planner.planfile import BrokerStats, PlanFile
 from report.review import describe_move, eta_text, review
 from report.text import human_bytes, human_duration
@@ -206,7 +206,8 @@ def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: Concurr
               quota_window_seconds: float, moves_listed: int = 1000) -> PlanView:
     """The report of `plan` with moves timed at `rate_bytes_per_sec` per copy, `concurrency`
     at once (executor.schedule)."""
-    timeline = schedule(plan.moves, rate_bytes_per_sec, concurrency, quota_window_seconds)
+    timeline = expected_schedule(plan.moves, rate_bytes_per_sec, concurrency,
+                                 quota_window_seconds)
     tables, lines = review_parts(plan, rate_bytes_per_sec)
     if concurrency == 1 and quota_window_seconds == DEFAULT_QUOTA_WINDOW_SECONDS:
         eta = eta_text(plan, rate_bytes_per_sec)  # the review's own words

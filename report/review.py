@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
-from executor.schedule import DEFAULT_GAP_SECONDS, PlanEta, plan_eta
+from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, PlanEta, plan_eta
 from planner.result import Move, SolverStatus
 from report.text import human_bytes, human_duration
 from topology.model import RESOURCES, Resource
@@ -182,7 +182,8 @@ def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
     eta = review_eta(plan, rate_bytes_per_sec)
     one = eta.one_at_a_time
     return (f"{human_duration(one.eta_seconds)} one move at a time "
-            f"({human_duration(one.copy_seconds)} copying + "
+            f"({human_duration(one.start_seconds)} start-up + "
+            f"{human_duration(one.copy_seconds)} copying at {COPY_EFFICIENCY:.0%} of the rate + "
             f"{human_duration(eta.between_moves_seconds)} of gates and waits between moves); "
             f"{human_duration(eta.side_by_side.eta_seconds)} with --concurrency auto "
             f"(no plan runs faster than {human_duration(eta.limit_seconds)} at this rate: "
@@ -339,8 +340,10 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
         "eta": {"rate_bytes_per_sec": rate_bytes_per_sec,
                 "quota_window_seconds": DEFAULT_QUOTA_WINDOW_SECONDS,
                 "gap_seconds": DEFAULT_GAP_SECONDS,
+                "start_seconds": eta.one_at_a_time.start_seconds,
+                "copy_efficiency": COPY_EFFICIENCY,
                 "copying_seconds": copying, "waiting_seconds": waits,
-                "total_seconds": copying + waits,
+                "total_seconds": eta.one_at_a_time.eta_seconds,
                 "concurrency_auto_seconds": eta.side_by_side.eta_seconds,
                 "physical_limit_seconds": eta.limit_seconds},
         "target_reasons": list(plan.targets.reasons) if plan.targets else [],

@@ -115,10 +115,10 @@ def test_plan_writes_validated_ordered_plan_and_review(tmp_path: Path,
     assert report.valid and report.balanced
     assert "Totals" in result.output and "200B" in result.output
     assert "1.111" in result.output  # bytes moved / lower bound = 200 / 180
-    # ETA: 2 x 100 bytes at 100 B/s; the second move takes the first one's broker over as
-    # its copy ends, and the first starts at once (no copy before the run)
-    assert "2s one move at a time (2s copying + 0s of gates and waits" in result.output, \
-        result.output
+    # ETA: 2 x 100 bytes at 90% of 100 B/s; the second move takes the first one's broker
+    # over as its copy ends, and the first starts after the start-up (no copy before the run)
+    assert "6s one move at a time (4s start-up + 2s copying at 90% of the rate + 0s of gates" \
+        in result.output, result.output
 
 
 def test_plan_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,11 +60,11 @@ def test_moves_show_when_each_is_done_counted_from_the_start(
     text = " ".join(shown.out.split())
     assert "done by ┃" in text and "ETA ┃" not in text
     assert "done by = time from the start of the run until the move is done" in text
-    # 1 s copying, then the second move takes broker 4 over as the first copy ends (no gap):
-    # it is done 2 s in
-    assert "│ 100B │ +1s │" in text and "│ 100B │ +2s │" in text, shown.out
+    # 4 s start-up, 1.1 s copying (at 90% of the rate), then the second move takes broker 4
+    # over as the first copy ends (no gap): it is done 6.2 s in
+    assert "│ 100B │ +5s │" in text and "│ 100B │ +6s │" in text, shown.out
     timeline = review_eta(read_plan(out), 100.0).one_at_a_time
-    assert [slot.copy_end for slot in timeline.moves] == [1.0, 2.0]
+    assert [slot.copy_end for slot in timeline.moves] == pytest.approx([4 + 1 / 0.9, 4 + 2 / 0.9])
 
 
 def test_the_binding_explanation_is_printed_once(snap: Path, tmp_path: Path,
@@ -135,14 +135,18 @@ def test_json_review_is_one_document_with_brokers_moves_totals_and_eta(
     assert brokers[4]["after"]["utilization"]["disk"] == pytest.approx(0.2)
     assert brokers[2]["before"]["replicas"] == 4 and brokers[2]["after"]["replicas"] == 2
     assert [(m["topic"], m["partition"], m["bytes"], m["done_by_seconds"])
-            for m in doc["moves"]] == [("t", 1, 100, 1.0), ("t", 3, 100, 2.0)]
+            for m in doc["moves"]] == [("t", 1, 100, pytest.approx(4 + 1 / 0.9)),
+                                       ("t", 3, 100, pytest.approx(4 + 2 / 0.9))]
     assert doc["moves"][0]["added_brokers"] == [4] and doc["moves"][0]["removed_brokers"] == [2]
     assert doc["totals"]["bytes_moved"] == 200 and doc["totals"]["balanced"] is True
     assert doc["totals"]["moved_over_lower_bound"] == pytest.approx(1.0)
     eta = doc["eta"]
-    assert (eta["copying_seconds"], eta["waiting_seconds"], eta["total_seconds"]) == (2, 0, 2)
-    # both copies go into broker 4: nothing copies faster than its 2 s; auto adds the window
-    assert (eta["concurrency_auto_seconds"], eta["physical_limit_seconds"]) == (2, 2)
+    assert (eta["start_seconds"], eta["copy_efficiency"]) == (4, 0.9)
+    assert (eta["copying_seconds"], eta["waiting_seconds"], eta["total_seconds"]) == \
+        pytest.approx((2 / 0.9, 0, 4 + 2 / 0.9))
+    # both copies go into broker 4: nothing copies faster than its 2 s at the full rate
+    assert (eta["concurrency_auto_seconds"], eta["physical_limit_seconds"]) == \
+        pytest.approx((4 + 2 / 0.9, 2))
     assert doc["warnings"] == [] and doc["solver"]["status"] == "optimal"
     shown = rebalance_main("diff", str(out), "--json", *RATE)
     assert json.loads(shown.out) == doc  # diff reviews the saved plan the same way
