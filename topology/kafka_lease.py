@@ -20,6 +20,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from core.errors import ClusterError, LeaseRefused
 from topology.bootstrap import bootstrap_string, parse_bootstrap
@@ -34,6 +35,30 @@ _QUIET = logging.getLogger("kafka_rebalance.lease.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 _FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+_NOT_READY = {KafkaError._TIMED_OUT, KafkaError.CONCURRENT_TRANSACTIONS,
+              KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+              KafkaError.NOT_COORDINATOR, KafkaError.UNKNOWN_TOPIC_OR_PART,
+              KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION}
+CLAIM_ATTEMPTS = 4
+
+
+class _Busy(Exception):
+    """The broker asked to try the claim again (a transaction of a racing claimant still
+    ending, a coordinator or a new topic's leader not ready yet); nothing was written."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def _refusal_or_busy(error: KafkaError) -> Exception:
+    """What an error of init_transactions means for the claim: fenced by a racing claimant
+    (refused), worth another try, or a cluster error."""
+    if error.code() in _FENCED:
+        return _raced()
+    if error.retriable() or error.code() in _NOT_READY:
+        return _Busy(error.str())
+    return ClusterError(f"cannot take the cluster's run lease: {error.str()}")
 
 
 def _raced() -> LeaseRefused:
@@ -100,32 +125,57 @@ class KafkaLeaseStore:
 
     def claim(self, decide: Callable[[bytes | None], bytes]) -> None:
         self._ensure_topic()
+        try:
+            for attempt in Retrying(retry=retry_if_exception_type(_Busy), reraise=True,
+                                    stop=stop_after_attempt(CLAIM_ATTEMPTS),
+                                    wait=wait_random_exponential(multiplier=0.5, max=4)):
+                with attempt:
+                    self._claim_once(decide)
+        except _Busy as busy:
+            raise ClusterError(f"cannot take the cluster's run lease: {busy.error}; nothing "
+                               "was changed, try again") from None
+
+    def _claim_once(self, decide: Callable[[bytes | None], bytes]) -> None:
+        """One claim: fence every earlier claimant, read the lease, write ours in a
+        transaction. _Busy when the broker said to try again before anything was written."""
         producer = Producer({**self._conf, "transactional.id": TRANSACTIONAL_ID,
                              "transaction.timeout.ms": int(self._timeout * 2000)})
-        value: bytes | None = None
         try:
             producer.init_transactions(self._timeout)
-            value = decide(self._latest())
+        except KafkaException as exc:
+            raise _refusal_or_busy(exc.args[0]) from None
+        try:
+            latest = self._latest()
+        except (KafkaException, ClusterError) as exc:
+            raise _Busy(str(exc)) from None
+        value = decide(latest)
+        try:
             producer.begin_transaction()
             producer.produce(self._topic, key=LEASE_KEY, value=value, partition=0)
             producer.commit_transaction(self._timeout)
         except KafkaException as exc:
             error = exc.args[0]
-            if error.code() in _FENCED or error.fatal():
+            if error.code() in _FENCED:
                 raise _raced() from None
-            if value is None:
-                raise ClusterError(f"cannot take the cluster's run lease: {error}") from None
             self._settle(producer, error, value)
 
     def _settle(self, producer: Producer, error: KafkaError, value: bytes) -> None:
         """A commit whose outcome the broker did not tell (a racing claimant's fence can end
-        ours with an unnamed broker error): abort what is still open, then the committed
+        ours with an unnamed broker error): end what is still open, then the committed
         lease says who holds it. Ours only if it is byte for byte the claim we wrote."""
-        if error.txn_requires_abort():
-            # fenced meanwhile: the fencing claimant aborted it for us
+        if error.retriable() and not error.txn_requires_abort():
             with contextlib.suppress(KafkaException):
-                producer.abort_transaction(self._timeout)
-        if self._latest() != value:
+                producer.commit_transaction(self._timeout)  # the commit may go through now
+        with contextlib.suppress(KafkaException):
+            # fenced meanwhile: the fencing claimant aborted it for us; else abort it here
+            producer.abort_transaction(self._timeout)
+        try:
+            held = self._latest()
+        except (KafkaException, ClusterError) as exc:
+            raise ClusterError(f"the run lease's claim ended with {error.str()} and the lease "
+                               f"could not be read back ({exc}); nothing else was changed. "
+                               "Run `rebalance status`, then try again") from None
+        if held != value:
             raise LeaseRefused(f"the run lease was not taken ({error.str()}): most likely "
                                "another run claimed this cluster at the same moment. Nothing "
                                "was changed; try again when it ends") from None

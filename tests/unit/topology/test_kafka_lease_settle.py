@@ -41,9 +41,40 @@ def test_a_claim_not_committed_is_refused_and_names_the_error(latest: bytes | No
         store(latest)._settle(Producer(abort_fails=True), UNNAMED, b"ours")  # type: ignore[arg-type]
 
 
-def test_an_error_that_needs_no_abort_aborts_nothing() -> None:
+def test_a_retriable_commit_error_commits_again_and_the_lease_read_back_decides() -> None:
     producer = Producer()
+    lease = KafkaLeaseStore("127.0.0.1:1")
+    committed: list[bytes] = []
+    lease._latest = lambda: committed[-1] if committed else None  # type: ignore[method-assign]
+    producer.commit_transaction = lambda timeout: committed.append(b"ours")  # type: ignore[attr-defined]
     plain = KafkaError(KafkaError._TIMED_OUT, "commit timed out", retriable=True)
-    with pytest.raises(LeaseRefused):
-        store(None)._settle(producer, plain, b"ours")  # type: ignore[arg-type]
-    assert producer.aborted == 0
+    lease._settle(producer, plain, b"ours")  # type: ignore[arg-type]
+    assert committed == [b"ours"]
+
+
+def test_a_lease_that_cannot_be_read_back_is_a_cluster_error_not_a_claim() -> None:
+    from core.errors import ClusterError
+
+    def unreadable() -> bytes | None:
+        raise ClusterError("cannot read the run lease topic")
+    lease = KafkaLeaseStore("127.0.0.1:1")
+    lease._latest = unreadable  # type: ignore[method-assign]
+    with pytest.raises(ClusterError, match="could not be read back"):
+        lease._settle(Producer(), UNNAMED, b"ours")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("error, outcome", [
+    (KafkaError(KafkaError.PRODUCER_FENCED, "fenced", fatal=True), "LeaseRefused"),
+    (KafkaError(KafkaError.CONCURRENT_TRANSACTIONS, "still ending"), "_Busy"),
+    (KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True), "_Busy"),
+    (KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "not allowed", fatal=True),
+     "ClusterError"),
+])
+def test_an_init_transactions_error_is_a_race_a_retry_or_a_cluster_error(
+        error: KafkaError, outcome: str) -> None:
+    from topology.kafka_lease import _refusal_or_busy
+
+    found = _refusal_or_busy(error)
+    assert type(found).__name__ == outcome
+    if outcome == "ClusterError":
+        assert "not allowed" in str(found) and "another run" not in str(found)
