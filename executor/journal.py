@@ -315,11 +315,13 @@ def parse_lines(data: bytes, origin: str) -> tuple[list[Record], int]:
 
 
 class JournalFile:
-    """A journal on disk: exclusive lock, fsync per record, torn-tail repair on open."""
+    """A journal on disk: exclusive lock, fsync per record, a torn tail cut off before the
+    first record is appended (never on open: a run refused after opening writes nothing)."""
 
-    def __init__(self, path: Path, handle: IO[bytes]) -> None:
+    def __init__(self, path: Path, handle: IO[bytes], intact_bytes: int | None = None) -> None:
         self.path = path
         self._handle = handle
+        self._torn_from = intact_bytes  # where a torn tail begins, until it is cut off
 
     @classmethod
     def create(cls, path: Path, header: Record) -> JournalFile:
@@ -355,13 +357,15 @@ class JournalFile:
         except ExecutionError:
             handle.close()
             raise
-        if good < len(data):  # repair a torn tail only on a file proven to be a journal
-            handle.truncate(good)
-            os.fsync(handle.fileno())
         handle.seek(good)
-        return cls(path, handle), records
+        # a torn tail is repaired only on a file proven to be a journal, and only when the
+        # run writes to it: a refusal after this point leaves the file's bytes as they were
+        return cls(path, handle, good if good < len(data) else None), records
 
     def append(self, record: Record) -> None:
+        if self._torn_from is not None:
+            self._handle.truncate(self._torn_from)
+            self._torn_from = None
         line = json.dumps(record, sort_keys=True, separators=(",", ":")) + "\n"
         self._handle.write(line.encode())
         self._handle.flush()

@@ -178,6 +178,20 @@ def test_a_refused_journal_is_never_written(tmp_path: Path, rebalance: Rebalance
 
 
 @pytest.mark.parametrize("command", ["resume", "cancel", "clear-throttles"])
+def test_a_journal_with_a_torn_tail_refused_later_keeps_its_bytes(
+        tmp_path: Path, rebalance: Rebalance, command: str) -> None:
+    """A valid journal whose last line was cut, refused after it was opened (here the
+    cluster does not answer): the torn tail is still there, every byte as it was."""
+    journal = write_journal(tmp_path / "p.json.journal", [header(), _state("throttling")])
+    with journal.open("ab") as f:
+        f.write(b'{"kind":"state","move":"t-0","sta')
+    before = journal.read_bytes()
+    code, error = rebalance(command, "--journal", str(journal), *CONN)
+    assert code != 0, error
+    assert journal.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["resume", "cancel", "clear-throttles"])
 def test_malformed_settings_in_the_header(tmp_path: Path, rebalance: Rebalance,
                                           command: str) -> None:
     record = header()

@@ -83,6 +83,21 @@ def test_torn_last_line_is_ignored_and_repaired(tmp_path: Path) -> None:
     assert len(lines) == 5 and all(json.loads(line) for line in lines)
 
 
+def test_a_torn_tail_stays_until_the_run_writes(tmp_path: Path) -> None:
+    """A run refused after its journal is opened (lease, preflight, settings) writes nothing:
+    the torn tail is cut off only by the first append."""
+    path = tmp_path / "run.journal"
+    journal = new_journal(path)
+    drive(journal)
+    journal._sink.close()  # type: ignore[attr-defined]
+    with path.open("ab") as f:
+        f.write(b'{"kind":"state","move":"orders-0","sta')
+    before = path.read_bytes()
+    reopened, _ = JournalFile.open(path)
+    reopened.close()
+    assert path.read_bytes() == before
+
+
 def test_a_last_record_without_newline_counts_as_torn(tmp_path: Path) -> None:
     path = tmp_path / "run.journal"
     new_journal(path)._sink.close()  # type: ignore[attr-defined]
