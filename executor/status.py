@@ -35,11 +35,23 @@ class RunStatus:
 
     @property
     def next_step(self) -> str:
-        """What an operator should do next, in one sentence."""
+        """What an operator should do next, in one sentence, when it is not known whether an
+        executor holds the journal."""
+        return self.next_step_for(None)
+
+    def next_step_for(self, running: bool | None) -> str:
+        """What an operator should do next, knowing whether an executor holds the journal
+        (None: not known)."""
         if self.outcome is RunOutcome.COMPLETED:
             return "nothing: every move is done"
         if self.throttles_left and self.outcome is not None:
             return "run `rebalance clear-throttles` (throttles may be left on the brokers)"
+        if self.outcome is None and running:
+            return ("nothing: an executor is running this run (`rebalance cancel` asks it to "
+                    "revert)")
+        if self.outcome is None and running is False:
+            return ("`rebalance resume` continues the interrupted run and `rebalance cancel` "
+                    "reverts it")
         if self.outcome is None:
             return ("if no executor is running on this journal, `rebalance resume` continues "
                     "and `rebalance cancel` reverts")
@@ -63,4 +75,4 @@ def summarize(run: RunState) -> RunStatus:
                                       record.reason, record.throttles_left))
     left = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
     return RunStatus(run.plan.plan_id, run.outcome, run.end_reason, len(run.plan.moves),
-                     counts, bytes_done, run.plan.total_bytes, tuple(notable), left)
+                     counts, bytes_done, run.plan.bytes_moved, tuple(notable), left)

@@ -38,3 +38,14 @@ def test_status_of_a_stopped_run_names_the_failed_move() -> None:
     assert status.throttles_left == ("orders-1",)
     assert "clear-throttles" in status.next_step
     assert "went offline" in status.end_reason
+
+
+def test_the_next_step_of_an_unfinished_run_follows_whether_an_executor_holds_it() -> None:
+    world = make_world()
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink).run()
+    unfinished = summarize(replay(world.sink.records[:-1]))  # the end record not written yet
+    assert unfinished.outcome is None
+    assert unfinished.next_step_for(True).startswith("nothing: an executor is running")
+    assert unfinished.next_step_for(False).startswith("`rebalance resume` continues the "
+                                                      "interrupted run")
+    assert unfinished.next_step_for(None).startswith("if no executor is running")
