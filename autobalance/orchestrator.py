@@ -236,10 +236,10 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
     run_id = new_run_id()
     try:
         with edge.lease(run_id, journal) as hold:
-            executor = Executor.start(ExecutionPlan.from_plan_file(plan_file), edge.ports,
-                                      config, open_sink, reporter=edge.reporter,
-                                      validator=planner_validator(topology, settings.goals),
-                                      run_id=run_id)
+            planned = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
+            executor = Executor.start(
+                planned, edge.ports, config, open_sink, reporter=edge.reporter,
+                validator=planner_validator(topology, settings.goals), run_id=run_id)
             hold.started = True
             report = _drive(executor, edge)
             hold.ended = True

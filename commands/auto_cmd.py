@@ -116,16 +116,14 @@ def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: floa
                         config, time_limit, dry_run, min_improvement)
 
 
-def _with_queries(settings: AutoSettings, rate_window: str, queries_file: Path | None,
-                  prometheus: str) -> AutoSettings:
-    """The gate's queries from --queries / --rate-window ('auto': from the scrape interval)."""
+def _with_queries(settings: AutoSettings, rate_window: str,
+                  queries_file: Path | None) -> tuple[AutoSettings, bool]:
+    """The gate's queries from --queries / --rate-window, and whether the rate window is to
+    come from the scrape interval ('auto', which the use case asks Prometheus for)."""
     from commands.execute_setup import read_queries
-    from usecases.cluster import with_scrape_window
 
     queries, derive = read_queries(rate_window, queries_file)
-    if derive:
-        queries = with_scrape_window(queries, prometheus)
-    return replace(settings, executor=replace(settings.executor, queries=queries))
+    return replace(settings, executor=replace(settings.executor, queries=queries)), derive
 
 
 def _raise_on_sigterm() -> None:
@@ -238,7 +236,7 @@ def auto(
         from topology.capacities import read_capacities
 
         read_capacities(capacities)
-    settings = _with_queries(settings, rate_window, queries_file, prometheus)
+    settings, derive_window = _with_queries(settings, rate_window, queries_file)
     lines = Lines(zone)
     lines.say(f"windows: {settings.schedule.describe()}; state: {state_dir}"
               + ("; dry run" if dry_run else ""))
@@ -247,7 +245,8 @@ def auto(
                       cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
                                             command_config=command_config,
                                             capacities=capacities),
-                      state=StateDir(state_dir), output=lines)
+                      state=StateDir(state_dir), output=lines,
+                      derive_rate_window=derive_window)
     _conclude(result)
 
 

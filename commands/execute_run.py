@@ -40,7 +40,7 @@ def progress_view(run: RunState, cap: int, metrics_port: int | None, clock: Call
     from executor.timeline import timeline
 
     done = sum(m.bytes_moved for m in run.plan.moves if run.state_of(m.name) is MoveState.DONE)
-    view = ProgressView(err_console, ProgressState(len(run.plan.moves), run.plan.total_bytes,
+    view = ProgressView(err_console, ProgressState(len(run.plan.moves), run.plan.bytes_moved,
                                                    cap, bytes_before=done), clock,
                         moves={m.name: m for m in run.plan.moves},
                         times=timeline(records) if records else None)

@@ -133,7 +133,7 @@ def _plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record
         notices.append(f"The plan {candidate} could not be read ({exc}): the page shows the "
                        "run only.")
         return None
-    if ExecutionPlan.from_plan_file(plan_file).plan_id != records[0].get("plan_id"):
+    if ExecutionPlan.of(plan_file.moves).plan_id != records[0].get("plan_id"):
         notices.append(f"The plan {candidate} holds other moves than the journal's run: the "
                        "page shows the run only.")
         return None

@@ -9,13 +9,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from core.errors import PlanError
-from planner.planfile import PlanFile
-from planner.result import Move
+from planner.result import Move, MoveTotals
 from topology.model import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
-class ExecutionPlan:
+class ExecutionPlan(MoveTotals):
     """Moves in the order they must run (at most one per partition) and a cluster fingerprint."""
 
     moves: tuple[Move, ...]
@@ -33,11 +32,6 @@ class ExecutionPlan:
     def of(cls, moves: Iterable[Move], fingerprint: str | None = None) -> ExecutionPlan:
         return cls(tuple(moves), fingerprint)
 
-    @classmethod
-    def from_plan_file(cls, plan_file: PlanFile) -> ExecutionPlan:
-        """The moves of a plan file, in the file's order, with its fingerprint."""
-        return cls(tuple(plan_file.moves), plan_file.fingerprint)
-
     @property
     def plan_id(self) -> str:
         """A stable hash of the moves (partition, current, target): ties a journal to its plan."""
@@ -45,10 +39,6 @@ class ExecutionPlan:
         for m in self.moves:
             h.update(f"{m.topic}\x00{m.partition}\x00{m.current}\x00{m.target}\n".encode())
         return "sha256:" + h.hexdigest()[:32]
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(m.bytes_moved for m in self.moves)
 
     def move(self, name: str) -> Move:
         """The move of partition `name` ("topic-partition")."""

@@ -37,10 +37,9 @@ from planner.planfile_schema import (
     moves_from_entries,
 )
 from planner.result import Move, SolverStatus
-from topology.documents import bulk_objects, parse_json, read_text
+from topology.documents import bulk_objects, parse_json, read_text, write_json_atomic
 from topology.model import RESOURCES, Capacity, Load, is_kafka_id, is_topic_name
 from topology.schema import Labeler, Loc, describe, near_misses
-from topology.snapshot import write_json_atomic
 
 # --- writing ---------------------------------------------------------------------------------
 

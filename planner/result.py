@@ -81,8 +81,10 @@ class Move(KeyedByPartition):
 
 
 class MoveTotals:
-    """What a plan's moves add up to; shared by the planner's result and the plan file."""
+    """What a plan's moves add up to; shared by the planner's result, the plan file and the
+    executor's plan."""
 
+    __slots__ = ()
     moves: tuple[Move, ...]
 
     @property

@@ -2,7 +2,7 @@
 
 Everything renders from a PlanFile, so `plan` and `diff` show the same review, as tables or as
 one JSON document (`review_document`, for --json), and the HTML report reuses the tables cell
-for cell (`report.plan_view`). The ETA is `executor.plan_eta`'s model.
+for cell (`report.plan_view`). The ETA is `executor.schedule.plan_eta`'s model.
 """
 
 from __future__ import annotations

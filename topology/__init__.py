@@ -1,14 +1,5 @@
 """Cluster model (pure values), load model, and the adapters that read and write it."""
 
-from core.errors import (
-    ClusterError,
-    ExecutionError,
-    InputError,
-    MetricsError,
-    PlanError,
-    RebalanceError,
-    SandboxError,
-)
 from topology.load import balance, broker_loads, bytes_moved, leader_net_out, replica_load
 from topology.model import (
     RESOURCES,
@@ -26,16 +17,9 @@ __all__ = [
     "RESOURCES",
     "Broker",
     "Capacity",
-    "ClusterError",
-    "ExecutionError",
-    "InputError",
     "Load",
-    "MetricsError",
     "Partition",
-    "PlanError",
-    "RebalanceError",
     "Resource",
-    "SandboxError",
     "TopicPartition",
     "Topology",
     "balance",

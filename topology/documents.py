@@ -1,4 +1,5 @@
-"""Reading the tool's input documents safely, in one place.
+"""Reading the tool's input documents safely, and writing its output documents whole, in one
+place.
 
 Every way a JSON or YAML text can fail to decode (not UTF-8, bad syntax, nesting deeper than
 the parser allows, a number out of range, an unpaired UTF-16 surrogate escape) becomes one
@@ -11,7 +12,10 @@ that readers can name the key that holds one.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -80,3 +84,27 @@ def bulk_objects() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def write_json_atomic(path: Path, doc: Mapping[str, Any], indent: int | None = None) -> None:
+    """Write JSON to a temp file in the same directory, fsync, then rename over `path`."""
+    if path.is_dir():
+        raise InputError(f"cannot write {path}: it is a directory; give a file name")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(doc, fh, indent=indent)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -52,8 +52,25 @@ class Resource(StrEnum):
 RESOURCES: tuple[Resource, ...] = (Resource.DISK, Resource.NET_IN, Resource.NET_OUT)
 
 
+class PerResource:
+    """A value with one number per resource (a broker's capacity, or its load)."""
+
+    __slots__ = ()
+    disk_bytes: float
+    net_in_bytes_per_sec: float
+    net_out_bytes_per_sec: float
+
+    def of(self, resource: Resource) -> float:
+        """The number for one resource."""
+        if resource is Resource.DISK:
+            return self.disk_bytes
+        if resource is Resource.NET_IN:
+            return self.net_in_bytes_per_sec
+        return self.net_out_bytes_per_sec
+
+
 @dataclass(frozen=True, slots=True)
-class Capacity:
+class Capacity(PerResource):
     """What one broker can hold (bytes) and carry (bytes per second)."""
 
     disk_bytes: float
@@ -68,30 +85,14 @@ class Capacity:
                 raise InputError(f"capacity {name} must be a positive finite number, "
                                  f"got {value!r}")
 
-    def of(self, resource: Resource) -> float:
-        """The capacity for one resource."""
-        if resource is Resource.DISK:
-            return self.disk_bytes
-        if resource is Resource.NET_IN:
-            return self.net_in_bytes_per_sec
-        return self.net_out_bytes_per_sec
-
 
 @dataclass(frozen=True, slots=True)
-class Load:
+class Load(PerResource):
     """Load on a broker in the same units as Capacity."""
 
     disk_bytes: float = 0.0
     net_in_bytes_per_sec: float = 0.0
     net_out_bytes_per_sec: float = 0.0
-
-    def of(self, resource: Resource) -> float:
-        """The load for one resource."""
-        if resource is Resource.DISK:
-            return self.disk_bytes
-        if resource is Resource.NET_IN:
-            return self.net_in_bytes_per_sec
-        return self.net_out_bytes_per_sec
 
     def __add__(self, other: Load) -> Load:
         return Load(

@@ -6,16 +6,13 @@ such a snapshot needs a capacities file before it becomes a Topology.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from core.errors import InputError
 from topology.capacities import CAPACITY_KEYS, Capacities
-from topology.documents import bulk_objects, read_text
+from topology.documents import bulk_objects, read_text, write_json_atomic
 from topology.model import Broker, Partition, Topology
 from topology.snapshot_schema import SNAPSHOT_VERSION as SNAPSHOT_VERSION
 from topology.snapshot_schema import (
@@ -89,30 +86,6 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
     if topology.notes:
         doc["notes"] = list(topology.notes)
     return doc
-
-
-def write_json_atomic(path: Path, doc: Mapping[str, Any], indent: int | None = None) -> None:
-    """Write JSON to a temp file in the same directory, fsync, then rename over `path`."""
-    if path.is_dir():
-        raise InputError(f"cannot write {path}: it is a directory; give a file name")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}; choose a writable path") from None
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, indent=indent)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_snapshot(path: Path, topology: Topology) -> None:

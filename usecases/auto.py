@@ -106,12 +106,22 @@ def _sleep_until(wake: datetime | None, interval_minutes: float, zone: tzinfo,
 
 
 def run_auto(settings: AutoSettings, *, loop: LoopSettings, cluster: ClusterAccess,
-             state: StateDir, output: AutoOutput, clock: Clock | None = None) -> CycleResult:
+             state: StateDir, output: AutoOutput, clock: Clock | None = None,
+             derive_rate_window: bool = False) -> CycleResult:
     """`rebalance auto`: the loop of cycles under the state directory's lock (a second auto
     process on it is refused); a dry run is one cycle that reads only (no lock, nothing
-    written). Returns the last cycle's result (with `once` or a dry run)."""
+    written). Returns the last cycle's result (with `once` or a dry run).
+    `derive_rate_window` takes the gates' rate window from the Prometheus targets' scrape
+    interval (`--rate-window auto`), asked once before the first cycle."""
+    from dataclasses import replace
+
     from autobalance.statedir import state_lock
     from executor.clock import SystemClock
+    from usecases.cluster import with_scrape_window
+
+    if derive_rate_window:
+        queries = with_scrape_window(settings.executor.queries, cluster.prometheus)
+        settings = replace(settings, executor=replace(settings.executor, queries=queries))
 
     def cycle() -> CycleResult:
         return run_auto_cycle(settings, cluster=cluster, state=state, output=output)

@@ -126,10 +126,15 @@ def read_live(bootstrap: str, prometheus: str | None, command_config: Path | Non
     return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
 
 
-def with_scrape_window(queries: GateQueries, prometheus: str) -> GateQueries:
+def with_scrape_window(queries: GateQueries, prometheus: str | None) -> GateQueries:
     """`queries` with the rate window derived from the Prometheus targets' scrape interval."""
+    from core.errors import InputError
     from executor.readings import window_for_scrape_interval
     from topology.prom_source import PrometheusMetrics
+
+    if prometheus is None:
+        raise InputError("the gates' rate window comes from Prometheus' scrape interval: "
+                         "pass --prometheus, or --rate-window")
 
     interval = PrometheusMetrics(prometheus).scrape_interval_seconds()
     return replace(queries, window=window_for_scrape_interval(interval))

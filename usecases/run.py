@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from core.errors import ExecutionError, InputError
 from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
-from usecases.cluster import ClusterAccess, cluster_lease, live_topology, real_ports
+from usecases.cluster import (
+    ClusterAccess,
+    cluster_lease,
+    live_topology,
+    real_ports,
+    with_scrape_window,
+)
 
 if TYPE_CHECKING:
     from core.ports import Clock
@@ -28,7 +34,6 @@ if TYPE_CHECKING:
     from executor.lease import LeaseHold
     from executor.plan import ExecutionPlan
     from executor.preflight import PlanValidator
-    from executor.readings import GateQueries
     from executor.records import Record
     from executor.runner import Executor, Preview, RunReport
     from topology.model import Capacity
@@ -159,7 +164,7 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
     from planner.planfile_json import read_plan
 
     plan_file = read_plan(settings.plan)
-    plan = ExecutionPlan.from_plan_file(plan_file)
+    plan = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
     if not dry_run:
         check_new_journal(settings.journal)
     with real_ports(cluster.bootstrap, cluster.prometheus, cluster.command_config) as ports:
@@ -167,7 +172,8 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
         config = replace(settings.config,
                          capacities={b.id: b.capacity for b in topology.brokers})
         if settings.derive_rate_window:
-            config = replace(config, queries=_scrape_window(config, cluster))
+            config = replace(config, queries=with_scrape_window(config.queries,
+                                                                cluster.prometheus))
             hooks.rate_window(config.queries.window)
         validator = planner_validator(topology, plan_file.goals,
                                       allow_worse_balance=settings.allow_worse_balance)
@@ -175,15 +181,6 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
             hooks.note("the cluster changed since the plan was made (fingerprint differs); "
                        "preflight checks every move's partition")
         yield _Ready(plan, ports, config, validator)
-
-
-def _scrape_window(config: ExecutorConfig, cluster: ClusterAccess) -> GateQueries:
-    from usecases.cluster import with_scrape_window
-
-    if cluster.prometheus is None:
-        raise InputError("the gates' rate window comes from Prometheus' scrape interval: "
-                         "pass --prometheus, or --rate-window")
-    return with_scrape_window(config.queries, cluster.prometheus)
 
 
 def preview_run(settings: StartSettings, *, cluster: ClusterAccess,

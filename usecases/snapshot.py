@@ -16,9 +16,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from core.errors import InputError
 from topology.capacities import read_capacities
+from topology.documents import write_json_atomic
 from topology.promql import DEFAULT_RATE_WINDOW
 from topology.security import load_security
-from topology.snapshot import write_json_atomic
 
 if TYPE_CHECKING:
     from topology.live import LiveSnapshot

@@ -18,7 +18,7 @@ B = Move("b", 1, (2, 3), (2, 4), 50)
 def test_plan_keeps_order_and_totals() -> None:
     plan = ExecutionPlan.of([B, A], "sha256:x")
     assert [m.name for m in plan.moves] == ["b-1", "a-0"]
-    assert plan.total_bytes == 150 and plan.move("a-0") is A
+    assert plan.bytes_moved == 150 and plan.move("a-0") is A
     assert touched_brokers(A) == {1, 2, 3}
 
 
