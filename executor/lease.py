@@ -32,6 +32,7 @@ class LeaseRecord:
     holder: str  # host, pid and journal, for the operator
     at: float  # epoch seconds of the last claim or heartbeat
     held: bool = True  # False once the run released it
+    host: str = ""  # the machine the run works on ("" in leases of older versions)
 
     def encode(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
@@ -42,20 +43,29 @@ class LeaseRecord:
         try:
             doc = json.loads(raw)
             record = cls(str(doc["run_id"]), str(doc["holder"]), float(doc["at"]),
-                         bool(doc["held"]))
+                         bool(doc["held"]), str(doc.get("host", "")))
         except (ValueError, KeyError, TypeError):
             return None
         return record
 
 
 def claim_problem(current: LeaseRecord | None, run_id: str, now: float,
-                  take_over: str | None = None) -> str | None:
-    """None when `run_id` may take the lease now; otherwise why not, and what to do."""
-    if current is None or not current.held or current.run_id == run_id:
+                  take_over: str | None = None, host: str = "") -> str | None:
+    """None when `run_id` (working on `host`) may take the lease now; otherwise why not, and
+    what to do. The same run takes its own lease back (a resume after a crash), unless the
+    lease is live on another machine: there the run is still going (its journal copied to
+    this one), and the journal's file lock cannot see across machines."""
+    if current is None or not current.held:
+        return None
+    age = max(now - current.at, 0.0)
+    if current.run_id == run_id:
+        if age <= TTL_SECONDS and current.host and host and current.host != host:
+            return (f"run {run_id} is alive on {current.host} ({current.holder}), renewed "
+                    f"{age:.0f} s ago; nothing was changed. Resume or cancel it there, or "
+                    f"wait {TTL_SECONDS:.0f} s after it stops")
         return None
     if take_over is not None and take_over == current.run_id:
         return None
-    age = max(now - current.at, 0.0)
     if age <= TTL_SECONDS:
         return (f"another run holds this cluster: run {current.run_id} ({current.holder}), "
                 f"alive {age:.0f} s ago; nothing was changed. Wait for it to end, or cancel it "
@@ -90,16 +100,17 @@ class LeaseKeeper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def acquire(self, run_id: str, holder: str, take_over: str | None = None) -> None:
+    def acquire(self, run_id: str, holder: str, take_over: str | None = None,
+                host: str = "") -> None:
         def decide(raw: bytes | None) -> bytes:
             current = LeaseRecord.decode(raw) if raw is not None else None
-            problem = claim_problem(current, run_id, self._clock(), take_over)
+            problem = claim_problem(current, run_id, self._clock(), take_over, host)
             if problem is not None:
                 raise LeaseRefused(problem)
-            return LeaseRecord(run_id, holder, self._clock()).encode()
+            return LeaseRecord(run_id, holder, self._clock(), host=host).encode()
 
         self._store.claim(decide)
-        self._record = LeaseRecord(run_id, holder, self._clock())
+        self._record = LeaseRecord(run_id, holder, self._clock(), host=host)
         self._thread = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
         self._thread.start()
 

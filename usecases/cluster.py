@@ -75,8 +75,8 @@ def cluster_lease(bootstrap: str, command_config: Path | None, run_id: str, jour
 
     store = KafkaLeaseStore(bootstrap, load_security(command_config, os.environ))
     keeper = LeaseKeeper(store)
-    keeper.acquire(run_id, f"{socket.gethostname()} pid {os.getpid()}, journal {journal}",
-                   take_over)
+    host = socket.gethostname()
+    keeper.acquire(run_id, f"{host} pid {os.getpid()}, journal {journal}", take_over, host)
     hold = LeaseHold()
     try:
         yield hold

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -41,8 +42,22 @@ def test_the_same_run_takes_its_own_lease_back_live_or_stale() -> None:
     assert claim_problem(STALE, "run-a", NOW) is None
 
 
+def test_the_same_run_live_on_another_machine_keeps_its_lease() -> None:
+    """A copy of the journal resumed elsewhere while the run still works: the file lock
+    cannot see it, the lease's host can. On the same machine the journal's lock decides;
+    once stale, the lease passes to the run wherever it resumes."""
+    live = replace(LIVE, host="host-1")
+    problem = claim_problem(live, "run-a", NOW, host="host-2")
+    assert problem is not None and "alive on host-1" in problem
+    assert "nothing was changed" in problem
+    assert claim_problem(live, "run-a", NOW, host="host-1") is None
+    assert claim_problem(replace(STALE, host="host-1"), "run-a", NOW, host="host-2") is None
+    assert claim_problem(LIVE, "run-a", NOW, host="host-2") is None  # an older lease: no host
+
+
 def test_records_round_trip_and_garbage_is_no_record() -> None:
     assert LeaseRecord.decode(LIVE.encode()) == LIVE
+    assert LeaseRecord.decode(replace(LIVE, host="h").encode()) == replace(LIVE, host="h")
     assert LeaseRecord.decode(b"not json") is None
     assert LeaseRecord.decode(b'{"run_id": "x"}') is None
 
