@@ -33,6 +33,13 @@ from commands.execute_setup import slo_from_flags
 from commands.render import console, note
 from core.errors import ExecutionError, InputError
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
+from executor.slo import (
+    DEFAULT_EVERY_SECONDS,
+    DEFAULT_FETCH_P99_MS,
+    DEFAULT_FLUSH_P95_MS,
+    DEFAULT_PRODUCE_P99_MS,
+    DEFAULT_UNDER_REPLICATED,
+)
 from usecases.auto import LoopSettings, run_auto
 from usecases.cluster import ClusterAccess
 
@@ -190,12 +197,12 @@ def auto(
     rate_window: RateWindow = "auto",
     queries_file: QueriesFile = None,
     slo_guard: SloGuard = True,
-    slo_produce_p99_ms: SloProduce = 500.0,
-    slo_fetch_p99_ms: SloFetch = 1500.0,
-    slo_flush_p95_ms: SloFlush = 500.0,
-    slo_under_replicated: SloUrp = 0,
+    slo_produce_p99_ms: SloProduce = DEFAULT_PRODUCE_P99_MS,
+    slo_fetch_p99_ms: SloFetch = DEFAULT_FETCH_P99_MS,
+    slo_flush_p95_ms: SloFlush = DEFAULT_FLUSH_P95_MS,
+    slo_under_replicated: SloUrp = DEFAULT_UNDER_REPLICATED,
     slo_lag: SloLag = None,
-    slo_interval: SloInterval = 10.0,
+    slo_interval: SloInterval = DEFAULT_EVERY_SECONDS,
     poll_seconds: Annotated[float, typer.Option(
         help="Seconds between polls of the cluster.", hidden=True)] = 1.0,
 ) -> None:

@@ -38,6 +38,13 @@ from commands.report_cmd import (
 )
 from core.errors import ExecutionError, InputError
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, RunOverrides, parse_concurrency
+from executor.slo import (
+    DEFAULT_EVERY_SECONDS,
+    DEFAULT_FETCH_P99_MS,
+    DEFAULT_FLUSH_P95_MS,
+    DEFAULT_PRODUCE_P99_MS,
+    DEFAULT_UNDER_REPLICATED,
+)
 from usecases.cluster import ClusterAccess
 from usecases.run import (
     CancelAsked,
@@ -182,12 +189,12 @@ def execute(
     rate_window: RateWindow = "auto",
     queries_file: QueriesFile = None,
     slo_guard: SloGuard = True,
-    slo_produce_p99_ms: SloProduce = 500.0,
-    slo_fetch_p99_ms: SloFetch = 1500.0,
-    slo_flush_p95_ms: SloFlush = 500.0,
-    slo_under_replicated: SloUrp = 0,
+    slo_produce_p99_ms: SloProduce = DEFAULT_PRODUCE_P99_MS,
+    slo_fetch_p99_ms: SloFetch = DEFAULT_FETCH_P99_MS,
+    slo_flush_p95_ms: SloFlush = DEFAULT_FLUSH_P95_MS,
+    slo_under_replicated: SloUrp = DEFAULT_UNDER_REPLICATED,
     slo_lag: SloLag = None,
-    slo_interval: SloInterval = 10.0,
+    slo_interval: SloInterval = DEFAULT_EVERY_SECONDS,
     poll_seconds: Poll = 1.0,
     take_over_lease: TakeOver = None,
 ) -> None:

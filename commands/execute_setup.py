@@ -23,7 +23,14 @@ from executor.config import (
 )
 from executor.gates import GatePolicy
 from executor.schedule import DEFAULT_GAP_SECONDS
-from executor.slo import SloPolicy
+from executor.slo import (
+    DEFAULT_EVERY_SECONDS,
+    DEFAULT_FETCH_P99_MS,
+    DEFAULT_FLUSH_P95_MS,
+    DEFAULT_PRODUCE_P99_MS,
+    DEFAULT_UNDER_REPLICATED,
+    SloPolicy,
+)
 
 if TYPE_CHECKING:
     from executor.readings import GateQueries
@@ -80,10 +87,12 @@ def both(first: Reporter, second: Reporter | None) -> Reporter:
     return report
 
 
-def slo_from_flags(*, guard: bool = True, produce_p99_ms: float = 500.0,
-                   fetch_p99_ms: float = 1500.0, flush_p95_ms: float = 500.0,
-                   under_replicated: int = 0, lag: float | None = None,
-                   interval: float = 10.0) -> SloPolicy:
+def slo_from_flags(*, guard: bool = True, produce_p99_ms: float = DEFAULT_PRODUCE_P99_MS,
+                   fetch_p99_ms: float = DEFAULT_FETCH_P99_MS,
+                   flush_p95_ms: float = DEFAULT_FLUSH_P95_MS,
+                   under_replicated: int = DEFAULT_UNDER_REPLICATED,
+                   lag: float | None = None,
+                   interval: float = DEFAULT_EVERY_SECONDS) -> SloPolicy:
     """The SLO guard from its flags; a latency threshold of 0 leaves that indicator out."""
     _finite(("--slo-produce-p99-ms", produce_p99_ms), ("--slo-fetch-p99-ms", fetch_p99_ms),
             ("--slo-flush-p95-ms", flush_p95_ms), ("--slo-lag", lag),

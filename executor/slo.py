@@ -34,6 +34,14 @@ CONSUMER_LAG = "consumer_lag"
 INDICATORS = (PRODUCE_P99, FETCH_P99, FLUSH_P95, UNDER_REPLICATED, CONSUMER_LAG)
 
 
+# The guard's default thresholds, for SloPolicy and the CLI flags alike.
+DEFAULT_PRODUCE_P99_MS = 500.0
+DEFAULT_FETCH_P99_MS = 1500.0
+DEFAULT_FLUSH_P95_MS = 500.0
+DEFAULT_UNDER_REPLICATED = 0
+DEFAULT_EVERY_SECONDS = 10.0
+
+
 @dataclass(frozen=True, slots=True)
 class SloPolicy:
     """Thresholds (None: not guarded on) and the AIMD steps.
@@ -44,15 +52,15 @@ class SloPolicy:
     """
 
     enabled: bool = True
-    produce_p99_max_ms: float | None = 500.0
-    fetch_p99_max_ms: float | None = 1500.0
-    flush_p95_max_ms: float | None = 500.0
-    under_replicated_max: int | None = 0  # partitions under-replicated outside the moves
+    produce_p99_max_ms: float | None = DEFAULT_PRODUCE_P99_MS
+    fetch_p99_max_ms: float | None = DEFAULT_FETCH_P99_MS
+    flush_p95_max_ms: float | None = DEFAULT_FLUSH_P95_MS
+    under_replicated_max: int | None = DEFAULT_UNDER_REPLICATED  # outside the moves
     consumer_lag_max: float | None = None  # a threshold only the workload can tell
     decrease: float = 0.5
     increase_fraction: float = 0.10
     floor_fraction: float = 0.125
-    every_seconds: float = 10.0
+    every_seconds: float = DEFAULT_EVERY_SECONDS
 
     def __post_init__(self) -> None:
         for name in ("produce_p99_max_ms", "fetch_p99_max_ms", "flush_p95_max_ms",
