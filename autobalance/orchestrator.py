@@ -121,6 +121,14 @@ class CycleResult:
                 or any(s in bad for s in self.report.states.values())
                 or bool(self.report.throttles_left))
 
+    @property
+    def cancelled_cleanly(self) -> bool:
+        """The run was cancelled as asked, no move failed and no throttle is left."""
+        report = self.report
+        return (report is not None and report.outcome is RunOutcome.CANCELLED
+                and not report.throttles_left
+                and MoveState.FAILED not in report.states.values())
+
 
 def run_cycle(settings: AutoSettings, edge: Edge) -> CycleResult:
     """Decide and act once; returns what happened (RebalanceErrors propagate)."""

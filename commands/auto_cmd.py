@@ -258,7 +258,12 @@ def auto(
 
 
 def _conclude(result: CycleResult) -> None:
-    """--once: a run with failed or cancelled moves (or throttles left) exits non-zero."""
+    """A run with failed moves (or throttles left) exits 6; one cancelled as asked (SIGTERM,
+    Ctrl-C) with every throttle restored exits 8, as `execute` does."""
+    from commands.execute_run import CANCELLED_EXIT_CODE
+
+    if result.cancelled_cleanly:
+        raise typer.Exit(CANCELLED_EXIT_CODE)
     if result.failed:
         raise ExecutionError(f"the run ended with failed or cancelled moves; see "
                              f"`rebalance status --journal {result.journal_path}`")

@@ -168,3 +168,21 @@ def test_a_refused_input_ends_the_loop() -> None:
 def test_the_interval_must_be_positive(minutes: float) -> None:
     with pytest.raises(InputError, match="--interval must be positive"):
         LoopSettings(interval_minutes=minutes)
+
+
+@pytest.mark.parametrize("states, left, cancelled_cleanly, failed", [
+    ({"t-0": MoveState.DONE, "t-1": MoveState.CANCELLED}, (), True, True),
+    ({"t-0": MoveState.CANCELLED, "t-1": MoveState.FAILED}, (), False, True),
+    ({"t-0": MoveState.CANCELLED}, ("t-0",), False, True),
+])
+def test_a_run_cancelled_as_asked_is_told_apart_from_a_failed_one(
+        states: dict[str, MoveState], left: tuple[str, ...], cancelled_cleanly: bool,
+        failed: bool) -> None:
+    """auto exits 8 for a run cancelled as asked (SIGTERM) with every throttle restored, as
+    execute does, and 6 when a move failed or a throttle is left."""
+    from executor.records import RunOutcome
+    from executor.runner import RunReport
+
+    report = RunReport(RunOutcome.CANCELLED, states, {}, left)
+    result = CycleResult(Decision(Action.REBALANCE, "imbalanced"), report=report)
+    assert (result.cancelled_cleanly, result.failed) == (cancelled_cleanly, failed)
