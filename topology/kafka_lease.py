@@ -46,10 +46,6 @@ class _Busy(Exception):
     """The broker asked to try the claim again (a transaction of a racing claimant still
     ending, a coordinator or a new topic's leader not ready yet); nothing was written."""
 
-    def __init__(self, error: str) -> None:
-        super().__init__(error)
-        self.error = error
-
 
 def _refusal_or_busy(error: KafkaError) -> Exception:
     """What an error of init_transactions means for the claim: fenced by a racing claimant
@@ -132,7 +128,7 @@ class KafkaLeaseStore:
                 with attempt:
                     self._claim_once(decide)
         except _Busy as busy:
-            raise ClusterError(f"cannot take the cluster's run lease: {busy.error}; nothing "
+            raise ClusterError(f"cannot take the cluster's run lease: {busy}; nothing "
                                "was changed, try again") from None
 
     def _claim_once(self, decide: Callable[[bytes | None], bytes]) -> None:
@@ -163,12 +159,11 @@ class KafkaLeaseStore:
         """A commit whose outcome the broker did not tell (a racing claimant's fence can end
         ours with an unnamed broker error): end what is still open, then the committed
         lease says who holds it. Ours only if it is byte for byte the claim we wrote."""
-        if error.retriable() and not error.txn_requires_abort():
+        retry = error.retriable() and not error.txn_requires_abort()
+        if not (retry and self._committed_again(producer)):
             with contextlib.suppress(KafkaException):
-                producer.commit_transaction(self._timeout)  # the commit may go through now
-        with contextlib.suppress(KafkaException):
-            # fenced meanwhile: the fencing claimant aborted it for us; else abort it here
-            producer.abort_transaction(self._timeout)
+                # fenced meanwhile: the fencing claimant aborted it for us; else abort it here
+                producer.abort_transaction(self._timeout)
         try:
             held = self._latest()
         except (KafkaException, ClusterError) as exc:
@@ -179,6 +174,14 @@ class KafkaLeaseStore:
             raise LeaseRefused(f"the run lease was not taken ({error.str()}): most likely "
                                "another run claimed this cluster at the same moment. Nothing "
                                "was changed; try again when it ends") from None
+
+    def _committed_again(self, producer: Producer) -> bool:
+        """A second commit after a retriable error (it may go through now)."""
+        try:
+            producer.commit_transaction(self._timeout)
+        except KafkaException:
+            return False
+        return True
 
     def put(self, value: bytes) -> None:
         if self._plain is None:
