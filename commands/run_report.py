@@ -195,7 +195,7 @@ def status_document(view: StatusView) -> dict[str, Any]:
         "mean_copy_rate_bytes_per_sec": None if pace.rate is None else round(pace.rate, 1),
         "cap_bytes_per_sec": view.cap,
         "end_reason": status.end_reason,
-        "next_step": status.next_step(view.running),
+        "next_step": status.next_step_for(view.running),
         "throttles_left": list(status.throttles_left),
         "notable_moves": [{"index": m.index, "partition": m.name, "state": m.state.value,
                            "bytes": m.bytes_total, "reason": m.reason,
@@ -259,7 +259,7 @@ def status_table(view: StatusView) -> Group:
                                     f"({duration_text(view.now - times.last_at)} ago)")
     head.add_row("copy rate", escape(_copy_line(view.run, view.times, view.cap)))
     head.add_row("ETA", escape(eta_text(view)))
-    head.add_row("next", escape(status.next_step(view.running)))
+    head.add_row("next", escape(status.next_step_for(view.running)))
     parts: list[Table] = [head]
     if status.notable:
         moves = Table(title="Moves in flight or ended early")

@@ -33,7 +33,13 @@ class RunStatus:
     notable: tuple[MoveStatus, ...]
     throttles_left: tuple[str, ...]
 
-    def next_step(self, running: bool | None = None) -> str:
+    @property
+    def next_step(self) -> str:
+        """What an operator should do next, in one sentence, when it is not known whether an
+        executor holds the journal."""
+        return self.next_step_for(None)
+
+    def next_step_for(self, running: bool | None) -> str:
         """What an operator should do next, knowing whether an executor holds the journal
         (None: not known)."""
         if self.outcome is RunOutcome.COMPLETED:

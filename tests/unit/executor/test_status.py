@@ -18,7 +18,7 @@ def test_status_of_a_completed_run() -> None:
     assert status.outcome is RunOutcome.COMPLETED
     assert status.counts == {MoveState.DONE: 3}
     assert status.bytes_done == status.bytes_total == 60 * MB
-    assert status.notable == () and status.next_step().startswith("nothing")
+    assert status.notable == () and status.next_step.startswith("nothing")
 
 
 def test_status_of_a_stopped_run_names_the_failed_move() -> None:
@@ -36,7 +36,7 @@ def test_status_of_a_stopped_run_names_the_failed_move() -> None:
     assert [(m.index, m.name, m.state) for m in status.notable] == [
         (2, "orders-1", MoveState.FAILED)]
     assert status.throttles_left == ("orders-1",)
-    assert "clear-throttles" in status.next_step()
+    assert "clear-throttles" in status.next_step
     assert "went offline" in status.end_reason
 
 
@@ -45,7 +45,7 @@ def test_the_next_step_of_an_unfinished_run_follows_whether_an_executor_holds_it
     Executor.start(world.plan, world.ports(), world.config, world.open_sink).run()
     unfinished = summarize(replay(world.sink.records[:-1]))  # the end record not written yet
     assert unfinished.outcome is None
-    assert unfinished.next_step(True).startswith("nothing: an executor is running")
-    assert unfinished.next_step(False).startswith("`rebalance resume` continues the "
+    assert unfinished.next_step_for(True).startswith("nothing: an executor is running")
+    assert unfinished.next_step_for(False).startswith("`rebalance resume` continues the "
                                                       "interrupted run")
-    assert unfinished.next_step(None).startswith("if no executor is running")
+    assert unfinished.next_step_for(None).startswith("if no executor is running")
