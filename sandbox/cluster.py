@@ -64,7 +64,8 @@ def _marker(sandbox_dir: Path) -> str:
     return f"{sandbox_dir.resolve()}/"
 
 
-def _new_cluster_id() -> str:
+def new_cluster_id() -> str:
+    """A random KRaft cluster id that no command line reads as an option (none starts with '-')."""
     while True:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not text.startswith("-"):
@@ -161,7 +162,7 @@ def _planned(sandbox_dir: Path, brokers: int, racks: int, base_port: int) -> San
         for i, rack in enumerate(config.initial_racks(brokers, racks), start=1)
     )
     return SandboxInfo(
-        dir=sandbox_dir, base_port=base_port, cluster_id=_new_cluster_id(),
+        dir=sandbox_dir, base_port=base_port, cluster_id=new_cluster_id(),
         jar_dir=Path(), controller_port=ports.controller, controller_pid=0,
         prometheus_port=ports.prometheus, prometheus_pid=0, brokers=members,
         internal_rf=min(3, brokers),

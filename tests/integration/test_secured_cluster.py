@@ -6,14 +6,12 @@ libraries and `rebalance snapshot` must authenticate, and no secret may reach th
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ClusterError
+from sandbox.cluster import new_cluster_id
 from sandbox.state import SandboxInfo
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.security import ENV_KEYS, load_security
@@ -114,10 +113,6 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout_s: float
     raise AssertionError(f"the secured Kafka node did not listen on {port} in {timeout_s} s")
 
 
-def _cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
 @pytest.fixture(scope="module")
 def secured_node(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory
                  ) -> Iterator[SecuredNode]:
@@ -130,8 +125,8 @@ def secured_node(sandbox: SandboxInfo, tmp_path_factory: pytest.TempPathFactory
     classpath = f"{sandbox.jar_dir}/*"
     scram = [arg for mech, (user, pw) in SCRAM_USERS.items()
              for arg in ("--add-scram", f"{mech}=[name={user},password={pw}]")]
-    subprocess.run(["java", "-cp", classpath, "kafka.tools.StorageTool", "format", "-t",
-                    _cluster_id(), "-c", str(config), *scram],
+    subprocess.run(["java", "-cp", classpath, "kafka.tools.StorageTool", "format", "--cluster-id",
+                    new_cluster_id(), "-c", str(config), *scram],
                    check=True, capture_output=True, timeout=120)
     with (directory / "kafka.log").open("wb") as log:
         process = subprocess.Popen(
