@@ -36,7 +36,7 @@ from planner.cpsat_model import (
     scale,
     solution_rows,
 )
-from planner.state import SolverState
+from planner.state import BAND_MARGIN, SolverState
 
 MAX_PAIRS = 12_000  # (partition, broker) pairs up to which the whole model is solved
 PER_MILLE = 1000
@@ -80,7 +80,11 @@ def _add_band_excess(model: cp_model.CpModel, state: SolverState, v: ModelVars,
     utilization cap."""
     a = state.arrays
     load_unit, _ = scale(state)
-    lower, upper = aim(a, state.targets, state.goals.tolerance, state.goals.max_utilization)
+    # Aimed a hair inside the band, as the greedy aims: each partition's load is rounded to
+    # a whole unit (a millionth of the average), so a broker at the band's edge in units can
+    # lie a few millionths outside it in bytes.
+    lower, upper = aim(a, state.targets, state.goals.tolerance, state.goals.max_utilization,
+                       BAND_MARGIN)
     target = state.targets.utilization * a.capacity
     cap = state.goals.max_utilization * a.capacity
     terms = load_terms(state, nb, v, load_unit)
