@@ -15,9 +15,10 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from benchmarks.baselines import largest_first
-from benchmarks.peers import external, kafka_generate
+from benchmarks.peers import external, kafka_generate, topicmappr_command
 from planner.arrays import to_arrays
 from planner.balance import achievable_targets
 from planner.bounds import lower_bounds
@@ -81,7 +82,8 @@ def _timed(fn: Callable[[], Topology]) -> tuple[Topology, float]:
     return out, time.monotonic() - start
 
 
-def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = ()) -> bool:
+def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = (),
+             topicmappr: Path | None = None) -> bool:
     """Run one case, print the table, return True when every target is met."""
     topology, gen_s = _timed(lambda: generate_cluster(case.brokers, case.new_brokers, 3,
                                                       case.partitions, 3, seed=seed))
@@ -102,6 +104,8 @@ def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = ())
     print(_row("kafka --generate", topology, generated, generate_s, lower_bound, goals))
     lf, lf_s = _timed(lambda: largest_first(topology, goals))
     print(_row("largest-first", topology, lf, lf_s, lower_bound, goals))
+    if topicmappr is not None:
+        peers = (("topicmappr", topicmappr_command(topicmappr, topology, goals)), *peers)
     for name, command in peers:
         theirs, their_s = _timed(lambda command=command: external(command, topology))
         print(_row(name, topology, theirs, their_s, lower_bound, goals))
@@ -138,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="another placement tool: a shell command template that reads "
                              "{snapshot} and writes Kafka's reassignment JSON to {out} "
                              "(repeatable)")
+    parser.add_argument("--topicmappr", type=Path, metavar="PATH",
+                        help="DataDog topicmappr built by benchmarks/peers/topicmappr/build.sh")
     args = parser.parse_args(argv)
     peers = tuple(_peer(text, parser) for text in args.peer)
     names = args.case or ["small", "medium"]
-    results = [run_case(CASES[name], seed, peers) for name in names for seed in args.seed or [0]]
+    results = [run_case(CASES[name], seed, peers, args.topicmappr)
+               for name in names for seed in args.seed or [0]]
     return 0 if all(results) else 1
 
 

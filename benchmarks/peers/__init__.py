@@ -5,6 +5,8 @@
 - external: any command that reads a snapshot file and writes Kafka's reassignment JSON
   (`{"version": 1, "partitions": [{"topic", "partition", "replicas"}]}`), given as a template
   with `{snapshot}` and `{out}`; how a tool that is not on PyPI or Maven takes part.
+- topicmappr: DataDog kafka-kit's topicmappr, its own planning code built by
+  `topicmappr/build.sh` from a kafka-kit checkout and run through `external`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,25 @@ def kafka_generate(topology: Topology, goals: Goals) -> Topology:
         topic, number, replicas = line.split(" ")
         target[TopicPartition(topic, int(number))] = tuple(int(b) for b in replicas.split(","))
     return replace_replicas(topology, target)
+
+
+def topicmappr_command(binary: Path, topology: Topology, goals: Goals) -> str:
+    """The topicmappr run an operator would choose for this change, as an `external` template.
+
+    Brokers leaving: `rebuild --placement storage` onto the rest. Brokers holding no replica:
+    `scale` onto them. Otherwise `rebalance`. Every other flag keeps topicmappr's default.
+    """
+    held = {b for p in topology.partitions for b in p.replicas}
+    empty = [b.id for b in topology.brokers if b.alive and b.id not in held]
+    if goals.remove_brokers:
+        removed = ",".join(str(b) for b in sorted(goals.remove_brokers))
+        args = f"rebuild --placement storage --remove {removed}"
+    elif empty:
+        args = "scale"
+    else:
+        args = "rebalance"
+    program = shlex.quote(str(binary)).replace("{", "{{").replace("}", "}}")
+    return f"{program} {args} --snapshot {{snapshot}} --out {{out}} >/dev/null"
 
 
 def external(template: str, topology: Topology) -> Topology:
