@@ -39,6 +39,7 @@ from planner.arrays import (
 from planner.balance import Targets, achievable_targets, band, deviation
 from planner.bounds import lower_bounds
 from planner.capacity import relieve_overloads
+from planner.consolidate import consolidate_moves
 from planner.goals import Budget, Goals
 from planner.greedy import rebalance_replicas
 from planner.guard import undo_worsening
@@ -127,8 +128,10 @@ def _solve_state(state: SolverState, budget: Budget, deadline: float,
         relieve_overloads(state)
     if exact.fits(state):
         return _solve_exact(state, budget, deadline)
-    return _Search(improve(state, deadline, budget.seed, lower_bound,
-                           rounds_for(budget.time_limit_s)))
+    improved = improve(state, deadline, budget.seed, lower_bound,
+                       rounds_for(budget.time_limit_s))
+    traded = consolidate_moves(state, deadline - 1.0 - 1e-5 * state.arrays.partitions)
+    return _Search(improved or traded > 0)
 
 
 def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search:
