@@ -22,6 +22,7 @@ from core.errors import InputError
 from executor.config import parse_concurrency
 from executor.journal import RunState, header_settings
 from executor.records import Record, RunOutcome
+from executor.schedule import COPY_EFFICIENCY
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
 from executor.timeline import COPIED, Eta, RunTimeline, copy_pace, estimate_eta, timeline
@@ -212,7 +213,8 @@ def eta_text(view: StatusView) -> str:
     if eta is None:
         return "-: nothing left to run" if not view.run.unfinished else "-: no rate known"
     basis = (f"the observed mean copy rate, {rate_text(eta.rate)}" if eta.observed
-             else f"the {rate_text(eta.rate)} cap (no copy has finished yet)")
+             else f"{rate_text(eta.rate)}, {COPY_EFFICIENCY:.0%} of the cap as Kafka's quota "
+             "delivers it (no copy has finished yet)")
     waits = f", plus {duration_text(eta.waits)} of waits between moves" if eta.waits else ""
     if eta.concurrency != 1:
         basis += " per copy"

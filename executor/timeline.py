@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from executor.config import Concurrency
 from executor.journal import RunState
 from executor.records import Record, RecordKind
-from executor.schedule import schedule
+from executor.schedule import COPY_EFFICIENCY, schedule
 from executor.state import MoveState
 from planner.result import Move
 
@@ -136,7 +136,7 @@ class Eta:
     seconds: float
     bytes_left: int  # to copy, the move in flight counted by its copy time so far
     rate: float  # bytes/s the remaining copies are assumed to run at
-    observed: bool  # True: the run's mean copy rate so far; False: the cap
+    observed: bool  # True: the run's mean copy rate so far; False: COPY_EFFICIENCY of the cap
     # seconds of settle waits (cooldown, quota window) between the moves left; side by side,
     # the wait between two moves on a broker
     waits: float
@@ -145,7 +145,8 @@ class Eta:
 
 def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_seconds: float,
                  now: float, concurrency: Concurrency = 1) -> Eta | None:
-    """Remaining bytes over the observed mean copy rate (the cap until a copy has ended), plus
+    """Remaining bytes over the observed mean copy rate (until a copy has ended, the share of
+    the cap Kafka's quota delivers over whole copies, as the plan review counts), plus
     one settle wait after each data move that another follows, with moves one at a time; with
     the run's concurrency above 1 (or auto), the remaining moves laid out side by side under
     the run loop's rules (executor.schedule, a settle wait as the gap between moves on a
@@ -153,7 +154,8 @@ def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_se
     unfinished = run.unfinished
     rate = copy_pace(run, times).rate
     observed = rate is not None
-    rate = rate if rate is not None else cap
+    if rate is None and cap is not None:
+        rate = cap * COPY_EFFICIENCY  # what the plan review counts too
     if not unfinished or rate is None or rate <= 0:
         return None
     left = 0.0
