@@ -27,7 +27,7 @@ from planner.solve import plan
 from planner.validate import validate_plan
 from topology.load import balance, bytes_moved
 from topology.model import RESOURCES, Topology
-from topology.synthetic import generate_cluster
+from topology.synthetic import generate_cluster, generate_zoned
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,19 @@ class Case:
     max_seconds: float
     max_ratio: float
     time_limit_s: float
+    zoned: bool = False  # three equal zones of equal brokers, the new ones spread over them
+
+    def cluster(self, seed: int) -> Topology:
+        if self.zoned:
+            return generate_zoned((self.brokers // 3,) * 3, (self.new_brokers // 3,) * 3, 3,
+                                  self.partitions, seed)
+        return generate_cluster(self.brokers, self.new_brokers, 3, self.partitions, 3,
+                                seed=seed)
 
 
 CASES = {
     "small": Case("small", 12, 3, 5_000, 10, 1.02, 8),
+    "zoned": Case("zoned", 12, 3, 5_000, 10, 1.02, 8, zoned=True),
     "medium": Case("medium", 60, 6, 50_000, 60, 1.03, 50),
     "large": Case("large", 200, 10, 400_000, 180, 1.05, 150),
 }
@@ -85,14 +94,14 @@ def _timed(fn: Callable[[], Topology]) -> tuple[Topology, float]:
 def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = (),
              topicmappr: Path | None = None) -> bool:
     """Run one case, print the table, return True when every target is met."""
-    topology, gen_s = _timed(lambda: generate_cluster(case.brokers, case.new_brokers, 3,
-                                                      case.partitions, 3, seed=seed))
+    topology, gen_s = _timed(lambda: case.cluster(seed))
     goals = Goals(tolerance=0.10)
     arrays = to_arrays(topology, goals)
     bounds = lower_bounds(arrays, goals, achievable_targets(arrays, goals))
     lower_bound = bounds.combined
+    shape = "3 zones of equal brokers" if case.zoned else "3 racks, mixed capacities"
     print(f"== {case.name} (seed {seed}): {case.brokers}+{case.new_brokers} brokers, "
-          f"{case.partitions} partitions, RF 3, 3 racks (generated in {gen_s:.1f}s); lower bound "
+          f"{case.partitions} partitions, RF 3, {shape} (generated in {gen_s:.1f}s); lower bound "
           f"{lower_bound / 1e12:.2f} TB (disk alone {bounds.disk / 1e12:.2f} TB)")
     start, cpu_start = time.monotonic(), time.process_time()
     result = plan(topology, goals, Budget(time_limit_s=case.time_limit_s))

@@ -4,11 +4,13 @@ Each move costs the executor a throttle cycle and a leader election, and the ope
 read, so once the plan is balanced with few bytes this pass lowers the number of moves. It
 takes the largest partitions the plan leaves in place, one at a time, and moves each of its
 replicas to the broker of the same rack with most room below its band among those the plan
-already fills (so the rack rule holds as it did). That overfills them; it then puts back, smallest
-first, moved partitions that land on those brokers, each as long as the brokers it touches end
-no further outside their bands. The trade is kept when fewer partitions move, no broker ends
+already fills (so the rack rule holds as it did). That overfills them; it then puts back the
+moved partitions that land on those brokers or came from the ones it leaves, fewest bytes copied
+first, each as long as the brokers it touches end no further outside their bands. The trade is kept when fewer partitions move, no broker ends
 further outside its band than before, and the plan's bytes stay within SLACK of what they were
-when the pass began (and within the byte budget). Otherwise every change of the trade is undone.
+when the pass began, within BOUND_SLACK of the lower bound (unless they were already above it:
+then they may not grow), within the byte budget, and within a price per move saved. Otherwise
+every change of the trade is undone.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from planner.arrays import DISK, IntArray
 from planner.state import SolverState
 
 SLACK = 0.015  # bytes the pass may add, as a share of the plan's bytes when it starts
+BOUND_SLACK = 0.01  # ... and only while the plan stays within this share above the lower bound
 MOVE_PRICE = 0.1  # bytes a trade may add per move it saves, as a share of the bytes per move
 CANDIDATES = 400  # largest unmoved partitions tried at most
 _EPS = 1e-9
@@ -113,13 +116,15 @@ def _trade(state: SolverState, p: int, receivers: IntArray, allowed: Callable[[i
     return False
 
 
-def consolidate_moves(state: SolverState, deadline: float) -> int:
-    """Trade small moves for large ones (see the module docstring); returns the trades kept."""
+def consolidate_moves(state: SolverState, deadline: float, lower_bound: float = 0.0) -> int:
+    """Trade small moves for large ones (see the module docstring); returns the trades kept.
+    `lower_bound` is the least bytes any balanced plan moves."""
     a = state.arrays
     if not state.changed:
         return 0
     start_bytes, start_moves = state.bytes_moved, len(state.changed)
-    cap = min(state.max_bytes, start_bytes * (1 + SLACK))
+    cap = min(state.max_bytes, start_bytes * (1 + SLACK),
+              max(start_bytes, lower_bound * (1 + BOUND_SLACK)))
     price = MOVE_PRICE * start_bytes / start_moves
 
     def allowed(moves: int) -> float:

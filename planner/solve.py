@@ -130,7 +130,8 @@ def _solve_state(state: SolverState, budget: Budget, deadline: float,
         return _solve_exact(state, budget, deadline)
     improved = improve(state, deadline, budget.seed, lower_bound,
                        rounds_for(budget.time_limit_s))
-    traded = consolidate_moves(state, deadline - 1.0 - 1e-5 * state.arrays.partitions)
+    traded = consolidate_moves(state, deadline - 1.0 - 1e-5 * state.arrays.partitions,
+                               lower_bound)
     return _Search(improved or traded > 0)
 
 

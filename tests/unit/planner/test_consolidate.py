@@ -79,7 +79,7 @@ def test_zone_bound_cluster_moves_fewer_partitions_for_about_the_same_bytes(
     goals = Goals(tolerance=0.10)
     traded = plan(topology, goals, Budget(time_limit_s=8))
 
-    monkeypatch.setattr(planner.solve, "consolidate_moves", lambda state, deadline: 0)
+    monkeypatch.setattr(planner.solve, "consolidate_moves", lambda state, deadline, lower_bound: 0)
     untraded = plan(topology, goals, Budget(time_limit_s=8))
 
     report = validate_plan(topology, traded.moves, goals)
