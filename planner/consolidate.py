@@ -6,11 +6,11 @@ takes the largest partitions the plan leaves in place, one at a time, and moves 
 replicas to the broker of the same rack with most room below its band among those the plan
 already fills (so the rack rule holds as it did). That overfills them; it then puts back the
 moved partitions that land on those brokers or came from the ones it leaves, fewest bytes copied
-first, each as long as the brokers it touches end no further outside their bands. The trade is kept when fewer partitions move, no broker ends
-further outside its band than before, and the plan's bytes stay within SLACK of what they were
-when the pass began, within BOUND_SLACK of the lower bound (unless they were already above it:
-then they may not grow), within the byte budget, and within a price per move saved. Otherwise
-every change of the trade is undone.
+first, each as long as the brokers it touches end no further outside their bands. The trade is
+kept when fewer partitions move, no broker ends further outside its band than before, and the
+plan's bytes stay within SLACK of what they were when the pass began, within BOUND_SLACK of the
+lower bound (unless they were already above it: then they may not grow), within the byte budget,
+and within a price per move saved. Otherwise every change of the trade is undone.
 """
 
 from __future__ import annotations
