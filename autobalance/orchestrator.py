@@ -40,9 +40,9 @@ from executor.preflight import ClusterView, done_not_in_place, planner_validator
 from executor.records import Record, RunOutcome
 from executor.runner import Executor, RunReport, clear_throttles
 from executor.state import MoveState
+from files.planfile import write_plan
 from planner.goals import Budget, Goals
 from planner.planfile import PlanFile
-from planner.planfile_json import write_plan
 from planner.validate import validate_plan
 from topology.model import Topology
 

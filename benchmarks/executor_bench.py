@@ -119,9 +119,9 @@ def plan_file(info: SandboxInfo, path: Path, topic: str, targets: list[list[int]
     live snapshot."""
     from datetime import UTC, datetime
 
+    from files.planfile import write_plan
     from planner.goals import Budget, Goals
     from planner.planfile import SolverInfo, make_plan_file
-    from planner.planfile_json import write_plan
     from planner.result import Move, SolverStatus
     from topology.capacities import CAPACITY_KEYS, Capacities
     from topology.kafka_admin import KafkaClusterAdmin

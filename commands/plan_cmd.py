@@ -112,7 +112,7 @@ def plan(
     An existing --out file is replaced only if it is a plan (or with --force), and never while
     its run's journal (PLAN.json.journal) exists.
     """
-    from planner.planfile_json import write_plan
+    from files.planfile import write_plan
 
     check_review_flags(rate_mbps, show_moves)
     check_output(plan_output(out), {"--snapshot": snapshot, "--capacities": capacities,
@@ -163,7 +163,7 @@ def diff(
     html: HtmlOption = None,
 ) -> None:
     """Show the review of a saved plan again; with --snapshot, check it still applies."""
-    from planner.planfile_json import read_plan
+    from files.planfile import read_plan
 
     check_review_flags(rate_mbps, show_moves)
     check_html(html, {"PLAN.json": plan_path, "--snapshot": snapshot,

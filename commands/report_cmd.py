@@ -118,7 +118,7 @@ def _plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record
                  notices: list[str]) -> PlanFile | None:
     """The plan file of the run, when it is there and holds the journal's moves."""
     from executor.plan import ExecutionPlan
-    from planner.planfile_json import read_plan
+    from files.planfile import read_plan
 
     candidate = plan_path
     if candidate is None and journal.name.endswith(".journal"):

@@ -98,7 +98,8 @@ def with_weights(topology: Topology, weights: Path | None, horizon_days: float,
         if horizon_days:
             raise InputError("--horizon needs --weights FILE (sizes grow by the weights' growth)")
         return topology
-    from planner.weights import apply_weights, read_weights
+    from files.weights import read_weights
+    from planner.weights import apply_weights
 
     weighted, notes = apply_weights(topology, read_weights(weights), horizon_days)
     for message in notes:

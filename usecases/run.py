@@ -161,7 +161,7 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
     """Read the plan, open the ports, read the live cluster and make the validator."""
     from executor.plan import ExecutionPlan
     from executor.preflight import planner_validator
-    from planner.planfile_json import read_plan
+    from files.planfile import read_plan
 
     plan_file = read_plan(settings.plan)
     plan = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)

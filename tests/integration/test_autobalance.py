@@ -37,9 +37,9 @@ from executor.throttle import (
     LEADER_RATE,
     TOPIC_THROTTLE_CONFIGS,
 )
+from files.planfile import read_plan
 from planner.goals import Goals
 from planner.planfile import PlanFile
-from planner.planfile_json import read_plan
 from sandbox import cluster
 from sandbox.state import BrokerInfo, SandboxInfo
 from tests.integration.executor_support import (

@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from planner.planfile_json import read_plan
+from files.planfile import read_plan
 from planner.validate import validate_plan
 from sandbox import cluster
 from sandbox.state import SandboxInfo

@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from executor.throttle import BROKER_THROTTLE_CONFIGS
-from planner.planfile_json import read_plan
+from files.planfile import read_plan
 from planner.validate import validate_plan
 from sandbox import cluster
 from sandbox.state import SandboxInfo

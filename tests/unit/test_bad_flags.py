@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from files.planfile import write_plan
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
-from planner.planfile_json import write_plan
 from planner.result import Move, SolverStatus
 from topology.snapshot import topology_from_dict
 

@@ -19,9 +19,9 @@ import pytest
 from core.errors import ExecutionError
 from executor import runner
 from executor.clock import SystemClock
+from files.planfile import write_plan
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
-from planner.planfile_json import write_plan
 from planner.result import Move, SolverStatus
 from topology.model import Topology
 from topology.snapshot import topology_from_dict

@@ -16,13 +16,15 @@ MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
     "topology": {"core"},
     "planner": {"core", "topology"},
+    "files": {"core", "topology", "planner"},
     "executor": {"core", "topology", "planner"},
     "spark_jobs": {"core", "topology"},
     "sandbox": {"core", "topology"},
-    "autobalance": {"core", "topology", "planner", "executor"},
+    "autobalance": {"core", "topology", "planner", "files", "executor"},
     "report": {"core", "topology", "planner", "executor"},
-    "usecases": {"core", "topology", "planner", "executor", "autobalance", "spark_jobs"},
-    "commands": {"core", "topology", "planner", "executor", "autobalance", "report",
+    "usecases": {"core", "topology", "planner", "files", "executor", "autobalance",
+                 "spark_jobs"},
+    "commands": {"core", "topology", "planner", "files", "executor", "autobalance", "report",
                  "usecases", "sandbox", "spark_jobs"},
 }
 PROJECT = set(MAY_IMPORT) | {"cli"}
@@ -59,3 +61,20 @@ def test_every_product_package_is_in_the_map() -> None:
     packages = {p.name for p in ROOT.iterdir()
                 if (p / "__init__.py").exists() and p.name not in {"tests", "benchmarks"}}
     assert packages == set(MAY_IMPORT)
+
+
+def test_the_planner_reads_and_writes_no_file() -> None:
+    """Plan and weights files are read and written in files/; planner/ takes and returns values."""
+    io = {"pathlib", "pyarrow", "pandas", "json"}
+    for path in sorted((ROOT / "planner").glob("*.py")):
+        source = path.read_text()
+        tree = ast.parse(source)
+        modules = {alias.name.split(".")[0] for node in ast.walk(tree)
+                   if isinstance(node, ast.Import) for alias in node.names}
+        modules |= {node.module.split(".")[0] for node in ast.walk(tree)
+                    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+        calls = {node.func.id for node in ast.walk(tree)
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        assert not modules & io, f"{path.name} imports {sorted(modules & io)}"
+        assert "open" not in calls, f"{path.name} opens a file"
+        assert "topology.documents" not in source, f"{path.name} uses the document readers"

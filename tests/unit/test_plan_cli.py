@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 import cli
 from core.errors import InputError, PlanError
+from files.planfile import read_plan
 from planner.goals import Budget, Goals
-from planner.planfile_json import read_plan
 from planner.result import Move, PlanResult, SolverStatus
 from planner.validate import validate_plan
 from topology.model import Topology, replace_replicas

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from core.errors import InputError
+from files.planfile import read_plan
 from planner.goals import Budget, Goals
-from planner.planfile_json import read_plan
 from planner.result import Move, PlanResult, SolverStatus
 from report.review import REVIEW_FORMAT, review_eta
 from tests.unit.conftest import RebalanceMain

@@ -23,9 +23,9 @@ from executor import runner
 from executor.config import Event, EventKind, Reporter
 from executor.journal import read_journal, request_cancel
 from executor.records import RunOutcome
+from files.planfile import write_plan
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
-from planner.planfile_json import write_plan
 from planner.result import Move, SolverStatus
 from tests.unit.executor.fakes import MB, World, make_world
 from topology.model import Topology

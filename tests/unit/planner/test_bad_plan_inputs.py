@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from files.planfile import plan_to_dict
+from files.weights import read_weights
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
-from planner.planfile_json import plan_to_dict
 from planner.result import Move, SolverStatus
-from planner.weights import read_weights
 from topology.model import TopicPartition
 from topology.snapshot import topology_from_dict
 

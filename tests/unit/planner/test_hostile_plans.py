@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from core.errors import PlanError
+from files.planfile import plan_to_dict
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
-from planner.planfile_json import plan_to_dict
 from planner.result import Move, SolverStatus
 from topology.snapshot import topology_from_dict
 

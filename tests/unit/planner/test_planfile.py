@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from core.errors import InputError
+from files.planfile import plan_from_dict, plan_to_dict, read_plan, write_plan
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
-from planner.planfile_json import plan_from_dict, plan_to_dict, read_plan, write_plan
 from planner.result import Move, SolverStatus
 from topology.model import Broker, Capacity, Partition, Resource, Topology
 

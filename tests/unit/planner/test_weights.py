@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from core.errors import InputError
-from planner.weights import PartitionWeight, apply_weights, read_weights
+from files.weights import read_weights
+from planner.weights import PartitionWeight, apply_weights
 from topology.model import Broker, Capacity, Partition, TopicPartition, Topology
 
 ROWS: list[dict[str, Any]] = [

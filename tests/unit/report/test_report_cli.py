@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from executor.records import Record
+from files.planfile import write_plan
 from planner.planfile import PlanFile
-from planner.planfile_json import write_plan
 from report.files import is_report_file
 
 Rebalance = Callable[..., tuple[int, str]]

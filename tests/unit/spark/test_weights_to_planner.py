@@ -14,7 +14,8 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from planner.weights import PartitionWeight, apply_weights, read_weights
+from files.weights import read_weights
+from planner.weights import PartitionWeight, apply_weights
 from spark_jobs.weights import WeightsParams, run
 from topology.model import Broker, Capacity, Partition, TopicPartition, Topology
 
