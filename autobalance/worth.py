@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from core.errors import InputError
 from planner.planfile import PlanFile, ResourceStats
+from topology.load import ROUNDING_SLACK, within_tolerance
 from topology.model import RESOURCES, Resource
 
 DEFAULT_MIN_IMPROVEMENT = 0.02
-_EPS = 1e-9
 
 
 def deviation(stats: ResourceStats) -> float:
@@ -48,11 +48,11 @@ class Gain:
 
     @property
     def outside_before(self) -> bool:
-        return self.before > self.tolerance + _EPS
+        return not within_tolerance(self.before, self.tolerance)
 
     @property
     def reaches_band(self) -> bool:
-        return self.outside_before and self.after <= self.tolerance + _EPS
+        return self.outside_before and within_tolerance(self.after, self.tolerance)
 
     def describe(self) -> str:
         return (f"{self.resource.value}: worst broker {self.before:.1%} -> {self.after:.1%} "
@@ -93,7 +93,8 @@ def judge_plan(plan: PlanFile, hard_before: int, hard_after: int,
         return Worth(True, f"brings {names} within +/-{plan.goals.tolerance:.0%}: {shown}; "
                            f"{size}")
     enough = [g for g in outside
-              if g.improvement > _EPS and g.improvement >= min_improvement - _EPS]
+              if g.improvement > ROUNDING_SLACK
+              and g.improvement >= min_improvement - ROUNDING_SLACK]
     if enough:
         return Worth(True, f"{shown} (at least {min_improvement * 100:.1f} points); {size}")
     fixed = (f"none of {hard_before} hard-goal violation(s) fixed" if hard_before

@@ -18,6 +18,7 @@ from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Budget, Goals
 from planner.result import Move, MoveTotals, SolverStatus
 from planner.tally import Tally, balance_of, load_rows, retally, tally
+from topology.load import within_tolerance
 from topology.model import RESOURCES, Broker, Capacity, Load, Resource, TopicPartition, Topology
 
 PLAN_VERSION = 1
@@ -132,7 +133,7 @@ def cluster_stats(brokers: Sequence[Broker], counts: Tally, tolerance: float,
     resources = []
     for index, res in enumerate(RESOURCES):
         dev = None if deviations is None else float(deviations[index])
-        within = bal[res].within(tolerance) if dev is None else dev <= tolerance + 1e-9
+        within = bal[res].within(tolerance) if dev is None else within_tolerance(dev, tolerance)
         resources.append(ResourceStats(res, bal[res].average, bal[res].max_over_avg,
                                        bal[res].min_over_avg, within, dev, bool(forced[index])))
     return ClusterStats(stats, tuple(resources))

@@ -49,6 +49,7 @@ from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
 from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
+from topology.load import within_tolerance
 from topology.model import TopicPartition, Topology, replace_replicas
 
 _NAMES = {DISK: "disk", NET_IN: "net in", NET_OUT: "net out"}
@@ -73,7 +74,7 @@ def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
     dev = deviation(state.arrays, state.targets, state.loads)
     what = "target" if any(state.targets.forced) else "average"
     off = [f"{_NAMES[r]} {dev[r]:.1%} off its {what}" for r in range(3)
-           if dev[r] > goals.tolerance + 1e-9]
+           if not within_tolerance(float(dev[r]), goals.tolerance)]
     if not off:
         return ()
     still_off = "; ".join(off)

@@ -26,6 +26,7 @@ from planner.tally import (
     retally,
     tally_flat,
 )
+from topology.load import ROUNDING_SLACK, within_tolerance
 from topology.model import (
     RESOURCES,
     Broker,
@@ -38,7 +39,6 @@ from topology.model import (
 Assignment = Mapping[TopicPartition, Sequence[int]]
 """Target replica lists by partition (Kafka's reassignment JSON, parsed)."""
 
-_EPS = 1e-9
 _MAX_LISTED = 20
 
 
@@ -62,11 +62,11 @@ class ResourceReport:
 
     @property
     def within_tolerance_before(self) -> bool:
-        return self.deviation_before <= self.tolerance + _EPS
+        return within_tolerance(self.deviation_before, self.tolerance)
 
     @property
     def within_tolerance_after(self) -> bool:
-        return self.deviation_after <= self.tolerance + _EPS
+        return within_tolerance(self.deviation_after, self.tolerance)
 
     @property
     def worse(self) -> bool:
@@ -294,7 +294,7 @@ def _check_capacity(brokers: Sequence[Broker], counts: Tally, goals: Goals,
         load = counts.load(b.id)
         for res in RESOURCES:
             util = load.of(res) / b.capacity.of(res)
-            if util > goals.max_utilization + _EPS:
+            if util > goals.max_utilization + ROUNDING_SLACK:
                 errors.append(f"broker {b.id}: {res.value} utilization {util:.1%} is above "
                               f"the maximum {goals.max_utilization:.0%}")
 

@@ -41,6 +41,16 @@ def broker_loads(topology: Topology) -> dict[int, Load]:
     return {i: Load(disk[i], net_in[i], net_out[i]) for i in disk}
 
 
+ROUNDING_SLACK = 1e-9  # a relative deviation this far past a limit is float noise, not a breach
+
+
+def within_tolerance(deviation: float, tolerance: float) -> bool:
+    """The one test of "balanced" that the validator, the planner's verdict, the plan file and
+    `auto` share: a relative deviation (from the average, or from a target) within the
+    tolerance, up to float noise."""
+    return deviation <= tolerance + ROUNDING_SLACK
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceBalance:
     """Balance of one resource: capacity-weighted average and per-broker utilization."""
@@ -58,10 +68,11 @@ class ResourceBalance:
         return _ratio(min(self.utilization.values(), default=0.0), self.average)
 
     def within(self, tolerance: float) -> bool:
-        """True when every broker lies within avg*(1 +/- tolerance) (tiny slack for rounding)."""
-        lo = self.average * (1 - tolerance) - 1e-12
-        hi = self.average * (1 + tolerance) + 1e-12
-        return all(lo <= u <= hi for u in self.utilization.values())
+        """True when every broker lies within avg*(1 +/- tolerance) (see within_tolerance)."""
+        if self.average <= 0:
+            return all(u <= 0 for u in self.utilization.values())
+        return all(within_tolerance(abs(u / self.average - 1), tolerance)
+                   for u in self.utilization.values())
 
 
 def _ratio(value: float, average: float) -> float:
