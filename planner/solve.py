@@ -3,9 +3,14 @@
 Pipeline: arrays -> hard-goal repair (drain removed brokers, rack rule) -> greedy replica
 moves (disk, net in) -> leadership for net out -> greedy again with every resource -> capacity
 relief (the max-utilization cap, where hot partitions kept a broker above it) -> CP-SAT
-large-neighbourhood improvement -> the no-worse guard (undo what left a resource outside the
-tolerance and more spread than before) of bytes moved within the time limit. The best valid
-assignment so far is always at hand; on timeout it is returned as it stands.
+large-neighbourhood improvement of bytes moved -> trades of several small moves for one large
+one (planner.consolidate) -> the no-worse guard (undo what left a resource outside the
+tolerance and more spread than before), within the time limit. Clusters small enough take the
+whole-cluster CP-SAT model (planner.exact) instead of the neighbourhoods and the trades. Under a
+move budget on a larger cluster, the plan made within the budget competes with the plan made
+without it and cut down to it (planner.shrink), each in half the time; the one with less
+penalty outside the bands wins. The best valid assignment so far is always at hand; on timeout
+it is returned as it stands.
 
 Racks: no rack may hold more than ceil(RF / racks) replicas of a partition, racks counted over
 the brokers that remain. When no broker has a rack the rule is off (distinct brokers only).
@@ -19,7 +24,7 @@ rounds before the wall-clock limit (then fewer rounds run; the plan is still val
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,6 +53,7 @@ from planner.lns import improve, rounds_for
 from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
+from planner.shrink import shrink_to_budget
 from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
 from topology.load import within_tolerance
 from topology.model import TopicPartition, Topology, replace_replicas
@@ -160,6 +166,25 @@ def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search
                    found.proven_gap)
 
 
+def _fewer_of(state: SolverState, search: _Search, budget: Budget, deadline: float,
+              lower_bound: int) -> tuple[SolverState, _Search]:
+    """Under a move budget, the better of the plan made within it and the plan made without it
+    then cut down to it (planner.shrink): whichever leaves less penalty outside the bands."""
+    assert budget.max_moves is not None
+    free_budget = replace(budget, max_moves=None)
+    free = SolverState(state.arrays, state.goals, free_budget, state.targets)
+    free_search = _solve_state(free, free_budget, deadline, lower_bound)
+    free.max_moves = budget.max_moves
+    cut = len(free.changed) > budget.max_moves
+    if not shrink_to_budget(free, budget.max_moves):
+        return state, search
+    if cut:
+        free.budget_hit.add("moves")
+    if float(free.all_penalties().sum()) < float(state.all_penalties().sum()):
+        return free, free_search
+    return state, search
+
+
 def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     """A valid plan towards balance with the fewest bytes moved (see module docstring)."""
     start = time.monotonic()
@@ -173,7 +198,13 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
                           0.0, (), time.monotonic() - start, targets, None, bounds.disk)
     state = SolverState(arrays, goals, budget, targets)
     state.price_moves(lower_bound)
-    search = _solve_state(state, budget, start + budget.time_limit_s, lower_bound)
+    deadline = start + budget.time_limit_s
+    shrinkable = (budget.max_moves is not None and budget.max_moves < arrays.partitions
+                  and not exact.fits(state))
+    search = _solve_state(state, budget, start + budget.time_limit_s / 2 if shrinkable
+                          else deadline, lower_bound)
+    if shrinkable:
+        state, search = _fewer_of(state, search, budget, deadline, lower_bound)
     searched = state.replicas.copy()
     prune_moves(state)
     undo_worsening(state)
