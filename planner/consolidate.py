@@ -58,14 +58,6 @@ def _target_row(state: SolverState, p: int, receivers: IntArray) -> list[int]:
     return new
 
 
-def _original_allowed(state: SolverState, q: int) -> bool:
-    a = state.arrays
-    row = state.original_row(q)
-    if not all(a.eligible[b] for b in row):
-        return False
-    return a.rack_count == 0 or int(np.bincount(a.rack[row]).max()) <= int(a.rack_limit[q])
-
-
 def _copied(state: SolverState, q: int) -> float:
     """Bytes q's move copies now."""
     orig = set(state.original_row(q))
@@ -75,16 +67,10 @@ def _copied(state: SolverState, q: int) -> float:
 
 def _put_back(state: SolverState, q: int) -> bool:
     """Give q its original replicas when the brokers it touches end no further outside."""
-    a = state.arrays
-    now = state.replicas[q, : int(a.rf[q])].tolist()
-    orig = state.original_row(q)
-    touched = np.array(sorted(set(now) | set(orig)), dtype=np.int64)
-    before = float(state.penalty_rows(touched, state.loads[touched]).sum())
-    state.assign(q, orig)
-    if float(state.penalty_rows(touched, state.loads[touched]).sum()) <= before + _EPS:
-        return True
-    state.assign(q, now)
-    return False
+    if state.cost_of_return(q) > _EPS:
+        return False
+    state.assign(q, state.original_row(q))
+    return True
 
 
 def _trade(state: SolverState, p: int, receivers: IntArray, allowed: Callable[[int], float],
@@ -105,7 +91,7 @@ def _trade(state: SolverState, p: int, receivers: IntArray, allowed: Callable[[i
     smaller = sorted((q for q, c in copied.items() if c < limit), key=lambda q: (copied[q], q))
     for q in smaller:
         now = state.replicas[q, : int(a.rf[q])].tolist()
-        if _original_allowed(state, q) and _put_back(state, q):
+        if state.original_allowed(q) and _put_back(state, q):
             undo.append((q, now))
     after = state.all_penalties()
     if (len(state.changed) < moves and state.bytes_moved <= allowed(len(state.changed))
@@ -141,7 +127,7 @@ def consolidate_moves(state: SolverState, deadline: float, lower_bound: float = 
     for p in np.argsort(-a.size, kind="stable").tolist():
         if tried >= CANDIDATES or time.monotonic() > deadline:
             break
-        if p in state.changed or not _original_allowed(state, p):
+        if p in state.changed or not state.original_allowed(p):
             continue
         tried += 1
         if _trade(state, p, receivers, allowed, originally):

@@ -11,26 +11,9 @@ original placement kept (the rack rule and eligible brokers are checked).
 
 from __future__ import annotations
 
-import numpy as np
-
 from planner.state import SolverState
 
 _EPS = 1e-12
-
-
-def _penalty(state: SolverState, brokers: list[int]) -> float:
-    return sum(state.penalty(b) for b in brokers)
-
-
-def _original_allowed(state: SolverState, p: int) -> bool:
-    """The original replicas are on eligible brokers and keep the rack rule."""
-    a = state.arrays
-    row = state.original_row(p)
-    if not all(a.eligible[b] for b in row):
-        return False
-    if a.rack_count == 0:
-        return True
-    return int(np.bincount(a.rack[row]).max()) <= int(a.rack_limit[p])
 
 
 def _try_row(state: SolverState, p: int, row: list[int]) -> bool:
@@ -52,7 +35,7 @@ def prune_moves(state: SolverState) -> int:
     a = state.arrays
     undone = 0
     for p in sorted(state.changed, key=lambda q: (-float(a.size[q]), q)):
-        if _original_allowed(state, p) and _try_row(state, p, state.original_row(p)):
+        if state.original_allowed(p) and _try_row(state, p, state.original_row(p)):
             undone += 1
     for p in sorted(state.changed):
         row = state.replicas[p, : int(a.rf[p])].tolist()

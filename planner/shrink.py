@@ -10,43 +10,20 @@ removed broker, against the rack rule) is never put back.
 
 from __future__ import annotations
 
-import numpy as np
-
 from planner.state import SolverState
 
 BATCH_SHARE = 0.1  # of the moves over the budget, put back per round before costs are redone
-
-
-def _allowed(state: SolverState, p: int) -> bool:
-    a = state.arrays
-    row = state.original_row(p)
-    if not all(a.eligible[b] for b in row):
-        return False
-    return a.rack_count == 0 or int(np.bincount(a.rack[row]).max()) <= int(a.rack_limit[p])
-
-
-def _cost(state: SolverState, p: int) -> float:
-    """Penalty added over the brokers p touches if it went back (applied and undone)."""
-    a = state.arrays
-    now = state.replicas[p, : int(a.rf[p])].tolist()
-    orig = state.original_row(p)
-    touched = np.array(sorted(set(now) | set(orig)), dtype=np.int64)
-    before = float(state.penalty_rows(touched, state.loads[touched]).sum())
-    state.assign(p, orig)
-    after = float(state.penalty_rows(touched, state.loads[touched]).sum())
-    state.assign(p, now)
-    return after - before
 
 
 def shrink_to_budget(state: SolverState, max_moves: int) -> bool:
     """Put partitions back until at most `max_moves` change; False when that is impossible
     (too many changes are forced by the hard rules)."""
     while len(state.changed) > max_moves:
-        movable = [p for p in sorted(state.changed) if _allowed(state, p)]
+        movable = [p for p in sorted(state.changed) if state.original_allowed(p)]
         over = len(state.changed) - max_moves
         if len(movable) < over:
             return False
-        ranked = sorted(movable, key=lambda p: (_cost(state, p), p))
+        ranked = sorted(movable, key=lambda p: (state.cost_of_return(p), p))
         for p in ranked[: max(1, int(over * BATCH_SHARE))]:
             state.assign(p, state.original_row(p))
     return True

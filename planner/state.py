@@ -226,6 +226,27 @@ class SolverState:
         self.replicas[p, : len(row)] = row
         self._mark(p)
 
+    def original_allowed(self, p: int) -> bool:
+        """True when p's original replicas are all on eligible brokers and keep the rack rule,
+        so the plan may put it back where it was."""
+        a = self.arrays
+        row = self.original_row(p)
+        if not all(a.eligible[b] for b in row):
+            return False
+        return a.rack_count == 0 or int(np.bincount(a.rack[row]).max()) <= int(a.rack_limit[p])
+
+    def cost_of_return(self, p: int) -> float:
+        """Penalty added over the brokers p touches if it went back to its original replicas
+        (negative when that helps); applied and undone."""
+        now = self.replicas[p, : int(self.arrays.rf[p])].tolist()
+        orig = self.original_row(p)
+        touched = np.array(sorted(set(now) | set(orig)), dtype=np.int64)
+        before = float(self.penalty_rows(touched, self.loads[touched]).sum())
+        self.assign(p, orig)
+        after = float(self.penalty_rows(touched, self.loads[touched]).sum())
+        self.assign(p, now)
+        return after - before
+
     def original_row(self, p: int) -> list[int]:
         return [int(b) for b in self.arrays.replicas[p, : int(self.arrays.rf[p])]]
 
