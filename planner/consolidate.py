@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from planner.arrays import DISK, IntArray
+from planner.arrays import IntArray
 from planner.state import SolverState
 
 SLACK = 0.015  # bytes the pass may add, as a share of the plan's bytes when it starts
@@ -32,11 +32,7 @@ _EPS = 1e-9
 
 def _receivers(state: SolverState) -> IntArray:
     """Eligible brokers whose disk load the plan raises."""
-    a = state.arrays
-    held = a.replicas >= 0
-    start = np.bincount(a.replicas[held], weights=np.broadcast_to(a.size[:, None],
-                        a.replicas.shape)[held], minlength=a.brokers)
-    out: IntArray = np.flatnonzero(a.eligible & (state.loads[:, DISK] > start + 0.5))
+    out: IntArray = np.flatnonzero(state.arrays.eligible & (state.disk_gained() > 0.5))
     return out
 
 

@@ -27,10 +27,7 @@ TARGET_GAP = 0.001  # stop once bytes moved are within 0.1% of the lower bound
 
 def _receivers(state: SolverState) -> IntArray:
     """Eligible brokers ordered by how much they received (net bytes in), most first."""
-    a = state.arrays
-    start = np.bincount(a.replicas[a.replicas >= 0], weights=np.repeat(
-        a.size, a.replicas.shape[1])[a.replicas.ravel() >= 0], minlength=a.brokers)
-    gained = np.where(a.eligible, state.loads[:, 0] - start, -np.inf)
+    gained = np.where(state.arrays.eligible, state.disk_gained(), -np.inf)
     order: IntArray = np.argsort(-gained, kind="stable")
     return order[np.isfinite(gained[order])]
 

@@ -50,6 +50,7 @@ class SolverState:
         self.targets = targets
         self.replicas: IntArray = arrays.replicas.copy()
         self.loads: FloatArray = broker_loads(arrays, self.replicas)
+        self._start_disk: FloatArray = self.loads[:, DISK].copy()
         self.lower, self.upper = aim(arrays, targets, goals.tolerance, goals.max_utilization,
                                      BAND_MARGIN)
         avg = averages(arrays, self.loads)
@@ -225,6 +226,11 @@ class SolverState:
         self.loads[row[0], NET_OUT] += a.leader_out[p]
         self.replicas[p, : len(row)] = row
         self._mark(p)
+
+    def disk_gained(self) -> FloatArray:
+        """Disk bytes each broker holds now beyond what it held before the plan."""
+        out: FloatArray = self.loads[:, DISK] - self._start_disk
+        return out
 
     def original_allowed(self, p: int) -> bool:
         """True when p's original replicas are all on eligible brokers and keep the rack rule,
