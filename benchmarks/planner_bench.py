@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.baselines import largest_first
-from benchmarks.peers import external, kafka_generate, topicmappr_command
+from benchmarks.peers import external, kafka_generate, kafka_utils_command, topicmappr_command
 from planner.arrays import to_arrays
 from planner.balance import achievable_targets
 from planner.bounds import lower_bounds
@@ -92,7 +92,8 @@ def _timed(fn: Callable[[], Topology]) -> tuple[Topology, float]:
 
 
 def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = (),
-             topicmappr: Path | None = None) -> bool:
+             topicmappr: Path | None = None, kafka_utils: Path | None = None,
+             peer_time_factor: float = 5.0) -> bool:
     """Run one case, print the table, return True when every target is met."""
     topology, gen_s = _timed(lambda: case.cluster(seed))
     goals = Goals(tolerance=0.10)
@@ -115,6 +116,10 @@ def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = (),
     print(_row("largest-first", topology, lf, lf_s, lower_bound, goals))
     if topicmappr is not None:
         peers = (("topicmappr", topicmappr_command(topicmappr, topology, goals)), *peers)
+    if kafka_utils is not None:
+        peers = (("kafka-utils genetic",
+                  kafka_utils_command(kafka_utils, goals, case.max_seconds * peer_time_factor)),
+                 *peers)
     for name, command in peers:
         theirs, their_s = _timed(lambda command=command: external(command, topology))
         print(_row(name, topology, theirs, their_s, lower_bound, goals))
@@ -153,10 +158,18 @@ def main(argv: list[str] | None = None) -> int:
                              "(repeatable)")
     parser.add_argument("--topicmappr", type=Path, metavar="PATH",
                         help="DataDog topicmappr built by benchmarks/peers/topicmappr/build.sh")
+    parser.add_argument("--kafka-utils", type=Path, metavar="PYTHON",
+                        help="the python of the venv benchmarks/peers/kafka_utils/setup.sh "
+                             "made (kafka-utils' genetic balancer, given the case's time "
+                             "limit times --peer-time-factor)")
+    parser.add_argument("--peer-time-factor", type=float, default=5.0, metavar="X",
+                        help="a time-bound peer gets X times the case's time target "
+                             "(default 5)")
     args = parser.parse_args(argv)
     peers = tuple(_peer(text, parser) for text in args.peer)
     names = args.case or ["small", "medium"]
-    results = [run_case(CASES[name], seed, peers, args.topicmappr)
+    results = [run_case(CASES[name], seed, peers, args.topicmappr, args.kafka_utils,
+                        args.peer_time_factor)
                for name in names for seed in args.seed or [0]]
     return 0 if all(results) else 1
 

@@ -7,6 +7,8 @@
   with `{snapshot}` and `{out}`; how a tool that is not on PyPI or Maven takes part.
 - topicmappr: DataDog kafka-kit's topicmappr, its own planning code built by
   `topicmappr/build.sh` from a kafka-kit checkout and run through `external`.
+- kafka_utils: Yelp kafka-utils' genetic balancer (PyPI), in a venv of its own made by
+  `kafka_utils/setup.sh`, run by `kafka_utils/driver.py` through `external`.
 """
 
 from __future__ import annotations
@@ -59,6 +61,17 @@ def topicmappr_command(binary: Path, topology: Topology, goals: Goals) -> str:
         args = "rebalance"
     program = shlex.quote(str(binary)).replace("{", "{{").replace("}", "}}")
     return f"{program} {args} --snapshot {{snapshot}} --out {{out}} >/dev/null"
+
+
+def kafka_utils_command(python: Path, goals: Goals, time_limit_s: float) -> str:
+    """kafka-utils' genetic balancer as an `external` template: `decommission` when brokers
+    leave, `rebalance --replication-groups --brokers --leaders` otherwise."""
+    driver = HERE / "kafka_utils" / "driver.py"
+    program = " ".join(shlex.quote(str(part)) for part in (python, driver))
+    removed = ",".join(str(b) for b in sorted(goals.remove_brokers))
+    extra = f" --remove {removed}" if removed else ""
+    return (program.replace("{", "{{").replace("}", "}}")
+            + f" --time-limit {time_limit_s:g}{extra} --snapshot {{snapshot}} --out {{out}}")
 
 
 def external(template: str, topology: Topology) -> Topology:
