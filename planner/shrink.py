@@ -13,6 +13,7 @@ from __future__ import annotations
 from planner.state import SolverState
 
 BATCH_SHARE = 0.1  # of the moves over the budget, put back per round before costs are redone
+WORST_TIE = 1e-3  # fullest brokers closer than this (weighted share of target) count as level
 
 
 def shrink_to_budget(state: SolverState, max_moves: int) -> bool:
@@ -27,3 +28,15 @@ def shrink_to_budget(state: SolverState, max_moves: int) -> bool:
         for p in ranked[: max(1, int(over * BATCH_SHARE))]:
             state.assign(p, state.original_row(p))
     return True
+
+
+def fuller_first(candidate: SolverState, incumbent: SolverState) -> bool:
+    """True when `candidate` leaves less imbalance than `incumbent`, the fullest broker first:
+    its distance above the band decides, and only when the two are level (within WORST_TIE)
+    does the total distance outside the bands. A plan that empties a broker's neighbour faster
+    but leaves the fullest broker fuller is the worse plan: the full disk is what an operator
+    runs out of first."""
+    mine, theirs = candidate.worst_over(), incumbent.worst_over()
+    if abs(mine - theirs) > WORST_TIE:
+        return mine < theirs
+    return float(candidate.all_penalties().sum()) < float(incumbent.all_penalties().sum())

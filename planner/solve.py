@@ -53,7 +53,7 @@ from planner.lns import improve, rounds_for
 from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
-from planner.shrink import shrink_to_budget
+from planner.shrink import fuller_first, shrink_to_budget
 from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
 from topology.load import within_tolerance
 from topology.model import TopicPartition, Topology, replace_replicas
@@ -169,7 +169,8 @@ def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search
 def _fewer_of(state: SolverState, search: _Search, budget: Budget, deadline: float,
               lower_bound: int) -> tuple[SolverState, _Search]:
     """Under a move budget, the better of the plan made within it and the plan made without it
-    then cut down to it (planner.shrink): whichever leaves less penalty outside the bands."""
+    then cut down to it (planner.shrink): whichever leaves the fullest broker lower, then less
+    penalty outside the bands (planner.shrink.fuller_first)."""
     assert budget.max_moves is not None
     free_budget = replace(budget, max_moves=None)
     free = SolverState(state.arrays, state.goals, free_budget, state.targets)
@@ -180,7 +181,7 @@ def _fewer_of(state: SolverState, search: _Search, budget: Budget, deadline: flo
         return state, search
     if cut:
         free.budget_hit.add("moves")
-    if float(free.all_penalties().sum()) < float(state.all_penalties().sum()):
+    if fuller_first(free, state):
         return free, free_search
     return state, search
 

@@ -163,6 +163,10 @@ class SolverState:
         under = float((np.maximum(self.lower[broker] - row, 0.0) * scale).sum())
         return over, under
 
+    def worst_over(self) -> float:
+        """The largest weighted distance of any broker above its upper band."""
+        return max(self.over_under(b)[0] for b in range(self.arrays.brokers))
+
     # -- moves -----------------------------------------------------------------------------
     def replica_vector(self, p: int, leader: bool) -> FloatArray:
         a = self.arrays

@@ -6,7 +6,7 @@ from __future__ import annotations
 from planner.arrays import to_arrays
 from planner.balance import achievable_targets
 from planner.goals import Budget, Goals
-from planner.shrink import shrink_to_budget
+from planner.shrink import fuller_first, shrink_to_budget
 from planner.solve import plan
 from planner.state import SolverState
 from topology.load import balance
@@ -46,6 +46,42 @@ def test_a_move_off_a_removed_broker_never_goes_back() -> None:
     assert not shrink_to_budget(state, 0)
     assert shrink_to_budget(state, 1)
     assert state.changed == {4}
+
+
+def _spread_from_one_broker(counts: tuple[int, int, int]) -> SolverState:
+    """Fourteen partitions of size 2 on broker 1 of 4 (share 7 each, band 6.3-7.7), and
+    `counts` of them moved to brokers 2, 3 and 4."""
+    brokers = tuple(Broker(b, None, CAP) for b in (1, 2, 3, 4))
+    parts = tuple(Partition("t", i, (1,), 2, 0.2, 0.2) for i in range(14))
+    goals = Goals(tolerance=0.1)
+    arrays = to_arrays(Topology(brokers, parts), goals)
+    state = SolverState(arrays, goals, Budget(), achievable_targets(arrays, goals))
+    p = 0
+    for dest, count in enumerate(counts, start=1):
+        for _ in range(count):
+            state.move_replica(p, 0, dest)
+            p += 1
+    return state
+
+
+def test_under_a_budget_the_plan_with_the_lower_fullest_broker_wins() -> None:
+    """(10, 10, 8, 0) leaves the fullest broker at 10; (12, 8, 6, 2) leaves it at 12 but is
+    closer to the band in total. The fullest broker decides."""
+    lower_top = _spread_from_one_broker((5, 4, 0))
+    less_in_total = _spread_from_one_broker((4, 3, 1))
+    assert lower_top.worst_over() < less_in_total.worst_over()
+    assert lower_top.all_penalties().sum() > less_in_total.all_penalties().sum()
+
+    assert fuller_first(lower_top, less_in_total)
+    assert not fuller_first(less_in_total, lower_top)
+
+
+def test_when_the_fullest_brokers_are_level_the_total_decides() -> None:
+    """(10, 10, 4, 4) and (10, 10, 8, 0): the same fullest broker, less outside in total."""
+    closer = _spread_from_one_broker((5, 2, 2))
+    further = _spread_from_one_broker((5, 4, 0))
+    assert fuller_first(closer, further)
+    assert not fuller_first(further, closer)
 
 
 def _spread(topology: Topology) -> float:
