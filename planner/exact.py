@@ -11,6 +11,12 @@ be to their targets. CP-SAT proves either
 to within PROVEN_GAP of its bound (OPTIMAL, the gap reported) or reports the gap it reached
 at the time limit. The greedy plan is the hint.
 
+When CP-SAT has not proved its plan and time is left, SCIP (planner.mip) takes the same model,
+started from CP-SAT's plan: its branch-and-cut often proves in a few seconds the bound CP-SAT
+leaves open, and finds a better plan on the way. Its plan replaces CP-SAT's only when CP-SAT,
+with every variable fixed to SCIP's values, accepts it and scores it lower; its bound counts
+when it is higher than CP-SAT's.
+
 Runs are reproducible: the subsolvers are interleaved deterministically on the worker threads
 and stopped by a deterministic work limit; the wall-clock limit is only a safety stop.
 """
@@ -18,11 +24,13 @@ and stopped by a deterministic work limit; the wall-clock limit is only a safety
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 from ortools.sat.python import cp_model
 
+from planner import mip
 from planner.balance import aim
 from planner.cpsat_model import (
     ModelVars,
@@ -45,6 +53,8 @@ WORKERS = 2
 DETERMINISTIC_SHARE = 0.5  # work limit per second of time limit: about half on a busy 2-core
 # machine, so the deterministic limit (reproducible) stops the search before the clock does
 PROVEN_GAP = 1e-3  # objective within 0.1% of CP-SAT's proven bound counts as optimal
+MIP_NODES = 50  # SCIP's branch-and-bound nodes: where it proves, it does so in the first few
+MIP_FLOOR = 0.25  # SCIP's clock: what is left of the time limit, at least this share of it
 
 
 @dataclass(frozen=True)
@@ -131,11 +141,15 @@ def _objective(state: SolverState, nb: Neighbourhood, v: ModelVars,
     return objective
 
 
-def solve_exact(state: SolverState, work: float, seconds: float,
-                seed: int) -> ExactResult | None:
+def solve_exact(state: SolverState, work: float, seconds: float, seed: int,
+                deadline: float | None = None, mip_floor: float = 0.0) -> ExactResult | None:
     """The best placement of the whole cluster within `work` (CP-SAT deterministic time) and
-    `seconds` of wall clock, or None when CP-SAT found none (it is hinted with the current
-    placement, so that means it ran out of time in presolve)."""
+    `seconds` of wall clock; then, when CP-SAT has not proved it and a `deadline`
+    (time.monotonic()) is given, SCIP within MIP_NODES nodes, its clock stopping it at the
+    deadline or after `mip_floor` seconds, whichever is later. Whether SCIP runs depends on
+    CP-SAT's status alone, not on the time left, so the same input gives the same plan.
+    None when CP-SAT found none (it is hinted with the current placement, so that means it
+    ran out of time in presolve)."""
     a = state.arrays
     eligible = np.flatnonzero(a.eligible).tolist()
     nb = Neighbourhood(list(range(a.partitions)), [eligible] * a.partitions)
@@ -155,8 +169,48 @@ def solve_exact(state: SolverState, work: float, seconds: float,
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
+    objective, bound = solver.objective_value, solver.best_objective_bound
+    if status != cp_model.OPTIMAL and deadline is not None:
+        found = _second_opinion(model, solver, max(deadline - time.monotonic(), mip_floor))
+        if found is not None:
+            solver, objective, mip_bound = found
+            bound = max(bound, mip_bound)
     rows = solution_rows(solver, state, nb, v)
-    objective = solver.objective_value
-    gap = (objective - solver.best_objective_bound) / max(abs(objective), 1.0)
-    return ExactResult(rows, status == cp_model.OPTIMAL, max(gap, 0.0),
-                       int(solver.value(excess.worst_up)))
+    gap = max((objective - bound) / max(abs(objective), 1.0), 0.0)
+    optimal = status == cp_model.OPTIMAL or gap <= PROVEN_GAP
+    return ExactResult(rows, optimal, gap, int(solver.value(excess.worst_up)))
+
+
+def _second_opinion(model: cp_model.CpModel, solver: cp_model.CpSolver,
+                    seconds: float) -> tuple[cp_model.CpSolver, float, float] | None:
+    """SCIP on the model from CP-SAT's solution: the solver holding the better of the two
+    plans (CP-SAT's own, or CP-SAT fixed to SCIP's values when it accepts them), that plan's
+    objective, and SCIP's bound. None when SCIP gives no result that does not depend on the
+    clock."""
+    size = len(model.proto.variables)
+    start = [solver.value(model.get_int_var_from_proto_index(i)) for i in range(size)]
+    found = mip.solve_mip(model, start, MIP_NODES, seconds, PROVEN_GAP)
+    if found is None:
+        return None
+    bound = math.ceil(found.bound - 1e-6)  # the objective is integral
+    if found.objective >= solver.objective_value:
+        return solver, solver.objective_value, bound
+    checked = _fixed_to(model, found.values)
+    if checked is None or checked.objective_value >= solver.objective_value:
+        return solver, solver.objective_value, bound
+    return checked, checked.objective_value, bound
+
+
+def _fixed_to(model: cp_model.CpModel, values: list[int]) -> cp_model.CpSolver | None:
+    """CP-SAT's own check of a solution found elsewhere: every variable fixed to its value.
+    None when the values break a constraint (SCIP's floating point rounded one wrong)."""
+    model.proto.clear_solution_hint()
+    for i, value in enumerate(values):
+        model.add_hint(model.get_int_var_from_proto_index(i), value)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.max_time_in_seconds = 10.0
+    if solver.solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return solver

@@ -171,7 +171,8 @@ def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search
     # The clock is a safety stop: if it ends the search the plan depends on the machine's load.
     # With short limits it is given 4x the work, which a loaded 2-core machine still finishes.
     wall = max(deadline - time.monotonic() - 0.5, 4 * work)
-    found = exact.solve_exact(state, work, wall, budget.seed)
+    found = exact.solve_exact(state, work, wall, budget.seed, deadline - 0.5,
+                              budget.time_limit_s * exact.MIP_FLOOR)
     if found is None:
         return _Search(False)
     before = state.replicas.copy()
