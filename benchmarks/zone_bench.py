@@ -11,6 +11,9 @@ spread is shown in brackets), bytes moved against the bound, moves, status, vali
 
 Targets (issue: zone-bound shapes): fullest broker within 5% of the best any plan reaches,
 every broker within 10% of its zone's mean, the plan valid.
+
+`--compare-scip` plans each case small enough for the whole-cluster model twice, side by side:
+CP-SAT alone, then CP-SAT and SCIP (planner.mip), with status, proven gap and bytes.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 
+from planner import exact
 from planner.arrays import broker_loads, to_arrays
 from planner.balance import achievable_targets, zone_levels
 from planner.goals import Budget, Goals
@@ -63,7 +67,8 @@ SHAPES = (
 )
 
 
-def run(shape: Shape, seed: int, time_limit: float) -> bool:
+def run(shape: Shape, seed: int, time_limit: float, label: str = "") -> tuple[bool, str]:
+    """Plan one case and print its row; whether it met the targets, and its status."""
     topology, goals = shape.cluster(seed)
     start = time.monotonic()
     result = plan(topology, goals, Budget(time_limit_s=time_limit))
@@ -78,22 +83,43 @@ def run(shape: Shape, seed: int, time_limit: float) -> bool:
     ratio = (result.bytes_moved / result.lower_bound_bytes if result.lower_bound_bytes
              else float("nan"))
     met = valid and fullest <= 1.05 + 1e-9 and spread <= 0.10 + 1e-9
-    print(f"{shape.name:<24} seed {seed}  fullest/best {fullest:5.3f}  zone spread "
+    gap = "" if result.proven_gap is None else f" gap {result.proven_gap:.4f}"
+    print(f"{label}{shape.name:<24} seed {seed}  fullest/best {fullest:5.3f}  zone spread "
           f"{spread:6.1%} (others {others:5.1%})  bytes/LB {ratio:5.3f}  moves "
           f"{result.data_moves:4d}  {result.status.value:<12} valid {valid!s:<5} {seconds:5.1f}s  "
-          f"{'met' if met else 'NOT met'}")
-    return met
+          f"{'met' if met else 'NOT met'}{gap}  {result.bytes_moved / 1e9:.2f} GB")
+    return met, result.status.value
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds per shape")
     parser.add_argument("--time-limit", type=float, default=20.0)
+    parser.add_argument("--compare-scip", action="store_true",
+                        help="exact-sized cases only, each with CP-SAT alone and with SCIP "
+                             "after it")
     args = parser.parse_args(argv)
-    results = [run(shape, seed, args.time_limit) for shape in SHAPES
+    if args.compare_scip:
+        return _compare_scip(args.seeds, args.time_limit)
+    results = [run(shape, seed, args.time_limit)[0] for shape in SHAPES
                for seed in range(args.seeds)]
     print(f"{sum(results)} of {len(results)} cases met the targets")
     return 0 if all(results) else 1
+
+
+def _compare_scip(seeds: int, time_limit: float) -> int:
+    proven = {False: 0, True: 0}
+    for shape in SHAPES:
+        if shape.partitions * (sum(shape.zones) + sum(shape.added)) > exact.MAX_PAIRS:
+            continue  # past the whole-cluster model's size
+        for seed in range(seeds):
+            for second in (False, True):
+                exact.SECOND_SOLVER = second
+                _, status = run(shape, seed, time_limit, "+scip  " if second else "cp-sat ")
+                proven[second] += status == "optimal"
+    exact.SECOND_SOLVER = True
+    print(f"proven optimal: CP-SAT alone {proven[False]}, with SCIP {proven[True]}")
+    return 0
 
 
 if __name__ == "__main__":

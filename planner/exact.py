@@ -54,6 +54,7 @@ DETERMINISTIC_SHARE = 0.5  # work limit per second of time limit: about half on 
 # machine, so the deterministic limit (reproducible) stops the search before the clock does
 PROVEN_GAP = 1e-3  # objective within 0.1% of CP-SAT's proven bound counts as optimal
 MIP_NODES = 50  # SCIP's branch-and-bound nodes: where it proves, it does so in the first few
+SECOND_SOLVER = True  # SCIP after an unproven CP-SAT plan (benchmarks switch it off to compare)
 MIP_FLOOR = 0.25  # SCIP's clock: what is left of the time limit, at least this share of it
 
 
@@ -170,7 +171,7 @@ def solve_exact(state: SolverState, work: float, seconds: float, seed: int,
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     objective, bound = solver.objective_value, solver.best_objective_bound
-    if status != cp_model.OPTIMAL and deadline is not None:
+    if status != cp_model.OPTIMAL and deadline is not None and SECOND_SOLVER:
         found = _second_opinion(model, solver, max(deadline - time.monotonic(), mip_floor))
         if found is not None:
             solver, objective, mip_bound = found
