@@ -6,11 +6,12 @@ relief (the max-utilization cap, where hot partitions kept a broker above it) ->
 large-neighbourhood improvement of bytes moved -> trades of several small moves for one large
 one (planner.consolidate) -> the no-worse guard (undo what left a resource outside the
 tolerance and more spread than before), within the time limit. Clusters small enough take the
-whole-cluster CP-SAT model (planner.exact) instead of the neighbourhoods and the trades. Under a
+whole-cluster CP-SAT model (planner.exact, SCIP after it when CP-SAT proves nothing) instead of
+the neighbourhoods and the trades. Under a
 move budget on a larger cluster, the plan made within the budget competes with the plan made
-without it and cut down to it (planner.shrink), each in half the time; the one with less
-penalty outside the bands wins. The best valid assignment so far is always at hand; on timeout
-it is returned as it stands.
+without it and cut down to it (planner.shrink), each in half the time; the one whose fullest
+broker is lower wins, and between level ones the one with less penalty outside the bands. The
+best valid assignment so far is always at hand; on timeout it is returned as it stands.
 
 Racks: no rack may hold more than ceil(RF / racks) replicas of a partition, racks counted over
 the brokers that remain. When no broker has a rack the rule is off (distinct brokers only).
@@ -56,11 +57,10 @@ from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
 from planner.shrink import fuller_first, shrink_to_budget
 from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
-from topology.load import within_tolerance
+from topology.load import ROUNDING_SLACK, within_tolerance
 from topology.model import TopicPartition, Topology, replace_replicas
 
 _NAMES = {DISK: "disk", NET_IN: "net in", NET_OUT: "net out"}
-OUTSIDE_SHARE = 1e-9  # of a band's edge: a load outside it by this much more is float noise
 
 
 def _in_band(arrays: ClusterArrays, replicas: IntArray, goals: Goals, targets: Targets) -> bool:
@@ -128,12 +128,16 @@ class _Outcome:
 
     @classmethod
     def of(cls, state: SolverState) -> _Outcome:
-        return cls(state.bytes_moved, len(state.changed), state.outside_bands())
+        return cls(state.bytes_moved, len(state.changed), _outside(state))
 
     def no_worse(self, state: SolverState) -> bool:
         return (state.bytes_moved <= self.bytes_moved and len(state.changed) <= self.moves
-                and bool(np.all(state.outside_bands()
-                                <= self.outside + OUTSIDE_SHARE * np.abs(state.upper))))
+                and bool(np.all(_outside(state) <= self.outside + ROUNDING_SLACK)))
+
+
+def _outside(state: SolverState) -> FloatArray:
+    """Every broker's distance outside its band per resource, relative to the average."""
+    return state.outside(np.arange(state.arrays.brokers), state.loads)
 
 
 def _solve_state(state: SolverState, budget: Budget, deadline: float,

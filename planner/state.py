@@ -163,10 +163,6 @@ class SolverState:
         under = float((np.maximum(self.lower[broker] - row, 0.0) * scale).sum())
         return over, under
 
-    def outside_bands(self) -> FloatArray:
-        """Per broker and resource, how far the load lies outside its aimed band."""
-        return np.maximum(self.loads - self.upper, 0.0) + np.maximum(self.lower - self.loads, 0.0)
-
     def worst_over(self) -> float:
         """The largest weighted distance of any broker above its upper band."""
         return max(self.over_under(b)[0] for b in range(self.arrays.brokers))
