@@ -53,25 +53,30 @@ def topicmappr_command(binary: Path, topology: Topology, goals: Goals) -> str:
     held = {b for p in topology.partitions for b in p.replicas}
     empty = [b.id for b in topology.brokers if b.alive and b.id not in held]
     if goals.remove_brokers:
-        removed = ",".join(str(b) for b in sorted(goals.remove_brokers))
-        args = f"rebuild --placement storage --remove {removed}"
+        args = f"rebuild --placement storage --remove {_ids(goals.remove_brokers)}"
     elif empty:
         args = "scale"
     else:
         args = "rebalance"
-    program = shlex.quote(str(binary)).replace("{", "{{").replace("}", "}}")
-    return f"{program} {args} --snapshot {{snapshot}} --out {{out}} >/dev/null"
+    return f"{_program(binary)} {args} --snapshot {{snapshot}} --out {{out}} >/dev/null"
 
 
 def kafka_utils_command(python: Path, goals: Goals, time_limit_s: float) -> str:
     """kafka-utils' genetic balancer as an `external` template: `decommission` when brokers
     leave, `rebalance --replication-groups --brokers --leaders` otherwise."""
-    driver = HERE / "kafka_utils" / "driver.py"
-    program = " ".join(shlex.quote(str(part)) for part in (python, driver))
-    removed = ",".join(str(b) for b in sorted(goals.remove_brokers))
-    extra = f" --remove {removed}" if removed else ""
-    return (program.replace("{", "{{").replace("}", "}}")
-            + f" --time-limit {time_limit_s:g}{extra} --snapshot {{snapshot}} --out {{out}}")
+    program = _program(python, HERE / "kafka_utils" / "driver.py")
+    extra = f" --remove {_ids(goals.remove_brokers)}" if goals.remove_brokers else ""
+    return f"{program} --time-limit {time_limit_s:g}{extra} --snapshot {{snapshot}} --out {{out}}"
+
+
+def _program(*parts: Path) -> str:
+    """A command's words, shell-quoted, with braces doubled so the template leaves them be."""
+    words = " ".join(shlex.quote(str(part)) for part in parts)
+    return words.replace("{", "{{").replace("}", "}}")
+
+
+def _ids(brokers: frozenset[int]) -> str:
+    return ",".join(str(b) for b in sorted(brokers))
 
 
 def external(template: str, topology: Topology) -> Topology:

@@ -100,11 +100,11 @@ def _run(doc: dict[str, Any], removed: list[int],
                for b in doc["brokers"]}
     racks = {broker_id: (meta or {}).get("rack") for broker_id, meta in brokers.items()}
     assignment = {name: [int(r) for r in p["replicas"]] for name, p in sorted(by_name.items())}
+    replicas = sum(len(r) for r in assignment.values())
     settings = argparse.Namespace(
-        replication_groups=True, brokers=True, leaders=True,
-        max_partition_movements=sum(len(r) for r in assignment.values()),
+        replication_groups=True, brokers=True, leaders=True, max_partition_movements=replicas,
         max_movement_size=None, max_leader_changes=None, balancer_args=[
-            f"--num-gens={10 * sum(len(r) for r in assignment.values())}",
+            f"--num-gens={10 * replicas}",
             f"--max-pop={args.max_pop}", f"--max-exploration={args.max_exploration}"])
     measurer = SnapshotMeasurer(None, list(brokers), assignment, settings)
     topology = cluster_topology.ClusterTopology(
