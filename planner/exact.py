@@ -56,6 +56,9 @@ PROVEN_GAP = 1e-3  # objective within 0.1% of CP-SAT's proven bound counts as op
 MIP_NODES = 50  # SCIP's branch-and-bound nodes: where it proves, it does so in the first few
 SECOND_SOLVER = True  # SCIP after an unproven CP-SAT plan (benchmarks switch it off to compare)
 MIP_FLOOR = 0.25  # SCIP's clock: what is left of the time limit, at least this share of it
+MIP_MIN_LIMIT = 10.0  # seconds of time limit below which SCIP is not run: a clock of a quarter
+# of less than that is too close to what SCIP needs even on tiny models, so whether the clock
+# stopped it (and its result was dropped) would depend on the machine's load
 
 
 @dataclass(frozen=True)

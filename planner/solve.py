@@ -175,7 +175,8 @@ def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search
     # The clock is a safety stop: if it ends the search the plan depends on the machine's load.
     # With short limits it is given 4x the work, which a loaded 2-core machine still finishes.
     wall = max(deadline - time.monotonic() - 0.5, 4 * work)
-    found = exact.solve_exact(state, work, wall, budget.seed, deadline - 0.5,
+    mip = budget.time_limit_s >= exact.MIP_MIN_LIMIT  # by the input alone, not the time left
+    found = exact.solve_exact(state, work, wall, budget.seed, deadline - 0.5 if mip else None,
                               budget.time_limit_s * exact.MIP_FLOOR)
     if found is None:
         return _Search(False)
