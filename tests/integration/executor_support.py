@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -46,12 +47,22 @@ def rebalance(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[s
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
+def _default_signals() -> None:
+    """In the child, before exec: SIGINT and SIGTERM as a terminal's shell would leave them. A
+    suite started from a background job (or CI) passes SIGINT on ignored, Python then installs
+    no KeyboardInterrupt handler, and a test's Ctrl-C would never arrive."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def start_rebalance(log: Path, *args: str) -> subprocess.Popen[bytes]:
-    """The CLI as a child process (so a test can kill -9 it), output to `log`."""
+    """The CLI as a child process (so a test can kill -9 it or send it Ctrl-C), output to
+    `log`."""
     with open(log, "wb") as out:
         return subprocess.Popen([sys.executable, "-c", "import cli; cli.main()", *args],
                                 stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                preexec_fn=_default_signals)
 
 
 def scrape(port: int) -> str:
