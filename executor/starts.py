@@ -31,7 +31,7 @@ from executor.gates import NetworkSample
 from executor.journal import Journal
 from executor.readings import copies_in_over
 from executor.state import THROTTLES_MAY_BE_SET, MoveState
-from executor.steps import MoveDriver
+from executor.steps import MoveDriver, Started
 from planner.result import Move
 from topology.model import TopicPartition
 
@@ -162,8 +162,11 @@ class MoveStarter:
                 for end in ends:  # kept for it meanwhile
                     holders.setdefault(end, {})[move.name] = 1.0
                 continue
-            if not self.driver.start(move, ends, self._baselines_of(carrying, holders)):
-                return  # HOLD: metrics unavailable, start nothing blind
+            started = self.driver.start(move, ends, self._baselines_of(carrying, holders))
+            if started is Started.HELD_ALL or (one_at_a_time and started is not Started.STARTED):
+                return  # metrics unavailable: start nothing blind (one at a time: in order)
+            if started is Started.HELD_MOVE:
+                continue  # its brokers are not scraped yet; moves elsewhere go on
             if taking is not None:
                 self.driver.hand_over(taking, move, ends & self._ends(
                     self.journal.run.plan.move(taking)))

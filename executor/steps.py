@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from enum import Enum
 
 from core.errors import ClusterError, ExecutionError, MetricsError
 from core.ports import PartitionInfo
@@ -43,6 +44,16 @@ from executor.units import rate_text
 from planner.result import Move
 
 S = MoveState
+
+
+class Started(Enum):
+    """What came of asking a move to start."""
+
+    STARTED = "started"
+    HELD_MOVE = "held: its brokers' network is not readable yet"  # other moves may start
+    HELD_ALL = "held: metrics unavailable"  # nothing starts blind
+
+
 # States in which a move's copy may be flowing (its ends busy with its bytes).
 COPIES_IN_FLIGHT = frozenset({S.THROTTLING, S.SUBMITTED, S.COPYING, S.VERIFYING})
 
@@ -212,10 +223,12 @@ class MoveDriver:
                     + " keep copying without a gap")
 
     def start(self, move: Move, ends: frozenset[End],
-              inherited: NetworkSample | None = None) -> bool:
+              inherited: NetworkSample | None = None) -> Started:
         """Read the baseline of the move's ends and the prior configs, journal them, and
-        throttle; False = HOLD. Ends taken over from a move whose copy is ending keep that
-        move's baseline (`inherited`): the network as it was before either copy."""
+        throttle. Ends taken over from a move whose copy is ending keep that move's baseline
+        (`inherited`): the network as it was before either copy. A move whose own brokers
+        have no network series yet (a broker Prometheus has not scraped) is held alone; when
+        Prometheus cannot answer at all, every start is."""
         ins = sorted(b for b, d in ends if d is Direction.IN)
         outs = sorted(b for b, d in ends if d is Direction.OUT)
         try:
@@ -229,7 +242,7 @@ class MoveDriver:
         decision = start_decision(reading, ins, outs)
         if not decision.open or network is None or rates is None:
             self._event(EventKind.HOLD, move, f"{move.name} not started: {decision.reason}")
-            return False
+            return Started.HELD_ALL if network is None else Started.HELD_MOVE
         throttle = plan_throttle(move, self.priors(move), rates, self._joined_rates(move))
         baseline = baseline_for(network, ends)
         if inherited is not None:
@@ -241,7 +254,7 @@ class MoveDriver:
         for note in throttle.notes:
             self._event(EventKind.NOTE, move, note)
         self.advance(move)
-        return True
+        return Started.STARTED
 
     def rates(self, move: Move) -> RateLimits:
         cfg = self.config

@@ -290,12 +290,18 @@ class FakeMetrics:
         self.lag: float | None = None  # no lag series unless a test gives one
         # reassignment bytes/s into a broker over a recent window, besides the copies now
         self.recent_copies: dict[int, float] = {}
+        # brokers Prometheus has no network series of yet (a broker not scraped yet), until
+        # the clock reaches `scraped_from`
+        self.unscraped: set[int] = set()
+        self.scraped_from = float("inf")
         self.queries_seen = 0
 
     def _network(self, direction: str) -> list[tuple[dict[str, str], float]]:
         admin = self.admin
+        if admin.clock.now() >= self.scraped_from:
+            self.unscraped = set()
         values = {b: self.base.get(b, 0.0) + self.extra.get(b, 0.0)
-                  for b in admin.broker_ids if b not in admin.dead}
+                  for b in admin.broker_ids if b not in admin.dead | self.unscraped}
         for tp, r in admin.moving.items():
             rate = admin.copy_rate(tp)
             brokers = r.adding if direction == "in" else (admin.parts[tp].leader,)

@@ -188,3 +188,26 @@ def test_a_shared_receiver_never_goes_above_an_operators_lower_rate() -> None:
     assert start(world).run().outcome is RunOutcome.COMPLETED
     assert max(int(v) for v in seen if v is not None) <= 6_000_000
     assert world.admin.configs() == before
+
+
+def test_a_move_into_a_broker_not_scraped_yet_holds_alone() -> None:
+    """Side by side, a move whose receiver has no network series yet (Prometheus has not
+    scraped it) waits for it, while a move on other brokers starts at once; it starts as soon
+    as its receiver is scraped."""
+    world = make_world([Move("a", 0, (1, 2), (3, 2), 200 * MB),
+                        Move("b", 0, (2, 1), (4, 1), 200 * MB)], concurrency=AUTO)
+    world.metrics.unscraped = {3}
+    world.metrics.scraped_from = world.clock.now() + 10.0
+    started: dict[str, float] = {}
+
+    def note_start(w: World, e: Event) -> None:
+        if e.kind is EventKind.STATE and e.message.endswith(": throttling"):
+            started[e.move] = w.clock.now()
+    world.hooks.append(note_start)
+    t0 = world.clock.now()
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert started["b-0"] - t0 < 2.0  # at once, beside the held move
+    assert started["a-0"] - t0 >= 10.0  # not before broker 3 is scraped
+    assert started["a-0"] < started["b-0"] + 200 * MB / world.config.max_bytes_per_sec
+    held = world.messages(EventKind.HOLD)
+    assert held and all("a-0 not started" in m and "[3]" in m for m in held)
