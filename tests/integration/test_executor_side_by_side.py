@@ -38,6 +38,13 @@ def _times(journal: Path) -> dict[tuple[str, str], float]:
             if r.get("kind") == "state"}
 
 
+def _copies_into(info: SandboxInfo, broker: int, seconds: int) -> float:
+    """Reassignment bytes/s into `broker` over the last `seconds`, as Prometheus has them."""
+    found = prom_query(info.prometheus_url, "rate(kafka_broker_reassignment_bytes_in_total"
+                       f'{{broker_id="{broker}"}}[{seconds}s])')
+    return sum(float(r["value"][1]) for r in found)
+
+
 def test_two_moves_share_a_staying_broker_and_its_rate_comes_back(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
     lay = layout(sandbox)
@@ -51,15 +58,22 @@ def test_two_moves_share_a_staying_broker_and_its_rate_comes_back(
         # spare, leader keeps its replica. No broker sends or receives for both.
         make_plan(sandbox, plan, [(first, 0, (lay.spare_a, lay.follower)),
                                   (second, 0, (lay.spare, lay.leader))])
+        # Both receivers' quota windows clean (earlier tests may have copied into one of
+        # them): a move into a receiver whose window still holds a copy waits it out, by design
+        wait_for("no copies into either spare for a window",
+                 lambda: _copies_into(sandbox, lay.spare_a, 16) + _copies_into(
+                     sandbox, lay.spare, 16) == 0, 60)
         journal = tmp_path / "run.journal"
         result = rebalance(*execute_args(sandbox, plan, journal, "--concurrency", "auto",
                                          max_mbps="2", quota_window=None))
-        assert result.returncode == 0, result.stdout + result.stderr
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output
         assert replicas_of(admin, first) == {0: (lay.spare_a, lay.follower)}
         assert replicas_of(admin, second) == {0: (lay.spare, lay.leader)}
         t = _times(journal)
         a, b = f"{first}-0", f"{second}-0"
-        assert t[(a, "copying")] < t[(b, "verifying")] and t[(b, "copying")] < t[(a, "verifying")]
+        assert t[(a, "copying")] < t[(b, "verifying")], output
+        assert t[(b, "copying")] < t[(a, "verifying")], output
         assert [throttle_configs(admin, lay.all_ids, x) for x in (first, second)] == before
         run = read_journal(journal)
         for name in (a, b):  # each recorded the operator's value, not the other move's rate
@@ -68,13 +82,6 @@ def test_two_moves_share_a_staying_broker_and_its_rate_comes_back(
             assert plan_of.priors.brokers[lay.follower][LEADER_RATE] == "50000000"
     finally:
         admin.alter_broker_configs({lay.follower: {LEADER_RATE: None}})
-
-
-def _copies_into(info: SandboxInfo, broker: int, seconds: int) -> float:
-    """Reassignment bytes/s into `broker` over the last `seconds`, as Prometheus has them."""
-    found = prom_query(info.prometheus_url, "rate(kafka_broker_reassignment_bytes_in_total"
-                       f'{{broker_id="{broker}"}}[{seconds}s])')
-    return sum(float(r["value"][1]) for r in found)
 
 
 def test_moves_into_one_broker_hand_it_over_without_a_gap_and_hold_the_cap(
