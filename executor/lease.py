@@ -97,6 +97,7 @@ class LeaseKeeper:
         self._clock = clock
         self._every = heartbeat_seconds
         self._record: LeaseRecord | None = None
+        self.prior: LeaseRecord | None = None  # the lease as the claim found it
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -104,6 +105,7 @@ class LeaseKeeper:
                 host: str = "") -> None:
         def decide(raw: bytes | None) -> bytes:
             current = LeaseRecord.decode(raw) if raw is not None else None
+            self.prior = current
             problem = claim_problem(current, run_id, self._clock(), take_over, host)
             if problem is not None:
                 raise LeaseRefused(problem)
@@ -147,9 +149,12 @@ class LeaseKeeper:
 class LeaseHold:
     """What happens to the lease when its block ends: released, unless the run got under way
     (`started`) and did not reach an end (`ended`), e.g. Ctrl-C mid-move; then it is left to
-    go stale, for this run's resume or cancel."""
+    go stale, for this run's resume or cancel. `inherited`: the claim found the lease held by
+    this same run (stale after a crash, or a resume's own), so the run had work under way on
+    the cluster before this process; a refusal leaves it held, as it found it."""
 
-    def __init__(self) -> None:
+    def __init__(self, inherited: bool = False) -> None:
+        self.inherited = inherited
         self.started = False
         self.ended = False
 

@@ -77,7 +77,8 @@ def cluster_lease(bootstrap: str, command_config: Path | None, run_id: str, jour
     keeper = LeaseKeeper(store)
     host = socket.gethostname()
     keeper.acquire(run_id, f"{host} pid {os.getpid()}, journal {journal}", take_over, host)
-    hold = LeaseHold()
+    prior = keeper.prior
+    hold = LeaseHold(inherited=prior is not None and prior.held and prior.run_id == run_id)
     try:
         yield hold
     finally:

@@ -307,14 +307,16 @@ def _journal(path: Path) -> Iterator[tuple[JournalFile, list[Record]]]:
 @contextmanager
 def _connected(cluster: ClusterAccess, records: list[Record], journal: Path,
                take_over_lease: str | None, note: Notify) -> Iterator[tuple[Ports, LeaseHold]]:
-    """The real ports and the cluster's run lease of the journal's run; the lease stays with
-    the run when this process stops while the journal has work left."""
+    """The real ports and the cluster's run lease of the journal's run. The lease stays with
+    the run when this process stops while the journal has work left and the run held the
+    lease when this process took it (work under way on the cluster); otherwise a refusal (a
+    journal whose moves are not in place, a preflight that fails) gives it back, released."""
     from executor.journal import leaves_work, run_id_of
 
     with (real_ports(cluster.bootstrap, cluster.prometheus, cluster.command_config) as ports,
           cluster_lease(cluster.bootstrap, cluster.command_config, run_id_of(records, journal),
                         journal, take_over_lease, note) as hold):
-        hold.started = leaves_work(records)
+        hold.started = hold.inherited and leaves_work(records)
         yield ports, hold
 
 

@@ -1,6 +1,7 @@
 """Damaged journals on the real cluster: a finished run's journal cut mid-line after the cluster
-was put back is refused by `resume` (its moves marked done are not on the cluster) and nothing
-moves; a journal cut inside its header is refused and keeps every byte."""
+was put back is refused by `resume` (its moves marked done are not on the cluster), nothing
+moves and the cluster's run lease is free for the next run; a journal cut inside its header is
+refused and keeps every byte."""
 
 from __future__ import annotations
 
@@ -27,11 +28,12 @@ def conn(info: SandboxInfo) -> list[str]:
     return ["--bootstrap", info.bootstrap, "--prometheus", info.prometheus_url]
 
 
-def cut_after_first_done(journal: Path) -> bytes:
-    """The journal up to its first move's `done` record and half of the next line."""
-    data = journal.read_bytes()
-    done = data.index(b'"done"')
-    end = data.index(b"\n", done) + 1
+def cut_after(data: bytes, state: str, nth: int = 1) -> bytes:
+    """A journal up to the `nth` record entering `state` and half of the next line."""
+    at = -1
+    for _ in range(nth):
+        at = data.index(f'"state":"{state}"'.encode(), at + 1)
+    end = data.index(b"\n", at) + 1
     following = data.index(b"\n", end)
     return data[:end + (following - end) // 2]
 
@@ -50,7 +52,8 @@ def test_a_cut_journal_of_a_put_back_run_is_refused_and_nothing_moves(
     put_back = rebalance(*execute_args(sandbox, back, tmp_path / "back.journal",
                                        "--quota-window", "0", max_mbps="5"))
     assert put_back.returncode == 0, put_back.stdout + put_back.stderr
-    journal.write_bytes(cut_after_first_done(journal))
+    full = journal.read_bytes()
+    journal.write_bytes(cut_after(full, "done"))
 
     resumed = rebalance("resume", "--journal", str(journal), *conn(sandbox))
     assert resumed.returncode == 6, resumed.stdout + resumed.stderr
@@ -58,6 +61,24 @@ def test_a_cut_journal_of_a_put_back_run_is_refused_and_nothing_moves(
     assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower),
                                          1: (lay.leader, lay.follower)}
     assert throttle_configs(admin, lay.all_ids, topic) == before
+    # cut while its second move copied: the same refusal, and the lease it took is given back
+    in_flight = tmp_path / "in-flight.journal"
+    in_flight.write_bytes(cut_after(full, "copying", nth=2))
+    refused_in_flight = rebalance("resume", "--journal", str(in_flight), *conn(sandbox))
+    assert refused_in_flight.returncode == 6, refused_in_flight.stdout + refused_in_flight.stderr
+    assert "marks done are not in place" in refused_in_flight.stderr
+    # each refusal gave back the cluster's run lease it took: the next run is not refused
+    again = tmp_path / "again.json"
+    make_plan(sandbox, again, [(topic, 0, (lay.leader, lay.spare))])
+    after = rebalance(*execute_args(sandbox, again, tmp_path / "again.journal",
+                                    "--quota-window", "0", max_mbps="5"))
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert replicas_of(admin, topic)[0] == (lay.leader, lay.spare)
+    back_again = tmp_path / "back-again.json"
+    make_plan(sandbox, back_again, [(topic, 0, (lay.leader, lay.follower))])
+    put_back_again = rebalance(*execute_args(sandbox, back_again, tmp_path / "back2.journal",
+                                             "--quota-window", "0", max_mbps="5"))
+    assert put_back_again.returncode == 0, put_back_again.stdout + put_back_again.stderr
 
     header_cut = tmp_path / "header.journal"
     header_cut.write_bytes(journal.read_bytes()[:40])
