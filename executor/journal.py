@@ -335,6 +335,7 @@ class JournalFile:
             raise ExecutionError(f"cannot create the journal {path}: {exc.strerror}; "
                                  "choose a writable --journal path") from exc
         journal = cls(path, _locked(os.fdopen(fd, "ab"), path))
+        journal.clear_cancel_request()  # left by a run of an earlier journal at this path
         journal.append(header)
         _fsync_dir(path)
         return journal
@@ -358,6 +359,10 @@ class JournalFile:
             handle.close()
             raise
         handle.seek(good)
+        # A cancel request is for the process that held the journal when it was made; one
+        # still here was made to a process that ended before it saw it, and would cancel this
+        # one at once. Requests made from now on (this process holds the lock) count.
+        path.with_name(path.name + ".cancel").unlink(missing_ok=True)
         # a torn tail is repaired only on a file proven to be a journal, and only when the
         # run writes to it: a refusal after this point leaves the file's bytes as they were
         return cls(path, handle, good if good < len(data) else None), records

@@ -186,6 +186,24 @@ def test_cancel_request_file(tmp_path: Path) -> None:
     assert not journal.cancel_requested()
 
 
+def test_a_cancel_request_left_from_an_ended_process_cancels_no_later_run(
+        tmp_path: Path) -> None:
+    """A request made to a process that ended before it saw it (or to an earlier journal at
+    the same path) is not this process's: opening or creating the journal drops it, and a
+    request made while this process holds the journal counts."""
+    path = tmp_path / "run.journal"
+    request_cancel(path)  # an earlier run's journal at this path, since deleted
+    first = new_journal(path)
+    assert not first.cancel_requested()
+    request_cancel(path)
+    first._sink.close()  # type: ignore[attr-defined]  # ended before it looked
+    sink, _ = JournalFile.open(path)  # resume
+    assert not sink.cancel_requested()
+    request_cancel(path)
+    assert sink.cancel_requested()
+    sink.close()
+
+
 def test_missing_journal_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ExecutionError, match="no journal at"):
         JournalFile.open(tmp_path / "absent")
