@@ -58,6 +58,11 @@ class KafkaAdmin(Protocol):
         """Live brokers with racks."""
         ...
 
+    def registered_racks(self) -> dict[int, str | None]:
+        """The rack of every broker registered with the controller, fenced (offline) ones
+        included (KIP-1073): a dead broker's rack is still known there."""
+        ...
+
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         """Every partition (or those of `topics`), internal topics included."""
         ...

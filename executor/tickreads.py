@@ -82,6 +82,9 @@ class TickReads:
     def brokers(self) -> list[BrokerInfo]:
         return list(self._once(("brokers",), self._admin.brokers))
 
+    def registered_racks(self) -> dict[int, str | None]:
+        return dict(self._once(("registered_racks",), self._admin.registered_racks))
+
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         if topics is None:
             return list(self._once(("partitions",), self._admin.partitions))

@@ -24,11 +24,15 @@ def check_racks_feasible(arrays: ClusterArrays) -> None:
     """
     if arrays.rack_count == 0:
         return
-    all_racks = len(set(arrays.rack.tolist()))
     remaining = Counter(arrays.rack[arrays.eligible].tolist())
+    # A dead broker whose rack is unknown (no longer registered) names no rack of its own:
+    # the 'None' rack counts only where a broker that stays has no rack either.
+    racks = {r for r in set(arrays.rack.tolist())
+             if arrays.rack_names[r] != "None" or r in remaining}
+    all_racks = len(racks)
     for rf in sorted(set(arrays.rf.tolist())):
         if arrays.rack_count < min(rf, all_racks):
-            gone = sorted(set(arrays.rack.tolist()) - set(remaining))
+            gone = sorted(racks - set(remaining))
             names = ", ".join(arrays.rack_names[r] for r in gone)
             raise InputError(
                 f"without the removed and dead brokers, no broker is left in rack {names}: "

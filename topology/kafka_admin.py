@@ -185,6 +185,14 @@ class KafkaClusterAdmin:
         return sorted((BrokerInfo(n.id, n.host, n.port, n.rack or None) for n in desc.nodes),
                       key=lambda b: b.id)
 
+    def registered_racks(self) -> dict[int, str | None]:
+        """Every registered broker's rack, fenced ones included: kafka-python's
+        DescribeCluster asks for fenced brokers (v2, KIP-1073), which confluent-kafka's does
+        not; an older cluster answers with its live brokers only."""
+        with self._calling("describe the cluster's registered brokers"):
+            described = self._kafka_python().describe_cluster()
+        return {int(b["broker_id"]): (b.get("rack") or None) for b in described["brokers"]}
+
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         """Every partition of `topics` (all topics, internal ones included, when None).
 

@@ -70,7 +70,7 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
     partitions = [Partition(p.topic, p.partition, p.replicas, sizes.get(p.key, 0),
                             rates_in.get(p.key, 0.0), rates_out.get(p.key, 0.0))
                   for p in infos]
-    brokers = broker_entries(live_brokers, infos, capacities)
+    brokers = broker_entries(live_brokers, infos, capacities, admin.registered_racks())
     notes.extend(_broker_notes(brokers))
     notes.extend(_partition_notes(infos))
     document = snapshot_document(brokers, partitions, notes)
@@ -168,8 +168,11 @@ def split_topic_rates(rates: Mapping[str, float],
 
 
 def broker_entries(live: Sequence[BrokerInfo], partitions: Iterable[PartitionInfo],
-                   capacities: Capacities | None) -> list[dict[str, Any]]:
-    """Snapshot broker entries: live brokers, plus `alive: false` ones replicas still name.
+                   capacities: Capacities | None,
+                   registered: Mapping[int, str | None] | None = None) -> list[dict[str, Any]]:
+    """Snapshot broker entries: live brokers, plus `alive: false` ones replicas still name,
+    with the rack the controller still has registered for them (`registered`, KIP-1073), or
+    none when it has no record (the broker was unregistered).
 
     With `capacities`, each entry carries the resolved capacity; without, it has none.
     """
@@ -177,7 +180,8 @@ def broker_entries(live: Sequence[BrokerInfo], partitions: Iterable[PartitionInf
     for p in partitions:
         for replica in p.replicas:
             if replica not in entries:
-                entries[replica] = {"id": replica, "rack": None, "alive": False}
+                rack = (registered or {}).get(replica)
+                entries[replica] = {"id": replica, "rack": rack, "alive": False}
     if capacities is not None:
         unknown = sorted(set(capacities.brokers) - set(entries))
         if unknown:
@@ -194,11 +198,18 @@ def _compact(value: float) -> float | int:
 
 
 def _broker_notes(brokers: Sequence[Mapping[str, Any]]) -> list[str]:
-    dead = [b["id"] for b in brokers if b.get("alive") is False]
-    if not dead:
-        return []
-    return [f"broker(s) {', '.join(map(str, dead))} hold replicas but are not alive: listed "
-            "with alive=false and an unknown rack"]
+    dead = [b for b in brokers if b.get("alive") is False]
+    notes = []
+    known = [f"{b['id']} (rack {b['rack']})" for b in dead if b["rack"] is not None]
+    if known:
+        notes.append(f"broker(s) {', '.join(known)} hold replicas but are not alive: listed "
+                     "with alive=false and the rack the controller still has registered")
+    unknown = [str(b["id"]) for b in dead if b["rack"] is None]
+    if unknown:
+        notes.append(f"broker(s) {', '.join(unknown)} hold replicas but are not alive and not "
+                     "registered: listed with alive=false and an unknown rack, which "
+                     "counts as no rack of its own")
+    return notes
 
 
 def _partition_notes(partitions: Sequence[PartitionInfo]) -> list[str]:

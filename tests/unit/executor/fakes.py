@@ -147,6 +147,9 @@ class FakeAdmin:
             BrokerInfo(b, "localhost", 9000 + b, "a" if b % 2 else "b")
             for b in self.broker_ids if b not in self.dead])  # type: ignore[return-value]
 
+    def registered_racks(self) -> dict[int, str | None]:
+        return {b: "a" if b % 2 else "b" for b in self.broker_ids}  # dead ones stay registered
+
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         wanted = None if topics is None else set(topics)
 

@@ -263,3 +263,20 @@ def test_a_rack_emptied_by_dead_brokers_is_not_called_a_removal(tmp_path: Path,
     code, error = rebalance("plan", "--snapshot", str(snap), "--out", str(tmp_path / "p.json"))
     assert code == 2
     assert "without the removed and dead brokers, no broker is left in rack b" in error
+
+
+def test_a_dead_broker_of_unknown_rack_is_drained_without_a_phantom_rack(
+        tmp_path: Path, rebalance: Rebalance) -> None:
+    """Broker 2 died and was unregistered: the snapshot lists it alive=false with no rack.
+    Partitions of RF 3 span racks a and b only; 'None' is no third rack to keep."""
+    doc = snapshot_doc()
+    doc["brokers"][1].update(rack=None, alive=False)
+    for part, replicas in zip(doc["partitions"], ([1, 2, 3], [3, 2, 4], [2, 1, 4]), strict=True):
+        part["replicas"] = replicas
+    snap, out = tmp_path / "snap.json", tmp_path / "p.json"
+    snap.write_text(json.dumps(doc))
+    code, error = rebalance("plan", "--snapshot", str(snap), "--remove-broker", "2",
+                            "--out", str(out))
+    assert code == 0, error
+    plan = json.loads(out.read_text())
+    assert plan["partitions"] and all(2 not in p["replicas"] for p in plan["partitions"])

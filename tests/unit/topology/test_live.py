@@ -29,9 +29,14 @@ class FakeAdmin:
                  sizes: dict[tuple[TopicPartition, int], int]) -> None:
         self._brokers, self._partitions, self._sizes = brokers, partitions, sizes
         self.log_dir_brokers: list[int] = []
+        self.fenced: dict[int, str | None] = {}  # registered, not alive
 
     def brokers(self) -> list[BrokerInfo]:
         return list(self._brokers)
+
+    def registered_racks(self) -> dict[int, str | None]:
+        return {b.id: b.rack for b in self._brokers} | self.fenced
+
 
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         return list(self._partitions)
@@ -136,6 +141,13 @@ def test_topic_rates_sum_duplicates_and_clamp_negatives() -> None:
 def test_dead_broker_named_by_a_replica_is_listed_not_alive() -> None:
     entries = broker_entries([BrokerInfo(1, "h", 1, "a")], [_info("t", 0, (1, 4))], None)
     assert entries == [{"id": 1, "rack": "a"}, {"id": 4, "rack": None, "alive": False}]
+
+
+def test_a_dead_broker_keeps_the_rack_the_controller_has_registered() -> None:
+    parts = [_info("t", 0, (1, 4)), _info("t", 1, (1, 5))]
+    entries = broker_entries([BrokerInfo(1, "h", 1, "a")], parts, None, {1: "a", 4: "b"})
+    assert entries == [{"id": 1, "rack": "a"}, {"id": 4, "rack": "b", "alive": False},
+                       {"id": 5, "rack": None, "alive": False}]  # 5: not registered any more
 
 
 def test_capacities_are_resolved_per_broker_and_unknown_brokers_rejected() -> None:
