@@ -47,8 +47,3 @@ class ExecutionPlan(MoveTotals):
                 return m
         raise PlanError(f"the plan has no move for partition {name}")
 
-
-def touched_brokers(move: Move) -> frozenset[int]:
-    """Every broker a move touches: each in its current or its target replica list, those
-    that keep their replica included (any current replica may serve the copy)."""
-    return frozenset(move.current) | frozenset(move.target)

@@ -122,12 +122,28 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
     wanted = sorted({b for m in plan.moves for b in m.target} - view.live_broker_ids)
     if wanted:
         problems.append(f"target broker(s) {wanted} are offline or unknown")
-    urp = under_replicated(view.partitions.values()) - own_in_flight
+    urp = under_replicated(view.partitions.values()) - own_in_flight - drained_faults(
+        plan.moves, view)
     if urp and not allow_under_replicated:
         problems.append(f"{len(urp)} partition(s) are under-replicated ({_names(urp)}); "
                         "fix them first or override")
     problems.extend(f"plan validation: {p}" for p in validation)
     return problems
+
+
+def drained_faults(moves: Sequence[Move], view: ClusterView) -> frozenset[TopicPartition]:
+    """Partitions under-replicated only because offline brokers hold replicas of them that
+    the plan moves away: the run is what heals them (the drain of a dead broker)."""
+    healed = set()
+    for move in moves:
+        live = view.partitions.get(move.key)
+        if live is None:
+            continue
+        missing = set(live.replicas) - set(live.isr)
+        leaving = set(move.current) - set(move.target)
+        if missing and missing <= leaving - view.live_broker_ids:
+            healed.add(move.key)
+    return frozenset(healed)
 
 
 def existing_throttles(brokers: Mapping[int, Mapping[str, str | None]],
@@ -161,10 +177,11 @@ def existing_throttles(brokers: Mapping[int, Mapping[str, str | None]],
     return warnings
 
 
-def read_existing_throttles(admin: KafkaAdmin, plan: ExecutionPlan,
-                            cap_bytes_per_sec: int) -> list[str]:
-    """`existing_throttles` over the configs of every broker and topic the plan touches."""
-    brokers = sorted({b for m in plan.moves for b in (*m.current, *m.target)})
+def read_existing_throttles(admin: KafkaAdmin, plan: ExecutionPlan, cap_bytes_per_sec: int,
+                            live: frozenset[int]) -> list[str]:
+    """`existing_throttles` over the configs of every live broker and topic the plan touches
+    (an offline broker answers nothing, and no throttle is set on it)."""
+    brokers = sorted({b for m in plan.moves for b in (*m.current, *m.target)} & live)
     topics = sorted({m.topic for m in plan.moves})
     return existing_throttles(
         admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS) if brokers else {},

@@ -155,9 +155,15 @@ def copies_in_over(metrics: MetricsSource, queries: GateQueries, seconds: float
     return per_broker(metrics, queries, queries.reassignment_in, f"{math.ceil(seconds)}s")
 
 
-def under_replicated(partitions: Iterable[PartitionInfo]) -> frozenset[TopicPartition]:
-    """Partitions whose ISR lacks one of their assigned replicas."""
-    return frozenset(p.key for p in partitions if not set(p.replicas) <= set(p.isr))
+def under_replicated(partitions: Iterable[PartitionInfo],
+                     live: frozenset[int] | None = None) -> frozenset[TopicPartition]:
+    """Partitions whose ISR lacks one of their assigned replicas; with `live`, only those
+    missing a live broker's replica (a follower falling behind, which a pause can cure), not
+    those missing only offline brokers' (a fault no wait cures: a drain does)."""
+    def lagging(p: PartitionInfo) -> set[int]:
+        missing = set(p.replicas) - set(p.isr)
+        return missing if live is None else missing & live
+    return frozenset(p.key for p in partitions if lagging(p))
 
 
 def read_gate(metrics: MetricsSource, admin: KafkaAdmin, queries: GateQueries,
@@ -172,7 +178,8 @@ def read_gate(metrics: MetricsSource, admin: KafkaAdmin, queries: GateQueries,
     except MetricsError as exc:
         return GateReading(None, unavailable=str(exc))
     try:
-        urp = under_replicated(admin.partitions())
+        live = frozenset(b.id for b in admin.brokers())
+        urp = under_replicated(admin.partitions(), live)
     except ClusterError as exc:
         return GateReading(None, unavailable=f"cluster metadata: {exc}")
     return GateReading(network, urp, p99)

@@ -99,7 +99,8 @@ class Executor:
         require_preflight(preflight_problems(
             plan, view, allow_under_replicated=config.allow_under_replicated,
             validation=validation) + refused)
-        warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
+        warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
+                                             view.live_broker_ids)
         header = header_record(plan, config.to_journal(), run_id)
         executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
         for warning in warnings:
@@ -326,7 +327,8 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     journal = Journal(replay([header_record(plan, config.to_journal())]), _NoJournal())
     driver = MoveDriver(ports, config, journal, ignore_events)
     throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
-    warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec)
+    warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
+                                             view.live_broker_ids)
     return Preview(problems, warnings, throttles)
 
 

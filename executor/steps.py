@@ -17,7 +17,6 @@ from executor.decide import Action, Observation, Step, Tracking, decide
 from executor.flows import Direction, End, baseline_for, end_text, ends_of_baseline
 from executor.gates import GateReading, NetworkSample, gate_decision, start_decision
 from executor.journal import Journal, MoveRecord
-from executor.plan import touched_brokers
 from executor.readings import read_gate, read_network, read_traffic
 from executor.slo import guarded
 from executor.state import REASSIGNMENT_MAY_BE_IN_FLIGHT, MoveState
@@ -243,7 +242,8 @@ class MoveDriver:
         if not decision.open or network is None or rates is None:
             self._event(EventKind.HOLD, move, f"{move.name} not started: {decision.reason}")
             return Started.HELD_ALL if network is None else Started.HELD_MOVE
-        throttle = plan_throttle(move, self.priors(move), rates, self._joined_rates(move))
+        throttle = plan_throttle(move, self.priors(move), rates, self._joined_rates(move),
+                                 self._offline(move))
         baseline = baseline_for(network, ends)
         if inherited is not None:
             baseline = NetworkSample({**baseline.net_in, **{
@@ -256,6 +256,10 @@ class MoveDriver:
         self.advance(move)
         return Started.STARTED
 
+    def _offline(self, move: Move) -> frozenset[int]:
+        """The move's current replicas on offline brokers (a dead broker it drains)."""
+        return frozenset(move.current) - {b.id for b in self.ports.admin.brokers()}
+
     def rates(self, move: Move) -> RateLimits:
         cfg = self.config
         if not cfg.adaptive:
@@ -267,8 +271,9 @@ class MoveDriver:
     def priors(self, move: Move) -> ThrottlePriors:
         """The configs as they are, but a rate another move of this run holds: the value it
         had before the run (so that whichever move puts it back puts back the operator's)."""
-        brokers = sorted(set(move.current) | set(move.added_brokers))
         admin = self.ports.admin
+        live = {b.id for b in admin.brokers()}  # an offline (leaving) broker gets no throttle
+        brokers = sorted((set(move.current) | set(move.added_brokers)) & live)
         values = admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS)
         topic = admin.topic_configs([move.topic], TOPIC_THROTTLE_CONFIGS).get(move.topic, {})
         shared = self.shared_rates(move.name)
@@ -325,7 +330,9 @@ class MoveDriver:
         admin = self.ports.admin
         seen = Observation()
         if move.key in admin.list_partition_reassignments():
-            dead = tuple(sorted(touched_brokers(move) - {b.id for b in admin.brokers()}))
+            # a broker that must hold the partition once it is done; a leaving broker may be
+            # offline (the drain of a dead broker): the reassignment completes without it
+            dead = tuple(sorted(set(move.target) - {b.id for b in admin.brokers()}))
             seen = Observation(listed=True, dead=dead)
             if not dead:
                 seen = replace(seen, progress=self._progress(move))
@@ -348,7 +355,8 @@ class MoveDriver:
             return False  # keep the rates in force; the gate will hold if this lasts
         shared = self.shared_rates(move.name)
         updated = plan_throttle(move, current.priors, rates,
-                                {key: rate for key, (_, rate) in shared.items()})
+                                {key: rate for key, (_, rate) in shared.items()},
+                                self._offline(move))
         if not rates_differ(current, updated, self.config.adaptive_change):
             return False
         self.journal.update_throttle(move.name, updated, self._now())

@@ -190,9 +190,11 @@ def _choose_rate(broker: int, name: str, wanted: int, prior: str | None,
 
 
 def plan_throttle(move: Move, priors: ThrottlePriors, rates: RateLimits,
-                  shared: SharedRates | None = None) -> ThrottlePlan:
+                  shared: SharedRates | None = None,
+                  offline: frozenset[int] = frozenset()) -> ThrottlePlan:
     """The throttle one move sets, given the priors it read and the rates it wants; a rate in
-    `shared` is one another move of the run holds, kept as it is (see the module docstring)."""
+    `shared` is one another move of the run holds, kept as it is (see the module docstring);
+    `offline` brokers (a dead broker being drained) get none."""
     if move.leadership_only:
         return ThrottlePlan(move.name, priors)
     notes: list[str] = []
@@ -200,6 +202,8 @@ def plan_throttle(move: Move, priors: ThrottlePriors, rates: RateLimits,
     for role, name, brokers in ((rates.leader, LEADER_RATE, move.current),
                                 (rates.follower, FOLLOWER_RATE, move.added_brokers)):
         for b in brokers:
+            if b in offline:
+                continue  # an offline (leaving) replica sends nothing and takes no config
             prior = priors.brokers.get(b, {}).get(name)
             held = (shared or {}).get((b, name))
             broker_rates.setdefault(b, {})[name] = (

@@ -1,0 +1,65 @@
+"""Draining a dead broker: its partitions are under-replicated because of it, and it answers
+nothing. The run is not refused for that under-replication (the run heals it), sets and reads
+no config on the dead broker, completes the moves whose only missing replica is the one
+leaving, and the gate is not held by partitions that only an offline broker keeps
+under-replicated."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.errors import ExecutionError
+from executor.config import AUTO, EventKind
+from executor.records import RunOutcome
+from executor.runner import Executor
+from planner.result import Move
+from tests.unit.executor.fakes import MB, World, make_world
+
+DEAD = 4
+DRAIN = [Move("orders", 0, (1, DEAD), (1, 3), 20 * MB),
+         Move("orders", 1, (2, DEAD), (2, 3), 20 * MB)]
+
+
+def _dead_world(elsewhere: bool = False, **config: object) -> World:
+    world = make_world(DRAIN, **config)
+    if elsewhere:
+        world.admin.add("elsewhere", 0, (2, DEAD), 5 * MB)  # not in the plan
+    world.admin.dead.add(DEAD)
+    return world
+
+
+def _touches_dead(world: World) -> list[str]:
+    names = ("broker_configs", "alter_broker_configs", "log_dir_sizes")
+    return [name for name, args in world.admin.calls
+            if name in names and isinstance(args, (list, dict)) and DEAD in args]
+
+
+@pytest.mark.parametrize("concurrency", [1, AUTO])
+def test_a_dead_broker_is_drained_without_touching_it(concurrency: int | str) -> None:
+    world = _dead_world(concurrency=concurrency)
+    before = world.admin.configs()
+    report = Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                            reporter=world.reporter).run()
+    assert report.outcome is RunOutcome.COMPLETED, world.messages(EventKind.NOTE)
+    assert [world.admin.parts[m.key].replicas for m in DRAIN] == [(1, 3), (2, 3)]
+    assert _touches_dead(world) == []
+    assert world.admin.configs() == before  # every throttle it set is gone
+
+
+def test_a_dead_brokers_partitions_outside_the_plan_do_not_hold_the_gate() -> None:
+    """With --allow-under-replicated, a partition only the offline broker keeps
+    under-replicated (not in the plan) is a fault no wait cures: the gate opens."""
+    world = _dead_world(elsewhere=True, allow_under_replicated=True, cooldown_seconds=2.0,
+                        final_gate=True)
+    report = Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                            reporter=world.reporter).run()
+    assert report.outcome is RunOutcome.COMPLETED, world.messages(EventKind.GATE)
+    assert not any("under-replicated" in m for m in world.messages(EventKind.GATE))
+
+
+def test_under_replication_the_plan_does_not_heal_still_refuses_the_run() -> None:
+    world = make_world(DRAIN)
+    world.admin.dead.add(2)  # holds orders-1's staying replica: the drain does not heal it
+    with pytest.raises(ExecutionError, match=r"are under-replicated \(orders-1"):
+        Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                       reporter=world.reporter)
