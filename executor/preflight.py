@@ -122,8 +122,7 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
     wanted = sorted({b for m in plan.moves for b in m.target} - view.live_broker_ids)
     if wanted:
         problems.append(f"target broker(s) {wanted} are offline or unknown")
-    urp = under_replicated(view.partitions.values()) - own_in_flight - drained_faults(
-        plan.moves, view)
+    urp = under_replicated(view.partitions.values(), view.live_broker_ids) - own_in_flight
     if urp and not allow_under_replicated:
         problems.append(f"{len(urp)} partition(s) are under-replicated ({_names(urp)}); "
                         "fix them first or override")
@@ -131,19 +130,21 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
     return problems
 
 
-def drained_faults(moves: Sequence[Move], view: ClusterView) -> frozenset[TopicPartition]:
-    """Partitions under-replicated only because offline brokers hold replicas of them that
-    the plan moves away: the run is what heals them (the drain of a dead broker)."""
-    healed = set()
-    for move in moves:
-        live = view.partitions.get(move.key)
-        if live is None:
-            continue
-        missing = set(live.replicas) - set(live.isr)
-        leaving = set(move.current) - set(move.target)
-        if missing and missing <= leaving - view.live_broker_ids:
-            healed.add(move.key)
-    return frozenset(healed)
+def offline_replicas(view: ClusterView, moves: Sequence[Move]) -> list[str]:
+    """A warning about partitions under-replicated only because brokers are offline (not
+    refused: a pause cannot cure them, and draining those brokers is what does), with how
+    many of them the plan heals by moving their replicas off the offline brokers."""
+    live = view.live_broker_ids
+    faults = under_replicated(view.partitions.values()) - under_replicated(
+        view.partitions.values(), live)
+    if not faults:
+        return []
+    offline = sorted({b for k in faults for b in view.partitions[k].replicas} - live)
+    healed = sum(1 for m in moves if m.key in faults
+                 and not (set(m.target) - live) and set(m.current) - set(m.target) - live)
+    return [f"{len(faults)} partition(s) are under-replicated because broker(s) {offline} "
+            f"are offline ({_names(faults)}); the plan heals {healed} of them by moving their "
+            "replicas off the offline brokers"]
 
 
 def existing_throttles(brokers: Mapping[int, Mapping[str, str | None]],

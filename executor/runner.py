@@ -29,6 +29,7 @@ from executor.plan import ExecutionPlan
 from executor.preflight import (
     ClusterView,
     PlanValidator,
+    offline_replicas,
     preflight_problems,
     read_existing_throttles,
     read_follower_lists,
@@ -99,8 +100,8 @@ class Executor:
         require_preflight(preflight_problems(
             plan, view, allow_under_replicated=config.allow_under_replicated,
             validation=validation) + refused)
-        warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
-                                             view.live_broker_ids)
+        warnings = burst + offline_replicas(view, plan.moves) + read_existing_throttles(
+            ports.admin, plan, config.max_bytes_per_sec, view.live_broker_ids)
         header = header_record(plan, config.to_journal(), run_id)
         executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
         for warning in warnings:
@@ -137,7 +138,7 @@ class Executor:
         executor = cls(ports, config, Journal(run, sink), reporter)
         if run.outcome is not None:
             executor.journal.reopen(ports.clock.now())
-        for warning in burst:
+        for warning in burst + offline_replicas(view, pending):
             executor._note(warning)
         executor.reconcile_throttles()
         return executor
@@ -327,8 +328,8 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     journal = Journal(replay([header_record(plan, config.to_journal())]), _NoJournal())
     driver = MoveDriver(ports, config, journal, ignore_events)
     throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
-    warnings = burst + read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
-                                             view.live_broker_ids)
+    warnings = burst + offline_replicas(view, plan.moves) + read_existing_throttles(
+        ports.admin, plan, config.max_bytes_per_sec, view.live_broker_ids)
     return Preview(problems, warnings, throttles)
 
 

@@ -14,6 +14,7 @@ from executor.records import RunOutcome
 from executor.runner import Executor
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
+from topology.model import TopicPartition
 
 DEAD = 4
 DRAIN = [Move("orders", 0, (1, DEAD), (1, 3), 20 * MB),
@@ -57,9 +58,16 @@ def test_a_dead_brokers_partitions_outside_the_plan_do_not_hold_the_gate() -> No
     assert not any("under-replicated" in m for m in world.messages(EventKind.GATE))
 
 
-def test_under_replication_the_plan_does_not_heal_still_refuses_the_run() -> None:
-    world = make_world(DRAIN)
-    world.admin.dead.add(2)  # holds orders-1's staying replica: the drain does not heal it
-    with pytest.raises(ExecutionError, match=r"are under-replicated \(orders-1"):
-        Executor.start(world.plan, world.ports(), world.config, world.open_sink,
-                       reporter=world.reporter)
+def test_offline_replicas_are_told_and_a_live_follower_behind_still_refuses_the_run() -> None:
+    world = _dead_world(elsewhere=True)
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                   reporter=world.reporter)
+    told = [m for m in world.messages(EventKind.NOTE) if "offline" in m]
+    assert told == ["3 partition(s) are under-replicated because broker(s) [4] are offline "
+                    "(elsewhere-0, orders-0, orders-1); the plan heals 2 of them by moving "
+                    "their replicas off the offline brokers"], world.messages(EventKind.NOTE)
+    behind = _dead_world()
+    behind.admin.parts[TopicPartition("other", 0)].isr = (1, 2)  # 3 is alive, behind
+    with pytest.raises(ExecutionError, match=r"1 partition\(s\) are under-replicated \(other-0\)"):
+        Executor.start(behind.plan, behind.ports(), behind.config, behind.open_sink,
+                       reporter=behind.reporter)

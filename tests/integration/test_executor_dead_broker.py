@@ -1,0 +1,76 @@
+"""On the real sandbox: a broker dies between the plan and its execution, and the plan drains
+it. The snapshot still names the dead broker's rack (the controller keeps its registration);
+the run is not refused for partitions under-replicated only because the broker is offline
+(it tells them, and how many the plan heals), reads and sets no config on the
+dead broker, completes every move (the leaving replica is the missing one) and leaves every
+live broker's and the topic's throttle configs as they were."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from executor.journal import read_journal
+from executor.records import RunOutcome
+from sandbox import cluster
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
+    create_topic,
+    execute_args,
+    layout,
+    make_plan,
+    rebalance,
+    replicas_of,
+    throttle_configs,
+)
+from tests.integration.kafka_topics import wait_for
+from topology.kafka_admin import KafkaClusterAdmin
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
+
+MB = 1_000_000
+
+
+def test_a_broker_dead_after_the_plan_is_drained_by_it(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    dead = lay.spare  # a session broker: started again at the end, for the later tests
+    rack = next(b.rack for b in sandbox.brokers if b.id == dead)
+    topic = create_topic(sandbox, "exec-drain", 2, [lay.leader, dead], 2 * MB)
+    live = [b for b in lay.all_ids if b != dead]
+    before = throttle_configs(admin, live, topic)
+    plan = tmp_path / "plan.json"
+    make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.follower)) for p in range(2)])
+    cluster.kill_broker(sandbox.dir, dead)
+    try:
+        wait_for("the dead broker out of the ISR", lambda: all(
+            dead not in p.isr for p in admin.partitions([topic])), 60)
+        snap = tmp_path / "snap.json"
+        taken = rebalance("snapshot", "--bootstrap", sandbox.bootstrap, "--out", str(snap))
+        assert taken.returncode == 0, taken.stdout + taken.stderr
+        entry = next(b for b in json.loads(snap.read_text())["brokers"] if b["id"] == dead)
+        assert entry == {"id": dead, "rack": rack, "alive": False}, entry
+
+        journal = tmp_path / "run.journal"
+        result = rebalance(*execute_args(sandbox, plan, journal, max_mbps="4",
+                                         quota_window="0"))
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output
+        # told, not refused: the offline broker's partitions, two of which this plan heals
+        assert f"because broker(s) [{dead}] are offline" in output, output
+        assert "the plan heals 2 of them" in output, output
+        assert read_journal(journal).outcome is RunOutcome.COMPLETED
+        assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower),
+                                             1: (lay.leader, lay.follower)}
+        assert all(set(p.isr) == {lay.leader, lay.follower} for p in admin.partitions([topic]))
+        assert throttle_configs(admin, live, topic) == before
+    finally:
+        cluster.start_broker(sandbox.dir, dead)
+    fresh = KafkaClusterAdmin(sandbox.bootstrap)
+    try:  # later tests' preflight refuses under-replicated partitions
+        wait_for("every partition back in sync", lambda: all(
+            set(p.isr) == set(p.replicas) for p in fresh.partitions()), timeout_s=120)
+    finally:
+        fresh.close()
