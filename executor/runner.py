@@ -352,13 +352,25 @@ def _own_entries(run: RunState) -> frozenset[tuple[str, str]]:
 
 
 def clear_throttles(run: RunState, journal: Journal, driver: MoveDriver) -> list[str]:
-    """Restore every throttle the journal says may be left; returns what could not be."""
+    """Restore every throttle the journal says may be left; returns what could not be. A
+    move whose reassignment is still copying keeps its throttle (without it the copy would
+    run at full speed): resuming the run finishes it, cancelling reverts it, and either
+    restores the throttle."""
     problems: list[str] = []
-    for move in run.plan.moves:
+    copying = driver.ports.admin.list_partition_reassignments()
+    left_on = [m for m in run.plan.moves
+               if run.moves[m.name].throttles_left and run.moves[m.name].throttle is not None]
+    in_flight = [m for m in left_on if m.key in copying]
+    problems.extend(f"{m.name}: its reassignment is still copying, so its throttle stays (the "
+                    "copy would run at full speed without it); `rebalance resume` finishes it "
+                    "or `rebalance cancel` reverts it, and either restores the throttle"
+                    for m in in_flight)
+    for move in left_on:
         record = run.moves[move.name]
-        if not record.throttles_left or record.throttle is None:
+        if move in in_flight or record.throttle is None:
             continue
-        left = driver.restore_throttle(record.throttle, all_moves=True)
+        # rates a copy in flight shares stay with it; with none in flight, all go together
+        left = driver.restore_throttle(record.throttle, all_moves=not in_flight)
         if left:
             problems.extend(f"{move.name}: {p}" for p in left)
         else:
