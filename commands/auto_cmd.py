@@ -32,7 +32,7 @@ from commands.execute_cmd import (
 from commands.execute_setup import slo_from_flags
 from commands.render import console, note
 from core.errors import ExecutionError, InputError
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
+from executor.config import DEFAULT_GATE_TIMEOUT_SECONDS, DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.slo import (
     DEFAULT_EVERY_SECONDS,
     DEFAULT_FETCH_P99_MS,
@@ -193,7 +193,7 @@ def auto(
     ] = DEFAULT_QUOTA_WINDOW_SECONDS,
     gate_timeout: Annotated[float | None, typer.Option(
         help="Stop the run (resumed next cycle) when a gate stays closed this many seconds.")
-    ] = 900.0,
+    ] = DEFAULT_GATE_TIMEOUT_SECONDS,
     rate_window: RateWindow = "auto",
     queries_file: QueriesFile = None,
     slo_guard: SloGuard = True,

@@ -37,7 +37,12 @@ from commands.report_cmd import (
     write_status_html,
 )
 from core.errors import ExecutionError, InputError
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, RunOverrides, parse_concurrency
+from executor.config import (
+    DEFAULT_GATE_TIMEOUT_SECONDS,
+    DEFAULT_QUOTA_WINDOW_SECONDS,
+    RunOverrides,
+    parse_concurrency,
+)
 from executor.slo import (
     DEFAULT_EVERY_SECONDS,
     DEFAULT_FETCH_P99_MS,
@@ -88,8 +93,9 @@ GateMargin = Annotated[float, typer.Option(
 GateFloor = Annotated[float, typer.Option(
     help="Gate: ... or under this absolute rate, MB/s.")]
 GateSamples = Annotated[int, typer.Option(help="Gate: consecutive settled samples needed.")]
-GateTimeout = Annotated[float | None, typer.Option(
-    help="Gate: stop the run (resumable) when a gate stays closed this many seconds.")]
+GateTimeout = Annotated[float, typer.Option(
+    help="Gate: stop the run (resumable) when a gate stays closed this many seconds (what "
+    "keeps it closed is named; `rebalance resume` goes on).")]
 P99 = Annotated[float | None, typer.Option(
     help="Gate: also wait until the produce p99 latency is under this many ms.")]
 SloGuard = Annotated[bool, typer.Option(
@@ -174,7 +180,7 @@ def execute(
     gate_margin: GateMargin = 0.10,
     gate_floor_mbps: GateFloor = 1.0,
     gate_samples: GateSamples = 3,
-    gate_timeout: GateTimeout = None,
+    gate_timeout: GateTimeout = DEFAULT_GATE_TIMEOUT_SECONDS,
     produce_p99_max_ms: P99 = None,
     quota_window: Annotated[float, typer.Option(
         help="Kafka's replication quota window (replication.quota.window.num x "

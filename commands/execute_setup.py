@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import InputError
 from executor.config import (
+    DEFAULT_GATE_TIMEOUT_SECONDS,
     MB,
     Concurrency,
     Event,
@@ -116,7 +117,7 @@ def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown
                       adaptive: bool = False, elect_leaders: bool = True,
                       allow_under_replicated: bool = False, gate_margin: float = 0.10,
                       gate_floor_mbps: float = 1.0, gate_samples: int = 3,
-                      gate_timeout: float | None = None,
+                      gate_timeout: float | None = DEFAULT_GATE_TIMEOUT_SECONDS,
                       produce_p99_max_ms: float | None = None, poll_seconds: float = 1.0,
                       quota_window: float = 0.0, final_gate: bool = False,
                       slo: SloPolicy | None = None) -> ExecutorConfig:

@@ -18,6 +18,9 @@ from topology.model import Capacity
 # Kafka's default replication quota window: replication.quota.window.num (11) x
 # replication.quota.window.size.seconds (1).
 DEFAULT_QUOTA_WINDOW_SECONDS = 11.0
+# A gate closed this long after a move (past the cooldown) stops the run, resumable: a cluster
+# that does not settle in 15 minutes needs an operator's look, not a run that waits forever.
+DEFAULT_GATE_TIMEOUT_SECONDS = 900.0
 MB = 1_000_000  # bytes in a megabyte, as --max-mbps counts
 AUTO: Literal["auto"] = "auto"
 # Moves in flight at once: a number, or "auto" for as many as keep each broker sending for at
@@ -89,7 +92,7 @@ class ExecutorConfig:
     # Start moves onto brokers whose follower quota a topic's follower list keeps warm (see
     # preflight.warm_follower_quotas): their first seconds may copy far above the cap.
     allow_quota_burst: bool = False
-    gate_timeout_seconds: float | None = None  # None: wait for the gate as long as it takes
+    gate_timeout_seconds: float | None = DEFAULT_GATE_TIMEOUT_SECONDS  # None: no limit
     # Kafka's replication quota window (replication.quota.window.num x .size.seconds, 11 x 1 s
     # by default). Kafka measures a quota over the samples of that window, so a copy through a
     # broker whose window still holds a finished copy's samples may run far above the cap; a
@@ -205,7 +208,8 @@ class ExecutorConfig:
             gate=gate, queries=_journal_queries(s.get("queries")),
             allow_under_replicated=overrides.allow_under_replicated,
             allow_quota_burst=overrides.allow_quota_burst,
-            gate_timeout_seconds=_optional_float(s.get("gate_timeout_seconds")),
+            gate_timeout_seconds=_optional_float(s.get("gate_timeout_seconds",
+                                                       DEFAULT_GATE_TIMEOUT_SECONDS)),
             quota_window_seconds=float(s.get("quota_window_seconds",
                                              base.quota_window_seconds)),
             final_gate=bool(s.get("final_gate", base.final_gate)), finish_by=overrides.finish_by,
