@@ -40,7 +40,7 @@ from executor.records import Record, RunOutcome
 from executor.starts import MoveStarter
 from executor.state import MoveState
 from executor.steps import MoveDriver
-from executor.throttle import ThrottlePlan, plan_throttle
+from executor.throttle import ThrottlePlan, capped_throttle, plan_throttle
 from executor.tickreads import TickReads
 from planner.result import Move
 
@@ -158,7 +158,9 @@ class Executor:
 
     def reconcile_throttles(self) -> None:
         """Re-set the throttles of moves whose data is in flight (they may have been cleared),
-        and restore those that failed moves left behind (their brokers may be back)."""
+        no rate above this process's cap (a resume with a lower --max-mbps holds from its
+        first second), and restore those that failed moves left behind (their brokers may be
+        back)."""
         now = self.ports.clock.now
         for move in self.run_state.in_state(frozenset({S.FAILED})):
             record = self.run_state.moves[move.name]
@@ -169,10 +171,16 @@ class Executor:
                                + "; ".join(problems))
                 else:
                     self.journal.throttles(move.name, False, now())
-        for move in self.run_state.in_state(frozenset({S.SUBMITTED, S.COPYING})):
+        for move in self.run_state.in_state(frozenset({S.THROTTLING, S.SUBMITTED, S.COPYING})):
             plan = self.run_state.moves[move.name].throttle
             if plan is None or plan.empty:
                 continue
+            capped = capped_throttle(plan, self.config.max_bytes_per_sec)
+            if capped != plan:
+                self.journal.update_throttle(move.name, capped, now())
+                plan = capped
+            if self.run_state.state_of(move.name) is S.THROTTLING:
+                continue  # its step sets the throttle as journaled
             self.journal.throttles(move.name, True, now())
             problems = self.driver.apply_throttle(plan)
             if problems:

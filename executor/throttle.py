@@ -24,7 +24,7 @@ Policy (decided here, documented for operators):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from core.errors import ExecutionError, InputError
 from core.ports import ConfigChanges
@@ -221,6 +221,14 @@ def plan_throttle(move: Move, priors: ThrottlePriors, rates: RateLimits,
         follower_entries=_new_entries(follower_prior, follower),
         notes=tuple(notes),
     )
+
+
+def capped_throttle(plan: ThrottlePlan, cap: int) -> ThrottlePlan:
+    """`plan` with no broker rate above `cap` (a run resumed with a lower --max-mbps): the
+    leader rate bounds what each sender sends, so the copy keeps to the new cap."""
+    rates = {b: {name: min(rate, cap) for name, rate in by_name.items()}
+             for b, by_name in plan.broker_rates.items()}
+    return plan if rates == plan.broker_rates else replace(plan, broker_rates=rates)
 
 
 def _new_entries(prior: str | None, wanted: tuple[str, ...]) -> tuple[str, ...]:

@@ -212,3 +212,37 @@ def test_resume_refuses_a_journal_whose_done_moves_are_not_on_the_cluster() -> N
     assert world.admin.moving == {}
     new_calls = [name for name, _ in world.admin.calls[len(before_calls):]]
     assert not [c for c in new_calls if c.startswith(("alter", "elect"))], new_calls
+
+
+def test_a_resume_with_a_lower_cap_slows_the_copy_in_flight_at_once() -> None:
+    """The copy a crash left in flight keeps its journaled throttle unless resumed with a
+    lower --max-mbps: then every rate it set comes down to the new cap before the first poll,
+    and the journal records the lower rates."""
+    from dataclasses import replace
+
+    from executor.config import Event, EventKind
+    from executor.journal import replay
+
+    world = prepared()
+    before = world.admin.configs()
+
+    def crash_copying(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS:
+            raise Crash("killed while copying")
+    world.hooks.append(crash_copying)
+    with pytest.raises(Crash):
+        Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                       reporter=world.reporter).run()
+    world.hooks.clear()
+    (copying,) = world.admin.moving
+    lower = world.config.max_bytes_per_sec // 4
+    executor = Executor.resume(world.sink.records, world.sink, world.ports(),
+                               replace(world.config, max_bytes_per_sec=lower))
+    journaled = replay(world.sink.records).moves[f"{copying.topic}-{copying.partition}"]
+    assert journaled.throttle is not None and journaled.throttle.broker_rates
+    for broker, rates in journaled.throttle.broker_rates.items():
+        for name, rate in rates.items():  # journaled and set on the broker alike
+            assert rate <= lower and int(world.admin.broker_cfg[broker][name]) == rate
+    assert world.admin.copy_rate(copying) <= lower
+    assert executor.run().outcome is RunOutcome.COMPLETED
+    assert_clean(world, before)
