@@ -247,7 +247,8 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
             planned = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
             executor = Executor.start(
                 planned, edge.ports, config, open_sink, reporter=edge.reporter,
-                validator=planner_validator(topology, settings.goals), run_id=run_id)
+                validator=planner_validator(topology, settings.goals, strict_balance=True),
+                run_id=run_id)
             hold.started = True
             report = _drive(executor, edge)
             hold.ended = True

@@ -167,11 +167,12 @@ def execute(
     allow_under_replicated: Annotated[bool, typer.Option(
         help="Start even if partitions are under-replicated.")] = False,
     allow_quota_burst: QuotaBurst = False,
-    allow_worse_balance: Annotated[bool, typer.Option(
-        help="Run a plan that leaves some resource further from balance than the cluster is "
-        "now (moves made for another reason, or a plan the cluster has drifted from); the "
-        "hard rules (replication factor, racks, live brokers, capacity) are still checked.")
-    ] = False,
+    strict_balance: Annotated[bool, typer.Option(
+        "--strict-balance/--allow-worse-balance",
+        help="Refuse a plan that now leaves some resource further from balance than the "
+        "cluster is (traffic drifts in minutes; by default the drift is told with its numbers "
+        "and the run goes on). The hard rules (replication factor, racks, live brokers, "
+        "capacity) refuse either way.")] = False,
     command_config: CommandConfig = None,
     capacities: Annotated[Path | None, typer.Option(
         help="Capacities YAML (needed by --adaptive; without it the validator treats brokers "
@@ -236,7 +237,7 @@ def execute(
         plan=plan_path, journal=journal_for(plan_path, journal),
         config=replace(config, finish_by=deadline, allow_quota_burst=allow_quota_burst,
                        queries=queries),
-        derive_rate_window=derive_window, allow_worse_balance=allow_worse_balance,
+        derive_rate_window=derive_window, strict_balance=strict_balance,
         take_over_lease=take_over_lease)
     cluster = ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
                             command_config=command_config, capacities=capacities)

@@ -25,7 +25,17 @@ from planner.result import Move
 from planner.validate import validate_plan
 from topology.model import TopicPartition, Topology
 
-PlanValidator = Callable[[ExecutionPlan], Sequence[str]]
+
+@dataclass(frozen=True, slots=True)
+class PlanCheck:
+    """What the plan validator found: reasons to refuse, and what is only told (the balance
+    drift since the plan was made, a rule a partition the plan leaves alone already breaks)."""
+
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+PlanValidator = Callable[[ExecutionPlan], PlanCheck]
 """A hook returning the plan's problems (empty = valid), e.g. the planner's validator."""
 
 
@@ -48,14 +58,18 @@ class ClusterView:
 
 
 def planner_validator(before: Topology, goals: Goals, *,
-                      allow_worse_balance: bool = False) -> PlanValidator:
-    """The planner's independent validator as a preflight hook (hard violations only; with
-    `allow_worse_balance`, worse balance is not one). A partition the plan leaves alone is
-    not judged: running the plan cannot change what it already breaks."""
-    def validate(plan: ExecutionPlan) -> Sequence[str]:
-        return validate_plan(before, list(plan.moves), goals,
-                             worse_balance_is_error=not allow_worse_balance,
-                             untouched_breaks_are_errors=False).errors
+                      strict_balance: bool = False) -> PlanValidator:
+    """The planner's independent validator as a preflight hook. The hard rules (replication
+    factor, racks, live brokers, capacity) refuse; a resource the plan now leaves further from
+    balance than the cluster is (traffic drifts in minutes, and a plan is often run hours
+    after its review) is told with its numbers, and refuses only with `strict_balance`. A
+    partition the plan leaves alone is not judged: running the plan cannot change what it
+    already breaks."""
+    def validate(plan: ExecutionPlan) -> PlanCheck:
+        report = validate_plan(before, list(plan.moves), goals,
+                               worse_balance_is_error=strict_balance,
+                               untouched_breaks_are_errors=False)
+        return PlanCheck(tuple(report.errors), tuple(report.warnings))
     return validate
 
 

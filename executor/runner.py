@@ -28,6 +28,7 @@ from executor.journal import (
 from executor.plan import ExecutionPlan
 from executor.preflight import (
     ClusterView,
+    PlanCheck,
     PlanValidator,
     offline_replicas,
     preflight_problems,
@@ -95,13 +96,14 @@ class Executor:
               reporter: Reporter = ignore_events, run_id: str = "") -> Executor:
         """Preflight `plan` (nothing changes if it fails), then create its journal."""
         view = ClusterView.read(ports.admin)
-        validation = list(validator(plan)) if validator is not None else []
+        check = validator(plan) if validator is not None else PlanCheck()
         refused, burst = _quota_checks(ports, config, view, plan.moves)
         require_preflight(preflight_problems(
             plan, view, allow_under_replicated=config.allow_under_replicated,
-            validation=validation) + refused)
-        warnings = burst + offline_replicas(view, plan.moves) + read_existing_throttles(
-            ports.admin, plan, config.max_bytes_per_sec, view.live_broker_ids)
+            validation=check.errors) + refused)
+        warnings = [*burst, *check.warnings, *offline_replicas(view, plan.moves),
+                    *read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
+                                             view.live_broker_ids)]
         header = header_record(plan, config.to_journal(), run_id)
         executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
         for warning in warnings:
@@ -330,14 +332,16 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     """What a run would do (for --dry-run), reading the cluster only."""
     view = ClusterView.read(ports.admin)
     refused, burst = _quota_checks(ports, config, view, plan.moves)
+    check = validator(plan) if validator is not None else PlanCheck()
     problems = preflight_problems(
         plan, view, allow_under_replicated=config.allow_under_replicated,
-        validation=list(validator(plan)) if validator is not None else []) + refused
+        validation=check.errors) + refused
     journal = Journal(replay([header_record(plan, config.to_journal())]), _NoJournal())
     driver = MoveDriver(ports, config, journal, ignore_events)
     throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
-    warnings = burst + offline_replicas(view, plan.moves) + read_existing_throttles(
-        ports.admin, plan, config.max_bytes_per_sec, view.live_broker_ids)
+    warnings = [*burst, *check.warnings, *offline_replicas(view, plan.moves),
+                *read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
+                                         view.live_broker_ids)]
     return Preview(problems, warnings, throttles)
 
 

@@ -97,12 +97,14 @@ def cluster_lease(bootstrap: str, command_config: Path | None, run_id: str, jour
 EQUAL_CAPACITIES = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
 
 
-def live_topology(ports: Ports, bootstrap: str, capacities: Path | None) -> Topology:
-    """The cluster as it is now (sizes, racks, rates) for the planner's validator."""
+def live_topology(ports: Ports, bootstrap: str, capacities: Path | None,
+                  fallback: Capacities | None = None) -> Topology:
+    """The cluster as it is now (sizes, racks, rates) for the planner's validator, with the
+    capacities file's capacities, else `fallback` (the plan's own), else equal brokers."""
     from topology.live import read_live_topology
     from topology.snapshot import topology_from_dict
 
-    caps = read_capacities(capacities) if capacities else EQUAL_CAPACITIES
+    caps = read_capacities(capacities) if capacities else (fallback or EQUAL_CAPACITIES)
     doc = read_live_topology(ports.admin, ports.metrics, caps).document
     return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
 

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from executor.preflight import PlanValidator
     from executor.records import Record
     from executor.runner import Executor, Preview, RunReport
+    from planner.planfile import PlanFile
+    from topology.capacities import Capacities
     from topology.model import Capacity
 
 Notify = Callable[[str], None]
@@ -69,14 +71,15 @@ class RunHooks(Protocol):
 class StartSettings:
     """A new run: the plan file, its journal (which must not exist yet) and the executor's
     settings; `derive_rate_window` takes the gates' rate window from the Prometheus targets'
-    scrape interval; `allow_worse_balance` lets the validator accept a plan that leaves some
-    resource further from balance; `take_over_lease` names a killed run whose lease to take."""
+    scrape interval; `strict_balance` refuses a plan that now leaves some resource further
+    from balance than the cluster is (otherwise that drift is told); `take_over_lease` names a
+    killed run whose lease to take."""
 
     plan: Path
     journal: Path
     config: ExecutorConfig
     derive_rate_window: bool = False
-    allow_worse_balance: bool = False
+    strict_balance: bool = False
     take_over_lease: str | None = None
 
 
@@ -168,7 +171,8 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
     if not dry_run:
         check_new_journal(settings.journal)
     with real_ports(cluster.bootstrap, cluster.prometheus, cluster.command_config) as ports:
-        topology = live_topology(ports, cluster.bootstrap, cluster.capacities)
+        topology = live_topology(ports, cluster.bootstrap, cluster.capacities,
+                                 capacities_of_plan(plan_file))
         config = replace(settings.config,
                          capacities={b.id: b.capacity for b in topology.brokers})
         if settings.derive_rate_window:
@@ -176,11 +180,25 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
                                                                 cluster.prometheus))
             hooks.rate_window(config.queries.window)
         validator = planner_validator(topology, plan_file.goals,
-                                      allow_worse_balance=settings.allow_worse_balance)
+                                      strict_balance=settings.strict_balance)
         if topology.fingerprint() != plan.fingerprint:
             hooks.note("the cluster changed since the plan was made (fingerprint differs); "
                        "preflight checks every move's partition")
         yield _Ready(plan, ports, config, validator)
+
+
+def capacities_of_plan(plan_file: PlanFile) -> Capacities | None:
+    """The broker capacities the plan was made with (its model): preflight judges the plan
+    by them when no --capacities is given, not by equal brokers. A broker the plan does not
+    know gets the plan's average capacity."""
+    from topology.capacities import CAPACITY_KEYS, Capacities
+
+    stats = plan_file.before.brokers
+    if not stats:
+        return None
+    brokers = {s.id: {k: float(getattr(s.capacity, k)) for k in CAPACITY_KEYS} for s in stats}
+    default = {k: sum(b[k] for b in brokers.values()) / len(brokers) for k in CAPACITY_KEYS}
+    return Capacities(default=default, brokers=brokers)
 
 
 def preview_run(settings: StartSettings, *, cluster: ClusterAccess,

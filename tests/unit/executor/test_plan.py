@@ -39,6 +39,25 @@ def test_planner_validator_hook_reports_hard_violations() -> None:
                Broker(4, "r2", cap)]
     before = Topology(tuple(brokers), (Partition("a", 0, (1, 2), 100),))
     check = planner_validator(before, Goals(tolerance=0.99))
-    assert check(ExecutionPlan.of([Move("a", 0, (1, 2), (3, 2), 100)])) == ()
-    problems = check(ExecutionPlan.of([Move("a", 0, (1, 2), (1, 3), 100)]))
+    assert check(ExecutionPlan.of([Move("a", 0, (1, 2), (3, 2), 100)])).errors == ()
+    problems = check(ExecutionPlan.of([Move("a", 0, (1, 2), (1, 3), 100)])).errors
     assert problems and any("a-0" in p for p in problems)
+
+
+def test_a_run_judges_the_plan_by_the_capacities_it_was_made_with() -> None:
+    """Without --capacities, preflight takes each broker's capacity from the plan file; a
+    broker the plan does not know gets the plan's average."""
+    from planner.goals import Budget
+    from planner.planfile import SolverInfo, make_plan_file
+    from planner.result import SolverStatus
+    from usecases.run import capacities_of_plan
+
+    small, large = Capacity(1e12, 1e8, 1e8), Capacity(3e12, 3e8, 3e8)
+    before = Topology((Broker(1, "r1", small), Broker(2, "r2", large)),
+                      (Partition("a", 0, (1, 2), 100),))
+    plan = make_plan_file(before, (), Goals(), Budget(), SolverInfo(SolverStatus.OPTIMAL, 0),
+                          "2026-01-01T00:00:00+00:00")
+    caps = capacities_of_plan(plan)
+    assert caps is not None
+    assert caps.for_broker(1, "r1") == small and caps.for_broker(2, "r2") == large
+    assert caps.for_broker(9, "r9") == Capacity(2e12, 2e8, 2e8)

@@ -7,6 +7,7 @@ import pytest
 from core.errors import ExecutionError
 from executor.config import Event, EventKind
 from executor.journal import replay
+from executor.preflight import PlanCheck
 from executor.records import RunOutcome
 from executor.runner import Executor, clear_throttles_from
 from executor.state import MoveState
@@ -276,7 +277,7 @@ def test_preflight_runs_the_plan_validator() -> None:
     world = make_world()
     with pytest.raises(ExecutionError, match="plan validation: rack rule broken for orders-0"):
         Executor.start(world.plan, world.ports(), world.config, world.open_sink,
-                       validator=lambda plan: ["rack rule broken for orders-0"])
+                       validator=lambda plan: PlanCheck(("rack rule broken for orders-0",)))
 
 
 def test_progress_events_count_bytes() -> None:

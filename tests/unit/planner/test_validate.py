@@ -261,9 +261,22 @@ def test_a_rack_break_the_plan_does_not_touch_refuses_a_plan_but_not_a_run() -> 
                             untouched_breaks_are_errors=False)
     assert lenient.errors == ()
     assert any("t-0" in w and "the plan does not change it" in w for w in lenient.warnings)
-    assert planner_validator(before, Goals(), allow_worse_balance=True)(
-        ExecutionPlan(tuple(moves))) == ()
+    assert planner_validator(before, Goals())(ExecutionPlan(tuple(moves))).errors == ()
     # a move that itself breaks the rule is refused either way
     crowding = [Move("t", 1, (2, 4), (2, 1), 100)]
     assert any("t-1" in e for e in validate_plan(before, crowding, Goals(),
                                                  untouched_breaks_are_errors=False).errors)
+
+
+def test_a_run_tells_balance_drift_and_refuses_it_only_when_strict() -> None:
+    """The cluster drifted since the plan (here: the plan itself makes balance worse): the
+    executor's check tells it with its numbers and lets the run go, unless asked to be strict;
+    the hard rules refuse either way."""
+    worse = ExecutionPlan((Move("t", 0, (1, 3), (2, 3), 100),))
+    told = planner_validator(cluster(), Goals())(worse)
+    assert told.errors == ()
+    assert any("balance gets worse" in w for w in told.warnings), told.warnings
+    strict = planner_validator(cluster(), Goals(), strict_balance=True)(worse)
+    assert any("balance gets worse" in e for e in strict.errors), strict.errors
+    crowding = ExecutionPlan((Move("t", 0, (1, 3), (1, 2), 100),))  # rack a twice
+    assert planner_validator(cluster(), Goals())(crowding).errors
