@@ -172,18 +172,20 @@ def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
         config = ExecutorConfig.from_journal(
             started, overrides=settings.resume_overrides(decision.finish_by.timestamp()))
         with edge.lease(run_id_of(records, journal), journal) as hold:
-            hold.started = leaves_work(records)
+            hold.started = hold.inherited and leaves_work(records)  # a refusal gives it back
             stale = _stale(records, edge.ports)
             if stale:
                 edge.say(f"the cluster changed since {journal.name} was planned ({stale}); "
                          "cancelling that run and planning afresh")
                 executor = Executor.for_cancel(records, sink, edge.ports, config,
                                                edge.reporter)
+                executor.lease_lost = hold.lost
                 executor.cancel()
                 _drive(executor, edge)
                 hold.ended = True
                 return None
             executor = Executor.resume(records, sink, edge.ports, config, edge.reporter)
+            executor.lease_lost = hold.lost
             hold.started = True
             edge.say(resume_line(journal.name, started, config.to_journal()))
             report = _drive(executor, edge)
@@ -249,6 +251,7 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
                 planned, edge.ports, config, open_sink, reporter=edge.reporter,
                 validator=planner_validator(topology, settings.goals, strict_balance=True),
                 run_id=run_id)
+            executor.lease_lost = hold.lost
             hold.started = True
             report = _drive(executor, edge)
             hold.ended = True

@@ -46,6 +46,11 @@ class LeaseRefused(ExecutionError):
     """Another run holds the cluster's lease (or held it and was killed): nothing changed."""
 
 
+class LeaseLost(ExecutionError):
+    """The run's lease passed to another process (a take-over) while it ran: it stops and
+    changes nothing more on the cluster, which the new holder now drives."""
+
+
 class SandboxError(RebalanceError):
     """The local sandbox cluster could not be started, found or stopped."""
 

@@ -10,7 +10,6 @@ run (`--take-over-lease RUN_ID`). These rules are pure; the adapter only reads a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -18,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
-from core.errors import LeaseRefused
+from core.errors import LeaseLost, LeaseRefused
 
 TTL_SECONDS = 45.0
 HEARTBEAT_SECONDS = 10.0
@@ -79,17 +78,20 @@ def claim_problem(current: LeaseRecord | None, run_id: str, now: float,
 class LeaseStore(Protocol):
     """Where the lease lives. `claim` fences every other claimant, reads the latest value and
     writes what `decide` returns, atomically with respect to other claims; `decide` raises to
-    refuse (nothing is written). `put` overwrites the value (heartbeat, release)."""
+    refuse (nothing is written). A claim, a heartbeat and the release all go through it, so
+    each is a compare-and-set on the lease as it is in the cluster."""
 
     def claim(self, decide: Callable[[bytes | None], bytes]) -> None: ...
-
-    def put(self, value: bytes) -> None: ...
 
     def close(self) -> None: ...
 
 
 class LeaseKeeper:
-    """Holds the lease for one run: claim, a heartbeat thread, release (the ClusterLease)."""
+    """Holds the lease for one run: claim, a heartbeat thread, release (the ClusterLease).
+
+    The heartbeat and the release write only while the lease in the cluster is still this
+    process's claim (same run, same holder): after a take-over by another process the
+    heartbeat stops and says so (`lost`), and the release leaves the new holder's lease."""
 
     def __init__(self, store: LeaseStore, clock: Callable[[], float] = time.time,
                  heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
@@ -98,6 +100,7 @@ class LeaseKeeper:
         self._every = heartbeat_seconds
         self._record: LeaseRecord | None = None
         self.prior: LeaseRecord | None = None  # the lease as the claim found it
+        self.lost = ""  # why this process no longer holds the lease ("": it does)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -116,13 +119,33 @@ class LeaseKeeper:
         self._thread = threading.Thread(target=self._beat, name="lease-heartbeat", daemon=True)
         self._thread.start()
 
+    def _write_if_ours(self, record: LeaseRecord, held: bool) -> None:
+        """Write `record` renewed (or released) if the lease is still this claim; LeaseLost
+        when another process took it over."""
+        def decide(raw: bytes | None) -> bytes:
+            current = LeaseRecord.decode(raw) if raw is not None else None
+            if (current is None or not current.held or current.run_id != record.run_id
+                    or current.holder != record.holder):
+                now = ("free" if current is None or not current.held
+                       else f"held by run {current.run_id} ({current.holder})")
+                raise LeaseLost(f"the cluster's run lease of run {record.run_id} passed to "
+                                f"another process (it is {now}); this process stops and "
+                                "changes nothing more")
+            return replace(record, at=self._clock(), held=held).encode()
+        self._store.claim(decide)
+
     def _beat(self) -> None:
         while not self._stop.wait(self._every):
             record = self._record
             if record is None:
                 return
-            with contextlib.suppress(Exception):  # a missed beat is retried; TTL covers 4
-                self._store.put(replace(record, at=self._clock()).encode())
+            try:
+                self._write_if_ours(record, held=True)
+            except LeaseLost as lost:
+                self.lost = str(lost)
+                return
+            except Exception:  # a missed beat is retried; TTL covers 4
+                continue
 
     def abandon(self) -> None:
         """Stop renewing without releasing (a run interrupted mid-move): the lease goes stale
@@ -137,11 +160,12 @@ class LeaseKeeper:
             self._thread.join(timeout=2 * self._every)
 
     def release(self) -> None:
+        """Give the lease back (LeaseLost, and nothing written, when it is no longer ours)."""
         self._stop_beating()
         record, self._record = self._record, None
         try:
             if record is not None:
-                self._store.put(replace(record, at=self._clock(), held=False).encode())
+                self._write_if_ours(record, held=False)
         finally:
             self._store.close()
 
@@ -153,8 +177,9 @@ class LeaseHold:
     this same run (stale after a crash, or a resume's own), so the run had work under way on
     the cluster before this process; a refusal leaves it held, as it found it."""
 
-    def __init__(self, inherited: bool = False) -> None:
+    def __init__(self, inherited: bool = False, lost: Callable[[], str] = lambda: "") -> None:
         self.inherited = inherited
+        self.lost = lost  # why the lease passed to another process while held ("": it did not)
         self.started = False
         self.ended = False
 

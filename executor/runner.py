@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from core.errors import ClusterError, ExecutionError
+from core.errors import ClusterError, ExecutionError, LeaseLost
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
 from executor.guard import SloGuard
 from executor.journal import (
@@ -78,6 +78,9 @@ class Executor:
         self.cancelling = False
         self.cluster_errors = 0
         self.starter = MoveStarter(ports, config, journal, self.driver, reporter)
+        # why the cluster's run lease passed to another process ("": this one holds it); the
+        # use case that holds the lease sets it, and the loop stops the moment it says so
+        self.lease_lost: Callable[[], str] = lambda: ""
         self.guard = SloGuard(ports, config, journal, self.driver, reporter)
         # moves that had already failed or been cancelled when this process took over
         self._ended_badly_before = frozenset(
@@ -193,6 +196,9 @@ class Executor:
     def run(self) -> RunReport:
         """Tick until every move that may run has ended; journal and return the outcome."""
         while True:
+            lost = self.lease_lost()
+            if lost:
+                raise LeaseLost(lost + "; the journal keeps what this process did")
             if not self.cancelling and self.journal.cancel_requested():
                 self.cancel()
             if self.tick():
@@ -220,7 +226,7 @@ class Executor:
                 self.driver.advance(move)
             if not self.cancelling:
                 self.guard.tick(self._active())
-            if not self.cancelling and not self._stopped():
+            if not self.cancelling and not self._stopped() and not self.lease_lost():
                 self.starter.start_moves(self._active())
         except ClusterError as exc:
             self.cluster_errors += 1

@@ -5,8 +5,9 @@ Every claimant uses the same transactional id, so `init_transactions` fences eve
 claimant and aborts its open transaction; the claimant then reads the latest lease value
 (read_committed) and writes its claim in a transaction. Of two claims racing, the later
 `init_transactions` fences the earlier, whose commit fails: it never believes it holds the
-lease. Heartbeats and the release are plain idempotent writes. A Kafka primitive rather than a
-lock file: the lease holds against a second run on another machine too.
+lease. Heartbeats and the release are claims too, that write only while the lease is still the
+holder's own (a compare-and-set). A Kafka primitive rather than a lock file: the lease holds
+against a second run on another machine too.
 """
 
 from __future__ import annotations
@@ -73,7 +74,6 @@ class KafkaLeaseStore:
             **(security or SecuritySettings()).confluent_config()}
         self._timeout = timeout_s
         self._topic = topic
-        self._plain: Producer | None = None
 
     def _ensure_topic(self) -> None:
         admin = AdminClient(self._conf)
@@ -183,15 +183,5 @@ class KafkaLeaseStore:
             return False
         return True
 
-    def put(self, value: bytes) -> None:
-        if self._plain is None:
-            self._plain = Producer({**self._conf, "enable.idempotence": True})
-        self._plain.produce(self._topic, key=LEASE_KEY, value=value, partition=0)
-        if self._plain.flush(self._timeout) > 0:
-            raise ClusterError(f"the run lease topic {self._topic} did not take a write "
-                               f"within {self._timeout:g} s")
-
     def close(self) -> None:
-        if self._plain is not None:
-            self._plain.flush(self._timeout)
-            self._plain = None
+        """Nothing stays open between claims (each claim makes and drops its producer)."""

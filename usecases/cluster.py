@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import RebalanceError
+from core.errors import LeaseLost, RebalanceError
 from executor.clock import SystemClock
 from executor.config import Ports
 from topology.capacities import CAPACITY_KEYS, Capacities, read_capacities
@@ -78,15 +78,18 @@ def cluster_lease(bootstrap: str, command_config: Path | None, run_id: str, jour
     host = socket.gethostname()
     keeper.acquire(run_id, f"{host} pid {os.getpid()}, journal {journal}", take_over, host)
     prior = keeper.prior
-    hold = LeaseHold(inherited=prior is not None and prior.held and prior.run_id == run_id)
+    hold = LeaseHold(inherited=prior is not None and prior.held and prior.run_id == run_id,
+                     lost=lambda: keeper.lost)
     try:
         yield hold
     finally:
         try:
-            if hold.release:
+            if hold.release and not keeper.lost:
                 keeper.release()
             else:
                 keeper.abandon()
+        except LeaseLost as lost:
+            note(f"{lost}; its lease is left to the process that holds it")
         except RebalanceError as exc:
             note(f"the run lease of {run_id} could not be released ({exc}); another run needs "
                  f"--take-over-lease {run_id} once this one is over")

@@ -231,6 +231,7 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
                                       lambda header: JournalFile.create(journal, header),
                                       validator=ready.validator, reporter=reporter,
                                       run_id=run_id)
+            executor.lease_lost = hold.lost
             hooks.started(journal, run_id)
             hold.started = True
             report = _drive(executor, journal, hooks)
@@ -261,6 +262,7 @@ def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
                                    records)
             executor = Executor.resume(records, sink, ports, config, reporter,
                                        retry_failed=settings.retry_failed)
+            executor.lease_lost = hold.lost
             hold.started = True
             report = _drive(executor, path, hooks)
             hold.ended = True
@@ -285,6 +287,7 @@ def cancel_run(settings: JournalSettings, *, cluster: ClusterAccess,
             reporter = hooks.watch(replay(records), config.max_bytes_per_sec, ports.clock.now,
                                    records)
             executor = Executor.for_cancel(records, sink, ports, config, reporter)
+            executor.lease_lost = hold.lost
             hold.started = True
             executor.cancel()
             report = _drive(executor, path, hooks)

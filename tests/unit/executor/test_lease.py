@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from core.errors import LeaseRefused
+from core.errors import LeaseLost, LeaseRefused
 from executor.lease import TTL_SECONDS, LeaseKeeper, LeaseRecord, claim_problem
 
 NOW = 1_000_000.0
@@ -73,11 +73,7 @@ class MemoryStore:
     def claim(self, decide: Callable[[bytes | None], bytes]) -> None:
         with self._lock:
             self.value = decide(self.value)
-
-    def put(self, value: bytes) -> None:
-        with self._lock:
-            self.value = value
-            record = LeaseRecord.decode(value)
+            record = LeaseRecord.decode(self.value)
             assert record is not None
             self.puts.append(record)
 
@@ -126,7 +122,43 @@ def test_the_holder_renews_its_lease_while_it_runs() -> None:
         assert time.monotonic() < deadline, "no heartbeat"
         time.sleep(0.02)
     keeper.release()
-    beats = [r for r in store.puts if r.held]
+    beats = [r for r in store.puts if r.held][1:]  # after the claim
     assert all(r.run_id == "run-a" for r in store.puts)
     assert [r.at for r in beats] == sorted(r.at for r in beats)
     assert not store.puts[-1].held
+
+
+def test_a_holder_taken_over_stops_renewing_and_never_releases_the_new_holders_lease() -> None:
+    """The run's process hung past the TTL and an operator took its lease over: the old
+    process's next heartbeat finds the lease is not its claim any more, stops and says so,
+    and its release leaves the new holder's lease as it is."""
+    clock = [NOW]
+    store = MemoryStore()
+    hung = LeaseKeeper(store, clock=lambda: clock[0], heartbeat_seconds=0.05)
+    hung.acquire("run-a", "host-1 pid 7")
+    hung._stop_beating()  # hung: no beat for a while
+    clock[0] += TTL_SECONDS + 10
+    taker = LeaseKeeper(store, clock=lambda: clock[0], heartbeat_seconds=60)
+    taker.acquire("run-b", "host-2 pid 9", take_over="run-a")
+    with pytest.raises(LeaseLost, match="held by run run-b"):
+        hung._write_if_ours(LeaseRecord("run-a", "host-1 pid 7", NOW, host=""), held=True)
+    with pytest.raises(LeaseLost):
+        hung.release()
+    current = store.current()
+    assert current is not None and current.run_id == "run-b" and current.held
+    taker.release()
+
+
+def test_the_heartbeat_notices_the_take_over_by_itself() -> None:
+    store = MemoryStore()
+    keeper = LeaseKeeper(store, heartbeat_seconds=0.05)
+    keeper.acquire("run-a", "host-1 pid 7")
+    other = LeaseKeeper(store, heartbeat_seconds=60)
+    other.acquire("run-a", "host-1 pid 8")  # the same run resumed by another process
+    deadline = time.monotonic() + 5
+    while not keeper.lost:
+        assert time.monotonic() < deadline, "the take-over went unnoticed"
+        time.sleep(0.02)
+    assert "held by run run-a (host-1 pid 8)" in keeper.lost
+    assert store.current() is not None and store.current().holder == "host-1 pid 8"  # type: ignore[union-attr]
+    other.release()

@@ -533,3 +533,24 @@ def test_a_cancel_waits_for_metadata_that_still_shows_the_replicas_in_flight() -
     assert start(world).run().outcome is RunOutcome.CANCELLED
     assert world.admin.replicas()["orders-0"] == (1, 2)  # the original order, leader first
     assert stale["left"] == 0
+
+
+def test_a_run_whose_lease_passed_to_another_process_stops_and_changes_nothing_more() -> None:
+    from core.errors import LeaseLost
+
+    world = make_world()
+    executor = start(world)
+    lost = [""]
+    executor.lease_lost = lambda: lost[0]
+    at_loss = [0]
+
+    def taken_over(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and not lost[0]:
+            lost[0] = "the cluster's run lease of run r passed to another process"
+            at_loss[0] = len(w.admin.calls)
+    world.hooks.append(taken_over)
+    with pytest.raises(LeaseLost, match="passed to another process"):
+        executor.run()
+    after = [name for name, _ in world.admin.calls[at_loss[0]:]]
+    assert "alter_partition_reassignments" not in after  # no move started after the loss
+    assert world.admin.moving  # the copy it had started is the new holder's to drive
