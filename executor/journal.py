@@ -58,6 +58,7 @@ class MoveRecord:
     cooldown_since: float | None = None
     reason: str = ""
     throttles_left: bool = False  # this move's throttles may be on the cluster
+    submitted: bool = False  # its reassignment may have been submitted (it entered SUBMITTED)
 
 
 @dataclass
@@ -223,6 +224,7 @@ def _enter(run: RunState, record: StateRecord) -> None:
         else old.cooldown_since,
         reason=record.reason if record.reason is not None else old.reason,
         throttles_left=_throttles_left(old, new_state),
+        submitted=old.submitted or new_state is MoveState.SUBMITTED,
     )
 
 

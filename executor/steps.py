@@ -455,7 +455,10 @@ class MoveDriver:
     def _restore_order(self, move: Move) -> bool:
         """Kafka's cancel puts the original replicas back but in the in-flight order (target
         first), which changes the preferred leader. Reorder them as they were (a reassignment
-        that copies nothing) and elect the preferred leader; True while that is under way."""
+        that copies nothing) and elect the preferred leader; True while that is under way.
+        A move never submitted changed neither: its partition is left as it is."""
+        if not self._record(move).submitted:
+            return False
         live = self._partition(move)
         if live is None:
             return False
@@ -476,7 +479,9 @@ class MoveDriver:
 
     def _cancel(self, move: Move) -> bool:
         admin = self.ports.admin
-        listed = admin.list_partition_reassignments().get(move.key)
+        # a reassignment of a move never submitted is not this run's: it is left alone
+        listed = (admin.list_partition_reassignments().get(move.key)
+                  if self._record(move).submitted else None)
         if listed is not None:
             if not listed.adding and set(listed.replicas) == set(move.current):
                 return False  # the reorder below is in flight: it copies nothing, let it end

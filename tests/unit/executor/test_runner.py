@@ -554,3 +554,32 @@ def test_a_run_whose_lease_passed_to_another_process_stops_and_changes_nothing_m
     after = [name for name, _ in world.admin.calls[at_loss[0]:]]
     assert "alter_partition_reassignments" not in after  # no move started after the loss
     assert world.admin.moving  # the copy it had started is the new holder's to drive
+
+
+def test_cancelling_a_move_never_submitted_leaves_its_partition_alone() -> None:
+    """Killed as it journaled its throttle, then cancelled: the partition's leader is not the
+    preferred one for reasons of its own (a broker restarted earlier). The cancel restores
+    the throttle and elects nothing, submits nothing."""
+    from tests.unit.executor.fakes import Crash
+
+    world = make_world()
+    first = world.plan.moves[0]
+    world.admin.parts[first.key].leader = first.current[1]  # not the preferred leader
+    before = world.admin.configs()
+
+    def killed_while_throttling(w: World, e: Event) -> None:
+        if e.kind is EventKind.STATE and e.message == f"{first.name}: throttling":
+            raise Crash("killed")
+    world.hooks.append(killed_while_throttling)
+    with pytest.raises(Crash):
+        start(world).run()
+    world.hooks.clear()
+    calls = len(world.admin.calls)
+    executor = Executor.for_cancel(world.sink.records, world.sink, world.ports(), world.config)
+    executor.cancel()
+    assert executor.run().outcome is RunOutcome.CANCELLED
+    names = [name for name, _ in world.admin.calls[calls:]]
+    assert "elect_preferred_leaders" not in names
+    assert "alter_partition_reassignments" not in names
+    assert world.admin.parts[first.key].leader == first.current[1]
+    assert world.admin.configs() == before
