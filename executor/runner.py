@@ -227,6 +227,7 @@ class Executor:
             if not self.cancelling:
                 self.guard.tick(self._active())
             if not self.cancelling and not self._stopped() and not self.lease_lost():
+                self.starter.blocked = self._failed_brokers()
                 self.starter.start_moves(self._active())
         except ClusterError as exc:
             self.cluster_errors += 1
@@ -239,7 +240,7 @@ class Executor:
         self.cluster_errors = 0
         if self._active():
             return False
-        return self.cancelling or self._stopped() or not self._pending()
+        return self.cancelling or self._stopped() or not self._startable()
 
     def _active(self) -> list[Move]:
         return [m for m in self.run_state.unfinished if self.run_state.state_of(m.name)
@@ -249,12 +250,22 @@ class Executor:
         return self.run_state.in_state(frozenset({S.PENDING}))
 
     def _stopped(self) -> bool:
-        """True when a move failed or was cancelled in this session, or a gate timed out."""
-        if self.driver.stop_reason:
-            return True
-        return any(self.run_state.state_of(m.name) in (S.FAILED, S.CANCELLED)
-                   for m in self.run_state.plan.moves
-                   if m.name not in self._ended_badly_before)
+        """True when a step decided the run must start no more moves (a gate timed out, the
+        window ends). A failed move stops only the moves that share its brokers."""
+        return bool(self.driver.stop_reason)
+
+    def _failed_brokers(self) -> frozenset[int]:
+        """Brokers of the moves that failed or were cancelled in this session: a pending move
+        through one of them waits for `resume --retry-failed`; the others go on."""
+        return frozenset(b for m in self.run_state.plan.moves
+                         if m.name not in self._ended_badly_before
+                         and self.run_state.state_of(m.name) in (S.FAILED, S.CANCELLED)
+                         for b in (*m.current, *m.target))
+
+    def _startable(self) -> list[Move]:
+        """Pending moves that may still start in this session."""
+        blocked = self._failed_brokers()
+        return [m for m in self._pending() if not blocked & {*m.current, *m.target}]
 
     def cancel(self) -> None:
         """Revert what is in flight and restore throttles; moves past copying finish."""
@@ -285,6 +296,13 @@ class Executor:
                    if s in (S.FAILED, S.CANCELLED)]
         if self.driver.stop_reason:
             trouble.append(self.driver.stop_reason)
+        startable = {m.name for m in self._startable()}
+        held = [m.name for m in self._pending() if m.name not in startable]
+        if held and not self.cancelling:
+            trouble.append(f"{len(held)} move(s) not started, as they share brokers with a "
+                           f"failed move ({', '.join(held[:5])}"
+                           f"{' ...' if len(held) > 5 else ''}): `rebalance resume "
+                           "--retry-failed` once those brokers are healthy")
         self.journal.end(outcome, self.ports.clock.now(), "; ".join(trouble))
         if self.cancelling:
             self.journal.clear_cancel_request()

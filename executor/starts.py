@@ -59,6 +59,8 @@ class MoveStarter:
         self._told_waiting: set[str] = set()
         self._order: list[Move] | None = None  # side by side: busiest brokers' moves first
         self._proved = False
+        # brokers of moves that failed in this session: moves through them do not start
+        self.blocked: frozenset[int] = frozenset()
 
     def _prove_clean(self) -> None:
         """Once, before the first start: the receivers Prometheus shows carried no copy over
@@ -141,6 +143,8 @@ class MoveStarter:
         for move in self._candidates():
             if slots <= 0:
                 return
+            if self.blocked & {*move.current, *move.target}:
+                continue  # through a failed move's broker: left for resume --retry-failed
             receivers = frozenset((b, Direction.IN) for b in move.added_brokers)
             if fits(move, receivers, holders, ending)[0]:  # known without the live leader
                 ends = move_ends(move, leaders.of(move))

@@ -583,3 +583,26 @@ def test_cancelling_a_move_never_submitted_leaves_its_partition_alone() -> None:
     assert "alter_partition_reassignments" not in names
     assert world.admin.parts[first.key].leader == first.current[1]
     assert world.admin.configs() == before
+
+
+def test_a_failed_move_holds_only_the_moves_that_share_its_brokers() -> None:
+    """Broker 4 dies under orders-1: that move fails, events-0 (onto 4) is left pending for
+    resume --retry-failed, and far-0 (brokers 5, 6, 7) is carried out all the same."""
+    moves = [Move("orders", 1, (2, 3), (2, 4), 20 * MB),
+             Move("events", 0, (3, 1), (1, 4), 10 * MB),
+             Move("far", 0, (5, 6), (5, 7), 10 * MB)]
+    world = make_world(moves)
+    world.admin.broker_ids = (1, 2, 3, 4, 5, 6, 7)
+    world.metrics.base.update({b: 100_000.0 for b in (5, 6, 7)})
+
+    def kill(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
+            w.admin.dead.add(4)
+            w.hooks.remove(kill)
+    world.hooks.append(kill)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.STOPPED
+    assert report.states == {"orders-1": S.FAILED, "events-0": S.PENDING, "far-0": S.DONE}
+    assert world.admin.replicas()["far-0"] == (5, 7)
+    end = replay(world.sink.records).end_reason
+    assert "1 move(s) not started, as they share brokers with a failed move (events-0)" in end
