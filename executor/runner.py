@@ -121,6 +121,8 @@ class Executor:
         `retry_failed`, failed and cancelled moves start again like fresh ones (journaled only
         once preflight passed)."""
         run = replay(records)
+        if retry_failed:
+            _restore_left_by_failures(run, sink, ports, config)
         retries = _retries(run, ports.clock.now()) if retry_failed else []
         for record in retries:
             apply_record(run, record)
@@ -314,6 +316,22 @@ class Executor:
 
     def _note(self, message: str) -> None:
         self.report(Event(EventKind.NOTE, message))
+
+
+def _restore_left_by_failures(run: RunState, sink: JournalSink, ports: Ports,
+                              config: ExecutorConfig) -> None:
+    """Restore the throttles failed or cancelled moves left (a broker was down when their
+    restore ran, and may be back now), so that they can start again from nothing; a restore
+    that still fails leaves the move to `clear-throttles`."""
+    left = [m for m in run.in_state(RETRYABLE) if run.moves[m.name].throttles_left]
+    if not left:
+        return
+    journal = Journal(run, sink)
+    driver = MoveDriver(ports, config, journal, ignore_events)
+    for move in left:
+        plan = run.moves[move.name].throttle
+        if plan is not None and not driver.restore_throttle(plan):
+            journal.throttles(move.name, False, ports.clock.now())
 
 
 def _retries(run: RunState, now: float) -> list[Record]:
