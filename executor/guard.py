@@ -10,7 +10,7 @@ from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import held_ends
 from executor.journal import Journal
 from executor.readings import read_slo
-from executor.slo import breaches, next_levels
+from executor.slo import SloReading, breaches, next_levels
 from executor.state import MoveState
 from executor.steps import MoveDriver
 from planner.result import Move
@@ -30,13 +30,19 @@ class SloGuard:
         self.driver, self.report = driver, reporter
         self.next_at: float | None = None
         self.told: set[str] = set()  # what the operator was told once (absent series, outage)
+        # the indicators before this process's first copy: the cluster's own normal
+        self.baseline: SloReading | None = None
 
     def tick(self, active: Sequence[Move]) -> None:
         """Take a step when one is due; a copy's first step comes one interval into it."""
         policy = self.config.slo
         run = self.journal.run
         copying = [m for m in active if run.state_of(m.name) is S.COPYING]
-        if not policy.enabled or not policy.watched() or not copying:
+        if not policy.enabled or not policy.watched():
+            return
+        if self.baseline is None and not copying:
+            self._read_baseline()
+        if not copying:
             self.next_at = None
             return
         now = self.ports.clock.now()
@@ -59,7 +65,7 @@ class SloGuard:
                              "(see --queries); not guarded on it")
         cap = self.config.max_bytes_per_sec
         changes = next_levels(policy, cap, run.guard_levels,
-                              breaches(policy, reading, brokers), brokers)
+                              breaches(policy, reading, brokers, self.baseline), brokers)
         if not changes:
             return
         levels = dict(run.guard_levels)
@@ -80,6 +86,20 @@ class SloGuard:
                 if problems:
                     self.driver.enter(move, S.CANCELLING,
                                       "throttle read back differs: " + "; ".join(problems))
+
+    def _read_baseline(self) -> None:
+        """The indicators before any copy of this process (once; left unread while
+        Prometheus does not answer, and then the flags alone judge)."""
+        try:
+            self.baseline = read_slo(self.ports.metrics, self.config.queries,
+                                     self.config.slo.watched())
+        except MetricsError:
+            return
+        before = self.baseline
+        if before.under_replicated:
+            self.report(Event(EventKind.NOTE, f"SLO guard: {before.under_replicated} "
+                              "partition(s) under-replicated before the run; the guard counts "
+                              "only more than that"))
 
     def _brokers(self, move: Move) -> set[int]:
         """The brokers at the move's ends."""

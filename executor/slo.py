@@ -7,8 +7,12 @@ outside the moves, and consumer lag where such a series exists. Then, per broker
 of a copy (a sender's out, a receiver's in):
 
 - a breach on that broker, or a cluster-wide one (under-replication, lag), halves its guard
-  level (multiplicative decrease, never under `floor_fraction` of the cap: a copy that stops
-  never ends, and the stall detector would cancel it);
+  level. A breach is judged against the cluster's own normal, read before the run's first
+  copy: a latency past the flag or twice the broker's own value before (a busy broker's normal
+  is not something the copies caused), under-replication past the count before (a dead
+  broker's partitions are not either). The level never goes under `floor_fraction` of the
+  cap (multiplicative decrease: a copy that stops never ends, and the stall detector would
+  cancel it);
 - no breach raises it by `increase_fraction` of the cap (additive increase) up to the cap.
 
 A move's rates are its own rates capped by the levels of its brokers (executor.steps applies
@@ -158,26 +162,51 @@ class LevelChange:
                 f" ({self.reason})")
 
 
-def breaches(policy: SloPolicy, reading: SloReading,
-             brokers: Iterable[int]) -> dict[int, list[str]]:
-    """What each of `brokers` breaches now (brokers without a breach are left out). A
-    cluster-wide breach counts on every broker: whichever copy causes it, each one slows."""
+# A broker is held to its own normal where that is worse than the flags: a value counts as a
+# breach only past this multiple of what it was before the run.
+BASELINE_FACTOR = 2.0
+
+
+def _limit(flag: float | None, before: float | None) -> float | None:
+    """The flag, or BASELINE_FACTOR x the value before the run where that is higher (a busy
+    broker's normal is not a breach the copies caused)."""
+    if flag is None:
+        return None
+    return flag if before is None else max(flag, BASELINE_FACTOR * before)
+
+
+def breaches(policy: SloPolicy, reading: SloReading, brokers: Iterable[int],
+             baseline: SloReading | None = None) -> dict[int, list[str]]:
+    """What each of `brokers` breaches now (brokers without a breach are left out), judged
+    against the cluster's own normal (`baseline`, read before the run's first copy): a
+    latency breaches past the flag or twice the broker's own value before, whichever is
+    higher; under-replication and lag past the flag or the count before, whichever is higher
+    (a dead broker's partitions are no breach the copies caused). A cluster-wide breach
+    counts on every broker: whichever copy causes it, each one slows."""
+    before = baseline or SloReading()
     shared: list[str] = []
     urp, lag = reading.under_replicated, reading.consumer_lag
-    if policy.under_replicated_max is not None and urp is not None \
-            and urp > policy.under_replicated_max:
-        shared.append(f"{urp} under-replicated partition(s) outside the moves > "
-                      f"{policy.under_replicated_max}")
-    if policy.consumer_lag_max is not None and lag is not None and lag > policy.consumer_lag_max:
-        shared.append(f"consumer lag {lag:.0f} > {policy.consumer_lag_max:g}")
+    urp_limit = policy.under_replicated_max
+    if urp_limit is not None and before.under_replicated is not None:
+        urp_limit = max(urp_limit, before.under_replicated)
+    if urp_limit is not None and urp is not None and urp > urp_limit:
+        shared.append(f"{urp} under-replicated partition(s) outside the moves > {urp_limit}")
+    lag_limit = _limit(policy.consumer_lag_max, before.consumer_lag)
+    if lag_limit is not None and lag is not None and lag > lag_limit:
+        shared.append(f"consumer lag {lag:.0f} > {lag_limit:g}")
     found: dict[int, list[str]] = {}
     for b in brokers:
-        own = [f"{what} {values[b]:.0f} ms > {limit:g} ms"
-               for what, values, limit in (
-                   ("produce p99", reading.produce_p99_ms, policy.produce_p99_max_ms),
-                   ("fetch p99", reading.fetch_p99_ms, policy.fetch_p99_max_ms),
-                   ("log flush p95", reading.flush_p95_ms, policy.flush_p95_max_ms))
-               if limit is not None and b in values and values[b] > limit]
+        own = []
+        for what, values, flag, earlier in (
+                ("produce p99", reading.produce_p99_ms, policy.produce_p99_max_ms,
+                 before.produce_p99_ms),
+                ("fetch p99", reading.fetch_p99_ms, policy.fetch_p99_max_ms,
+                 before.fetch_p99_ms),
+                ("log flush p95", reading.flush_p95_ms, policy.flush_p95_max_ms,
+                 before.flush_p95_ms)):
+            limit = _limit(flag, earlier.get(b))
+            if limit is not None and b in values and values[b] > limit:
+                own.append(f"{what} {values[b]:.0f} ms > {limit:g} ms")
         if own or shared:
             found[b] = own + shared
     return found

@@ -85,3 +85,19 @@ def test_the_policy_round_trips_and_refuses_nonsense() -> None:
                 {"under_replicated_max": -1}, {"every_seconds": 0.0}):
         with pytest.raises(InputError, match="SLO guard"):
             SloPolicy(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("now", "before", "breached"), [
+    (SloReading(produce_p99_ms={1: 600.0}), None, True),  # the flag alone: 500 ms
+    (SloReading(produce_p99_ms={1: 600.0}), SloReading(produce_p99_ms={1: 400.0}), False),
+    (SloReading(produce_p99_ms={1: 900.0}), SloReading(produce_p99_ms={1: 400.0}), True),
+    (SloReading(produce_p99_ms={1: 600.0}), SloReading(produce_p99_ms={1: 20.0}), True),
+    (SloReading(produce_p99_ms={1: 600.0}), SloReading(produce_p99_ms={1: 700.0}), False),
+    (SloReading(produce_p99_ms={1: 1500.0}), SloReading(produce_p99_ms={1: 700.0}), True),
+    (SloReading(under_replicated=3), SloReading(under_replicated=3), False),  # a dead broker
+    (SloReading(under_replicated=4), SloReading(under_replicated=3), True),
+    (SloReading(under_replicated=1), SloReading(under_replicated=None), True),
+])
+def test_breaches_are_judged_against_the_clusters_own_normal(
+        now: SloReading, before: SloReading | None, breached: bool) -> None:
+    assert bool(breaches(SloPolicy(), now, [1], before)) is breached

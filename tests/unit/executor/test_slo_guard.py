@@ -5,6 +5,7 @@ reported, the journal keeps the move's own rates, and every throttle is restored
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -40,6 +41,22 @@ def _watch(world: World) -> list[tuple[float, str | None, str | None]]:
     return seen
 
 
+def _once_copying(world: World, hurt: Callable[[World], None]) -> None:
+    """Clients start to hurt once the first copy flows (before it, the guard reads the
+    cluster's own normal)."""
+    def hook(w: World, event: Event) -> None:
+        if event.kind is EventKind.PROGRESS:
+            hurt(w)
+            w.hooks.remove(hook)
+    world.hooks.append(hook)
+
+
+def _slow(broker: int) -> Callable[[World], None]:
+    def hurt(w: World) -> None:
+        w.metrics.produce_p99[broker] = 900.0
+    return hurt
+
+
 def _run(world: World) -> RunOutcome:
     return Executor.start(world.plan, world.ports(), world.config, world.open_sink,
                           reporter=world.reporter).run().outcome
@@ -47,7 +64,7 @@ def _run(world: World) -> RunOutcome:
 
 def test_a_slow_receiver_gets_a_lower_rate_while_it_copies_and_the_sender_keeps_the_cap() -> None:
     world = _world()
-    world.metrics.produce_p99[3] = 900.0
+    _once_copying(world, _slow(3))
     before = world.admin.configs()
     seen = _watch(world)
     assert _run(world) is RunOutcome.COMPLETED
@@ -75,7 +92,7 @@ def test_a_slow_receiver_gets_a_lower_rate_while_it_copies_and_the_sender_keeps_
 
 def test_recovery_raises_the_rate_back_step_by_step() -> None:
     world = _world(moves=[Move("orders", 0, (1, 2), (3, 2), 200 * MB)])
-    world.metrics.produce_p99[3] = 900.0
+    _once_copying(world, _slow(3))
     seen = _watch(world)
 
     def heal(w: World, event: Event) -> None:
@@ -93,7 +110,10 @@ def test_recovery_raises_the_rate_back_step_by_step() -> None:
 
 def test_under_replication_outside_the_moves_slows_every_end() -> None:
     world = _world()
-    world.metrics.urp[4] = 1.0  # a partition led by broker 4, which the move does not touch
+
+    def urp(w: World) -> None:  # a partition led by broker 4, which the move does not touch
+        w.metrics.urp[4] = 1.0
+    _once_copying(world, urp)
     seen = _watch(world)
     assert _run(world) is RunOutcome.COMPLETED
     assert min(int(f) for _, f, _ in seen if f) < CAP
@@ -114,7 +134,7 @@ def test_a_healthy_cluster_and_a_disabled_guard_leave_the_cap_alone() -> None:
 
 def test_an_absent_series_is_said_once_and_an_outage_keeps_the_levels() -> None:
     world = _world(consumer_lag_max=100.0)
-    world.metrics.produce_p99[3] = 900.0
+    _once_copying(world, _slow(3))
 
     def outage(w: World, event: Event) -> None:
         if event.kind is EventKind.GUARD and event.rate == CAP // 2:
@@ -130,7 +150,7 @@ def test_an_absent_series_is_said_once_and_an_outage_keeps_the_levels() -> None:
 
 def test_a_resumed_run_sets_the_journaled_levels_again() -> None:
     world = _world()
-    world.metrics.produce_p99[3] = 900.0
+    _once_copying(world, _slow(3))
     crashed = {"done": False}
 
     class Stop(BaseException):
@@ -150,3 +170,29 @@ def test_a_resumed_run_sets_the_journaled_levels_again() -> None:
     assert world.admin.broker_cfg[3][FOLLOWER_RATE] == str(CAP // 4)
     assert executor.run().outcome is RunOutcome.COMPLETED
     assert FOLLOWER_RATE not in world.admin.broker_cfg.get(3, {})
+
+
+def test_the_clusters_own_normal_before_the_run_is_no_breach() -> None:
+    """Broker 3 answered produce in 900 ms and a partition was under-replicated (a dead
+    broker) before the run: the guard holds it to twice its own latency and to more than that
+    one partition, so the copy keeps the cap; worse than that during the copy still slows
+    it."""
+    world = _world()
+    world.metrics.produce_p99[3] = 900.0
+    world.metrics.urp[4] = 1.0
+    seen = _watch(world)
+    assert _run(world) is RunOutcome.COMPLETED
+    assert {f for _, f, _ in seen if f} == {str(CAP)}
+    assert not [r for r in world.sink.records if r.get("kind") == "guard"]
+    assert any("1 partition(s) under-replicated before the run" in n
+               for n in world.messages(EventKind.NOTE))
+
+    worse = _world()
+    worse.metrics.produce_p99[3] = 900.0
+
+    def slower(w: World) -> None:
+        w.metrics.produce_p99[3] = 2000.0
+    _once_copying(worse, slower)
+    assert _run(worse) is RunOutcome.COMPLETED
+    guards = [r for r in worse.sink.records if r.get("kind") == "guard"]
+    assert guards and "produce p99 2000 ms > 1800 ms" in str(guards[0]["changes"])
