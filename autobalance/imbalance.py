@@ -28,8 +28,11 @@ class Verdict:
     due: bool
     reasons: tuple[str, ...]
     hard_violations: int = 0
+    waiting: str = ""  # not due yet for this reason (a broker offline inside its grace period)
 
     def summary(self) -> str:
+        if self.waiting:
+            return "waiting: " + self.waiting
         if not self.due:
             return "balanced: " + "; ".join(self.reasons)
         return "rebalance due: " + "; ".join(self.reasons)

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from autobalance.cycle import Action, Decision, Pace, RunLeft, decide_cycle
+from autobalance.healing import DEFAULT_GRACE_SECONDS, healing, offline_since
 from autobalance.imbalance import Verdict, imbalance_verdict
 from autobalance.resume_flags import resume_line
 from autobalance.statedir import StateDir, run_left_of
@@ -62,10 +63,15 @@ class AutoSettings:
     planner_seconds: float = 60.0
     dry_run: bool = False
     min_improvement: float = DEFAULT_MIN_IMPROVEMENT
+    # a broker offline this long is drained (self-healing); shorter, it may be restarting
+    dead_broker_grace_seconds: float = DEFAULT_GRACE_SECONDS
 
     def __post_init__(self) -> None:
         if not 0 <= self.min_improvement < 1:
             raise InputError(f"--min-improvement must be in [0, 1), got {self.min_improvement}")
+        if not self.dead_broker_grace_seconds >= 0:
+            raise InputError("--drain-dead-after must be 0 or more seconds, got "
+                             f"{self.dead_broker_grace_seconds}")
 
     def resume_overrides(self, finish_by: float) -> RunOverrides:
         """What this process gives a run it resumes (ExecutorConfig.from_journal has the
@@ -142,7 +148,16 @@ def run_cycle(settings: AutoSettings, edge: Edge) -> CycleResult:
         return cached[0]
 
     def verdict() -> Verdict:
-        return imbalance_verdict(topology(), settings.goals)
+        seen, before = topology(), edge.state.offline_seen()
+        since = offline_since(seen, before, now.timestamp())
+        if since != before and not settings.dry_run:
+            edge.state.remember_offline(since)
+        heal = healing(seen, since, now.timestamp(), settings.dead_broker_grace_seconds)
+        if heal.lost:
+            raise ExecutionError(heal.lost)
+        if heal.waiting:
+            return Verdict(False, (), waiting=heal.waiting)
+        return imbalance_verdict(seen, settings.goals)
 
     decision = decide_cycle(now, settings.schedule, run_left_of(run), verdict, settings.pace)
     edge.say(f"{decision.action.value}: {decision.reason}")

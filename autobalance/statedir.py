@@ -2,6 +2,7 @@
 and the lock file that keeps a second `rebalance auto` off the same directory.
 
     STATE_DIR/auto.lock                          held (flock) while an auto process runs
+    STATE_DIR/offline.json                       when each offline broker was first seen
     STATE_DIR/plan-20261123T013000Z.json         a plan made by a cycle
     STATE_DIR/plan-20261123T013000Z.json.journal its run's journal
 """
@@ -9,8 +10,9 @@ and the lock file that keeps a second `rebalance auto` off the same directory.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +23,7 @@ from executor.journal import RunState, read_journal
 from executor.state import MoveState
 
 LOCK_NAME = "auto.lock"
+OFFLINE_NAME = "offline.json"  # when each offline broker was first seen offline
 PLAN_PREFIX = "plan-"
 JOURNAL_SUFFIX = ".journal"
 
@@ -67,6 +70,23 @@ class StateDir:
     def latest_run(self) -> tuple[Path | None, RunState | None]:
         journal = self.latest_journal()
         return (journal, read_journal(journal)) if journal is not None else (None, None)
+
+    def offline_seen(self) -> dict[int, float]:
+        """When each offline broker was first seen offline (empty when never written; a
+        damaged file counts as empty: the grace period then starts again, which is safe)."""
+        try:
+            doc = json.loads((self.path / OFFLINE_NAME).read_text())
+            return {int(b): float(at) for b, at in doc.items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+
+    def remember_offline(self, since: Mapping[int, float]) -> None:
+        """Keep `since` for the next cycles (written whole, then renamed into place)."""
+        self.ensure()
+        path = self.path / OFFLINE_NAME
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps({str(b): at for b, at in sorted(since.items())}))
+        temporary.replace(path)
 
     def new_plan_path(self, at: datetime) -> Path:
         """plan-YYYYMMDDTHHMMSSZ.json for `at` (a suffix keeps two plans of one second apart)."""

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from autobalance.healing import DEFAULT_GRACE_SECONDS
 from commands.execute_cmd import (
     QueriesFile,
     RateWindow,
@@ -186,6 +187,11 @@ def auto(
         help="Share of a window's time spent copying at the cap (the rest goes to gates, "
         "cooldowns, leader elections): plan bytes = time left x cap x this.")] = 0.5,
     time_limit: Annotated[float, typer.Option(help="Planner time limit, seconds.")] = 60.0,
+    drain_dead_after: Annotated[float, typer.Option(
+        help="Self-healing: drain a broker that holds replicas once it has been offline this "
+        "many seconds (a shorter outage may be a restart). With more brokers offline than a "
+        "partition's replicas, nothing is planned and the cycle says which partitions are "
+        "lost.")] = DEFAULT_GRACE_SECONDS,
     cooldown: Annotated[float, typer.Option(
         help="Seconds to wait after each move before the gate is checked.")] = 0.0,
     quota_window: Annotated[float, typer.Option(
@@ -213,7 +219,8 @@ def auto(
 
     Inside a window it resumes the last unfinished run (cancelled and planned afresh if the
     cluster changed under it); otherwise it reads the cluster and, when a resource is outside
-    the tolerance band, a rack rule is broken or replicas sit on dead brokers, plans at most
+    the tolerance band, a rack rule is broken or replicas sit on a broker offline longer than
+    --drain-dead-after, plans at most
     time left x --max-mbps x --efficiency bytes into --state-dir and executes the plan with
     the window's end as its deadline: no move starts that could not finish in time.
 
@@ -237,7 +244,8 @@ def auto(
                            fetch_p99_ms=slo_fetch_p99_ms, flush_p95_ms=slo_flush_p95_ms,
                            under_replicated=slo_under_replicated, lag=slo_lag,
                            interval=slo_interval)
-    settings = replace(settings, executor=replace(settings.executor, slo=guard))
+    settings = replace(settings, executor=replace(settings.executor, slo=guard),
+                       dead_broker_grace_seconds=drain_dead_after)
     loop = LoopSettings(once=once, interval_minutes=interval)
     if capacities is not None:  # checked now, not at the first cycle inside a window
         from topology.capacities import read_capacities

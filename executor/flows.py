@@ -44,17 +44,23 @@ class Direction(StrEnum):
 End = tuple[int, Direction]
 
 
-def sender_of(move: Move, leader: int | None) -> int:
+def sender_of(move: Move, leader: int | None, live: frozenset[int] | None = None) -> int:
     """The broker the copy comes from: the live leader when it is a current replica, else the
-    preferred leader (the one a healthy partition has)."""
-    return leader if leader is not None and leader in move.current else move.current[0]
+    preferred leader (the one a healthy partition has), or with `live` brokers known, the
+    first current replica on a live broker (Kafka elects its leader among those)."""
+    if leader is not None and leader in move.current:
+        return leader
+    if live is not None:
+        return next((b for b in move.current if b in live), move.current[0])
+    return move.current[0]
 
 
-def move_ends(move: Move, leader: int | None) -> frozenset[End]:
+def move_ends(move: Move, leader: int | None,
+              live: frozenset[int] | None = None) -> frozenset[End]:
     """The ends a move occupies while it runs (see the module docstring)."""
     if move.leadership_only:
         return frozenset((b, d) for b in set(move.current) | set(move.target) for d in Direction)
-    return frozenset({(sender_of(move, leader), Direction.OUT)}
+    return frozenset({(sender_of(move, leader, live), Direction.OUT)}
                      | {(b, Direction.IN) for b in move.added_brokers})
 
 

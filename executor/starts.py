@@ -147,7 +147,7 @@ class MoveStarter:
                 continue  # through a failed move's broker: left for resume --retry-failed
             receivers = frozenset((b, Direction.IN) for b in move.added_brokers)
             if fits(move, receivers, holders, ending)[0]:  # known without the live leader
-                ends = move_ends(move, leaders.of(move))
+                ends = move_ends(move, leaders.of(move), leaders.live())
                 free, taking = fits(move, ends, holders, ending)
             else:
                 free, taking = False, None
@@ -237,6 +237,13 @@ class _Leaders:
     def __init__(self, admin: KafkaAdmin) -> None:
         self.admin = admin
         self.by_topic: dict[str, dict[TopicPartition, int | None]] = {}
+        self._live: frozenset[int] | None = None
+
+    def live(self) -> frozenset[int]:
+        """The live brokers (a partition without a leader copies from one of them)."""
+        if self._live is None:
+            self._live = frozenset(b.id for b in self.admin.brokers())
+        return self._live
 
     def of(self, move: Move) -> int | None:
         if move.topic not in self.by_topic:

@@ -14,6 +14,7 @@ from autobalance.cycle import Action, Pace
 from autobalance.orchestrator import AutoSettings, CycleResult, Edge, run_cycle
 from autobalance.statedir import StateDir
 from autobalance.windows import parse_schedule
+from core.errors import ExecutionError
 from executor.config import Event, EventKind
 from executor.journal import read_journal
 from executor.records import RunOutcome
@@ -226,3 +227,44 @@ def test_a_resumed_run_uses_this_process_cap_and_its_own_cooldown(tmp_path: Path
                     "the run's own settings except cap 5 MB/s (the run started with 10 MB/s); "
                     "a move left in flight keeps its journaled throttle until it is done")
     assert no_throttles(world)
+
+
+def test_a_dead_broker_is_drained_after_its_grace_period(tmp_path: Path) -> None:
+    """Broker 3 holds replicas and goes offline: inside the grace period the cycle waits (a
+    restart would make the drain wasted copies); past it the drain is planned and executed;
+    with every replica of a partition offline, nothing is planned and the cycle says why."""
+    world, settings, edge, planner, _ = setup(tmp_path, "daily 13:00-15:00", MONDAY_1344)
+    settings = replace(settings, dead_broker_grace_seconds=300.0)
+    drain = [Move("orders", 1, (2, 3), (2, 4), 20 * MB), Move("events", 0, (3, 1), (4, 1),
+                                                              10 * MB)]
+    planner.moves = drain
+
+    def topology_dead() -> Topology:
+        live = topology_of(world)
+        return Topology(tuple(replace(b, alive=b.id != 3) for b in live.brokers),
+                        live.partitions)
+    edge = replace(edge, read_topology=topology_dead)
+    world.admin.dead.add(3)
+    first = run_cycle(settings, edge)
+    assert first.decision.action is Action.BALANCED and not planner.budgets
+    assert "waiting: offline: broker 3 for 0 s" in first.decision.reason
+    world.clock.t += 200
+    assert "broker 3 for 200 s" in run_cycle(settings, edge).decision.reason
+    world.clock.t += 101
+    drained = run_cycle(settings, edge)
+    assert drained.decision.action is Action.REBALANCE, drained.decision.reason
+    assert drained.report is not None and drained.report.outcome is RunOutcome.COMPLETED
+    assert world.admin.replicas()["orders-1"] == (2, 4)
+    assert world.admin.replicas()["events-0"] == (4, 1)
+
+    world.admin.dead.update({1, 2})  # other-0 is on 1, 2 and 3: nothing left to copy from
+    tmp_state = StateDir(tmp_path / "second")
+    lost_edge = replace(edge, state=tmp_state, read_topology=lambda: Topology(
+        tuple(replace(b, alive=b.id == 4) for b in topology_of(world).brokers),
+        topology_of(world).partitions))
+    try:
+        run_cycle(settings, lost_edge)
+    except ExecutionError as exc:
+        assert "other-0" in str(exc) and "no replica on a live broker" in str(exc)
+    else:
+        raise AssertionError("a cluster that lost partitions was planned for")

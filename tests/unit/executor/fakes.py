@@ -162,7 +162,8 @@ class FakeAdmin:
                 r = self.moving.get(tp)
                 replicas = p.replicas if r is None else r.target + r.removing
                 isr = tuple(b for b in p.isr if b not in self.dead)
-                leader = p.leader if p.leader not in self.dead else None
+                # a dead leader's partition elects the first live replica of its ISR
+                leader = p.leader if p.leader not in self.dead else next(iter(isr), None)
                 out.append(PartitionInfo(tp.topic, tp.partition, replicas, isr, leader))
             return out
         return self._call("partitions", wanted, read)  # type: ignore[return-value]
