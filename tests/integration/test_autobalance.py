@@ -124,15 +124,18 @@ def auto_args(info: SandboxInfo, state: Path, window: str) -> list[str]:
             "--quota-window", "2", "--poll-seconds", "0.5", *CALM_SLO]
 
 
-def live(info: SandboxInfo) -> tuple[dict[TopicPartition, tuple[int, ...]],
-                                     dict[int, dict[str, str | None]],
-                                     dict[str, dict[str, str | None]]]:
-    """Replicas of every partition and every throttle config, read back from the brokers."""
+def live(info: SandboxInfo, offline: frozenset[int] = frozenset()) -> tuple[
+    dict[TopicPartition, tuple[int, ...]], dict[int, dict[str, str | None]],
+    dict[str, dict[str, str | None]]
+]:
+    """Replicas of every partition and every throttle config, read back from the brokers (but
+    the `offline` ones, which answer nothing)."""
     admin = KafkaClusterAdmin(info.bootstrap)
     try:
         parts = admin.partitions()
         replicas = {p.key: p.replicas for p in parts}
-        brokers = admin.broker_configs([b.id for b in info.brokers], BROKER_THROTTLE_CONFIGS)
+        brokers = admin.broker_configs([b.id for b in info.brokers if b.id not in offline],
+                                       BROKER_THROTTLE_CONFIGS)
         topics = admin.topic_configs({p.key.topic for p in parts}, TOPIC_THROTTLE_CONFIGS)
     finally:
         admin.close()
@@ -354,3 +357,43 @@ def test_sigterm_mid_move_exits_cancelled_or_completed_with_no_throttle_left(
     assert replicas == (broken.old if final is MoveState.CANCELLED else move.target), text
     assert not in_flight
     assert after == broken.before, text
+
+
+def test_a_broker_dead_past_its_grace_period_is_drained(grown: Grown, tmp_path: Path) -> None:
+    """Self-healing: the grown broker holds replicas and is killed for good. Inside the grace
+    period a cycle waits and changes nothing; past it the cycle drains it (no replica is left
+    on it, the run completes and no throttle is left on a live broker)."""
+    info, new = grown.info, grown.new
+    replicas, _, _ = live(info)
+    if not any(new.id in r for r in replicas.values()):  # run alone: give it replicas first
+        test_inside_the_window_replicas_move_to_the_new_broker(grown, tmp_path / "grow")
+    now = datetime.now(UTC)
+    window = f"daily {hhmm(now - timedelta(minutes=30))}-{hhmm(now + timedelta(hours=2))}"
+    state = tmp_path / "state"
+    cluster.kill_broker(info.dir, new.id)
+    try:
+        admin = KafkaClusterAdmin(info.bootstrap)
+        try:
+            wait_for("the dead broker out of every ISR", lambda: all(
+                new.id not in p.isr for p in admin.partitions()), 90)
+        finally:
+            admin.close()
+        dead = frozenset({new.id})
+        before = live(info, dead)[0]
+        waiting = rebalance(*auto_args(info, state, window), "--drain-dead-after", "3600")
+        assert waiting.returncode == 0, waiting.stdout + waiting.stderr
+        assert f"waiting: offline: broker {new.id} for" in waiting.stdout, waiting.stdout
+        assert live(info, dead)[0] == before and not list(state.glob("plan-*"))
+
+        drained = rebalance(*auto_args(info, state, window), "--drain-dead-after", "0")
+        log = drained.stdout + drained.stderr
+        assert drained.returncode == 0, log
+        plans = sorted(state.glob("plan-*.json"))
+        assert len(plans) == 1, log
+        journal = read_journal(plans[0].with_name(plans[0].name + ".journal"))
+        assert journal.outcome is RunOutcome.COMPLETED, log
+        replicas, brokers, topics = live(info, dead)
+        assert not [tp for tp, r in replicas.items() if new.id in r], log
+        assert no_throttles(brokers, topics), (brokers, topics)
+    finally:
+        cluster.start_broker(info.dir, new.id)
