@@ -21,12 +21,11 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from benchmarks.executor_bench import MB, ROOT, LatencyProducer, create_topic, plan_file
-from benchmarks.links_bench import peak_in, read_back
+from benchmarks.links_bench import peak_in, read_back, shaped_sandbox
 from sandbox import cluster
 from sandbox.state import SandboxInfo
 
@@ -128,16 +127,8 @@ def bench(info: SandboxInfo, args: argparse.Namespace, work: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    with tempfile.TemporaryDirectory(prefix="drain-bench-") as tmp:
-        work = Path(tmp)
-        sandbox_dir = work / "sandbox"
-        base = cluster.free_base_port(26090, 10)
-        try:
-            info = cluster.up(sandbox_dir, brokers=6, racks=2, base_port=base,
-                              link_mbps=args.link_mbps).info
-            bench(info, args, work)
-        finally:
-            cluster.down(sandbox_dir)
+    with shaped_sandbox("drain-bench-", args.link_mbps) as (info, work):
+        bench(info, args, work)
     return 0
 
 

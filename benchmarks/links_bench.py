@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,23 +219,30 @@ def bench(info: SandboxInfo, args: Args, work: Path) -> None:
           f"within {TARGET_ETA:.0%}, 0 lost")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse(sys.argv[1:] if argv is None else argv)
-    with tempfile.TemporaryDirectory(prefix="links-bench-") as tmp:
+@contextmanager
+def shaped_sandbox(prefix: str, link_mbps: int) -> Iterator[tuple[SandboxInfo, Path]]:
+    """Six brokers on two racks behind links shaped to `link_mbps`, and a work directory;
+    both gone afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         work = Path(tmp)
         sandbox_dir = work / "sandbox"
         base = cluster.free_base_port(26090, 10)
         try:
-            info = cluster.up(sandbox_dir, brokers=6, racks=2, base_port=base,
-                              link_mbps=args.link_mbps).info
-            bench(info, args, work)
-            for log in sorted(work.glob("*.log")):
-                lines = log.read_text().splitlines()
-                said = [line for line in lines if "SLO guard" in line or "waits up to" in line]
-                print(f"--- {log.name}: the guard's and the quota window's lines, then the end")
-                print("\n".join(said[:40] + lines[-14:]))
+            yield cluster.up(sandbox_dir, brokers=6, racks=2, base_port=base,
+                             link_mbps=link_mbps).info, work
         finally:
             cluster.down(sandbox_dir)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    with shaped_sandbox("links-bench-", args.link_mbps) as (info, work):
+        bench(info, args, work)
+        for log in sorted(work.glob("*.log")):
+            lines = log.read_text().splitlines()
+            said = [line for line in lines if "SLO guard" in line or "waits up to" in line]
+            print(f"--- {log.name}: the guard's and the quota window's lines, then the end")
+            print("\n".join(said[:40] + lines[-14:]))
     return 0
 
 
