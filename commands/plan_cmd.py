@@ -81,10 +81,12 @@ def plan(
         help="Prometheus URL for partition byte rates (with --bootstrap).")] = None,
     command_config: Annotated[Path | None, typer.Option(
         help="Kafka client security settings (.properties or YAML).")] = None,
-    add_broker: Annotated[list[int] | None, typer.Option(
-        metavar="ID", help="A newly added broker to fill.")] = None,
-    remove_broker: Annotated[list[int] | None, typer.Option(
-        metavar="ID", help="A broker to drain completely.")] = None,
+    add_broker: Annotated[list[str] | None, typer.Option(
+        metavar="ID", help="A newly added broker to fill (repeat the flag, or give a comma "
+        "list: 13,14,15).")] = None,
+    remove_broker: Annotated[list[str] | None, typer.Option(
+        metavar="ID", help="A broker to drain completely, alive or dead (repeat, or a comma "
+        "list).")] = None,
     capacities: Annotated[Path | None, typer.Option(help="Capacities YAML.")] = None,
     weights: Annotated[Path | None, typer.Option(
         help="Partition weights (Parquet or JSON lines) replacing the snapshot's rates.")] = None,
@@ -121,7 +123,8 @@ def plan(
     check_plan_journal(out)
     check_html(html, {"--out": out, "--snapshot": snapshot, "--capacities": capacities,
                       "--weights": weights, "--command-config": command_config})
-    adds, removes = tuple(add_broker or ()), tuple(remove_broker or ())
+    adds = broker_ids(add_broker or (), "--add-broker")
+    removes = broker_ids(remove_broker or (), "--remove-broker")
     inputs = PlanInputs(snapshot=snapshot, bootstrap=bootstrap, prometheus=prometheus,
                         command_config=command_config, capacities=capacities, weights=weights,
                         horizon_days=horizon, add_brokers=adds, remove_brokers=removes)
@@ -179,3 +182,17 @@ def diff(
     _show(plan_file, show_moves, rate_mbps, json_output)
     if html is not None:
         write_plan_html(html, plan_file, rate_mbps * 1e6, f"Plan review: {plan_path.name}")
+
+
+def broker_ids(values: Sequence[str], flag: str) -> tuple[int, ...]:
+    """Broker ids from a repeated flag, each value one id or a comma list (`13,14,15`, the
+    habit of Kafka's own tools); anything else is an InputError naming the flag."""
+    ids: list[int] = []
+    for value in values:
+        for part in value.split(","):
+            text = part.strip()
+            if not text.lstrip("-").isdigit():
+                raise InputError(f"{flag} {value!r}: give broker ids, one per flag or "
+                                 "separated by commas (13,14,15)")
+            ids.append(int(text))
+    return tuple(ids)

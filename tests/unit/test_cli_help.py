@@ -55,8 +55,10 @@ def test_no_flag_shows_a_value_and_no_option_a_python_type(path: tuple[str, ...]
 
 def test_plan_help_shows_ids_for_repeatable_broker_options() -> None:
     text = help_text(cli.app, "plan")
-    assert "--add-broker ID A newly added broker to fill (repeatable)." in text, text
-    assert "--remove-broker ID A broker to drain completely (repeatable)." in text, text
+    assert ("--add-broker ID A newly added broker to fill (repeat the flag, or give a comma "
+            "list: 13,14,15).") in text, text
+    assert ("--remove-broker ID A broker to drain completely, alive or dead (repeat, or a "
+            "comma list).") in text, text
     assert "--json Print the review as one JSON document" in text, text
     assert "[default: smallest-first]" in text and "[default: 0.1]" in text, text
 

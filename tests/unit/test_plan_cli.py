@@ -87,6 +87,20 @@ def test_unknown_removed_broker_is_named(tmp_path: Path) -> None:
     assert "--remove-broker 7" in result.stderr
 
 
+def test_broker_flags_take_comma_lists_like_kafkas_tools(tmp_path: Path) -> None:
+    from commands.plan_cmd import broker_ids
+
+    assert broker_ids(["13,14", "15"], "--add-broker") == (13, 14, 15)
+    assert broker_ids([" 7 , 8"], "--remove-broker") == (7, 8)
+    snap = write_snapshot(tmp_path / "snap.json", UNBALANCED)
+    out = tmp_path / "p.json"
+    for bad in ("13;14", "a", "13,,14"):
+        result = run_cli("plan", "--snapshot", str(snap), "--add-broker", bad, "--out", str(out))
+        assert result.returncode == InputError.exit_code, result.stderr
+        assert "give broker ids, one per flag or separated by commas" in result.stderr
+        assert not out.exists()
+
+
 def test_needs_exactly_one_source(tmp_path: Path) -> None:
     result = run_cli("plan", "--out", str(tmp_path / "p.json"))
     assert result.returncode == InputError.exit_code
