@@ -22,6 +22,7 @@ from autobalance.healing import DEFAULT_GRACE_SECONDS
 from commands.execute_cmd import (
     QueriesFile,
     RateWindow,
+    SloBaseline,
     SloFetch,
     SloFlush,
     SloGuard,
@@ -209,6 +210,7 @@ def auto(
     slo_under_replicated: SloUrp = DEFAULT_UNDER_REPLICATED,
     slo_lag: SloLag = None,
     slo_interval: SloInterval = DEFAULT_EVERY_SECONDS,
+    slo_baseline: SloBaseline = True,
     poll_seconds: Annotated[float, typer.Option(
         help="Seconds between polls of the cluster.", hidden=True)] = 1.0,
 ) -> None:
@@ -243,7 +245,7 @@ def auto(
     guard = slo_from_flags(guard=slo_guard, produce_p99_ms=slo_produce_p99_ms,
                            fetch_p99_ms=slo_fetch_p99_ms, flush_p95_ms=slo_flush_p95_ms,
                            under_replicated=slo_under_replicated, lag=slo_lag,
-                           interval=slo_interval)
+                           interval=slo_interval, baseline=slo_baseline)
     settings = replace(settings, executor=replace(settings.executor, slo=guard),
                        dead_broker_grace_seconds=drain_dead_after)
     loop = LoopSettings(once=once, interval_minutes=interval)

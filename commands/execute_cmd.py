@@ -119,6 +119,11 @@ SloLag = Annotated[float | None, typer.Option(
 SloInterval = Annotated[float, typer.Option(
     help="SLO guard: seconds between its steps (latency percentiles move slowly; a step "
     "shorter than the rate window reacts to noise).")]
+SloBaseline = Annotated[bool, typer.Option(
+    "--slo-baseline/--slo-absolute",
+    help="SLO guard: judge each indicator against the cluster's own value before the run's "
+    "first copy (a breach: past the threshold and past twice a broker's own latency before, "
+    "or more under-replicated partitions than before), or against the thresholds alone.")]
 Poll = Annotated[float, typer.Option(help="Seconds between polls of the cluster.",
                                      hidden=True)]
 RateWindow = Annotated[str, typer.Option(
@@ -202,6 +207,7 @@ def execute(
     slo_under_replicated: SloUrp = DEFAULT_UNDER_REPLICATED,
     slo_lag: SloLag = None,
     slo_interval: SloInterval = DEFAULT_EVERY_SECONDS,
+    slo_baseline: SloBaseline = True,
     poll_seconds: Poll = 1.0,
     take_over_lease: TakeOver = None,
 ) -> None:
@@ -230,7 +236,7 @@ def execute(
         slo=slo_from_flags(guard=slo_guard, produce_p99_ms=slo_produce_p99_ms,
                            fetch_p99_ms=slo_fetch_p99_ms, flush_p95_ms=slo_flush_p95_ms,
                            under_replicated=slo_under_replicated, lag=slo_lag,
-                           interval=slo_interval))
+                           interval=slo_interval, baseline=slo_baseline))
     deadline = parse_finish_by(finish_by, _local_now()) if finish_by is not None else None
     queries, derive_window = read_queries(rate_window, queries_file)
     settings = StartSettings(

@@ -93,7 +93,7 @@ def slo_from_flags(*, guard: bool = True, produce_p99_ms: float = DEFAULT_PRODUC
                    flush_p95_ms: float = DEFAULT_FLUSH_P95_MS,
                    under_replicated: int = DEFAULT_UNDER_REPLICATED,
                    lag: float | None = None,
-                   interval: float = DEFAULT_EVERY_SECONDS) -> SloPolicy:
+                   interval: float = DEFAULT_EVERY_SECONDS, baseline: bool = True) -> SloPolicy:
     """The SLO guard from its flags; a latency threshold of 0 leaves that indicator out."""
     _finite(("--slo-produce-p99-ms", produce_p99_ms), ("--slo-fetch-p99-ms", fetch_p99_ms),
             ("--slo-flush-p95-ms", flush_p95_ms), ("--slo-lag", lag),
@@ -110,7 +110,7 @@ def slo_from_flags(*, guard: bool = True, produce_p99_ms: float = DEFAULT_PRODUC
     return SloPolicy(enabled=guard, produce_p99_max_ms=produce_p99_ms or None,
                      fetch_p99_max_ms=fetch_p99_ms or None, flush_p95_max_ms=flush_p95_ms or None,
                      under_replicated_max=under_replicated, consumer_lag_max=lag or None,
-                     every_seconds=interval)
+                     every_seconds=interval, baseline=baseline)
 
 
 def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown: float = 0.0,

@@ -65,6 +65,8 @@ class SloPolicy:
     increase_fraction: float = 0.10
     floor_fraction: float = 0.125
     every_seconds: float = DEFAULT_EVERY_SECONDS
+    # judge against the cluster's own normal before the run (False: the thresholds alone)
+    baseline: bool = True
 
     def __post_init__(self) -> None:
         for name in ("produce_p99_max_ms", "fetch_p99_max_ms", "flush_p95_max_ms",
@@ -88,7 +90,8 @@ class SloPolicy:
                 "under_replicated_max": self.under_replicated_max,
                 "consumer_lag_max": self.consumer_lag_max, "decrease": self.decrease,
                 "increase_fraction": self.increase_fraction,
-                "floor_fraction": self.floor_fraction, "every_seconds": self.every_seconds}
+                "floor_fraction": self.floor_fraction, "every_seconds": self.every_seconds,
+                "baseline": self.baseline}
 
     @classmethod
     def from_dict(cls, values: Mapping[str, object]) -> SloPolicy:
@@ -118,7 +121,8 @@ class SloPolicy:
                    under_replicated_max=None if urp is None else int(urp),
                    consumer_lag_max=number("consumer_lag_max"), decrease=given("decrease"),
                    increase_fraction=given("increase_fraction"),
-                   floor_fraction=given("floor_fraction"), every_seconds=given("every_seconds"))
+                   floor_fraction=given("floor_fraction"), every_seconds=given("every_seconds"),
+                   baseline=bool(values.get("baseline", base.baseline)))
 
     def watched(self) -> tuple[str, ...]:
         """The indicators with a threshold."""
@@ -183,7 +187,7 @@ def breaches(policy: SloPolicy, reading: SloReading, brokers: Iterable[int],
     higher; under-replication and lag past the flag or the count before, whichever is higher
     (a dead broker's partitions are no breach the copies caused). A cluster-wide breach
     counts on every broker: whichever copy causes it, each one slows."""
-    before = baseline or SloReading()
+    before = (baseline if policy.baseline else None) or SloReading()
     shared: list[str] = []
     urp, lag = reading.under_replicated, reading.consumer_lag
     urp_limit = policy.under_replicated_max

@@ -103,7 +103,8 @@ def test_every_dashboard_query_returns_data_during_a_run(
     # the guard's steps even when an earlier test just copied into the same broker)
     proc = start_rebalance(tmp_path / "execute.log", *execute_args(
         sandbox, plan_path, journal, "--metrics-port", str(executor_scraped),
-        "--slo-produce-p99-ms", "0.001", "--slo-interval", "2", calm_slo=False,
+        "--slo-produce-p99-ms", "0.001", "--slo-absolute", "--slo-interval", "2",
+        calm_slo=False,
         quota_window=None))
     try:
         ready.wait_for_targets(sandbox.prometheus_url, [executor_scraped], 60)

@@ -31,8 +31,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics
 
 CAP = 1_000_000
 SIZE = 3_000_000  # 3 s at the cap
-# Every broker that served a produce request has a p99 above a microsecond: a breach.
-BREACH = ("--slo-produce-p99-ms", "0.001", "--slo-fetch-p99-ms", "0",
+# Every broker that served a produce request has a p99 above a microsecond: a breach, judged
+# by the threshold alone (against its own normal a broker would not breach).
+BREACH = ("--slo-produce-p99-ms", "0.001", "--slo-absolute", "--slo-fetch-p99-ms", "0",
           "--slo-flush-p95-ms", "0", "--slo-under-replicated", "1000000", "--slo-interval", "1")
 
 

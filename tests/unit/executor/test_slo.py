@@ -101,3 +101,12 @@ def test_the_policy_round_trips_and_refuses_nonsense() -> None:
 def test_breaches_are_judged_against_the_clusters_own_normal(
         now: SloReading, before: SloReading | None, breached: bool) -> None:
     assert bool(breaches(SloPolicy(), now, [1], before)) is breached
+
+
+def test_absolute_judges_by_the_thresholds_alone() -> None:
+    before = SloReading(produce_p99_ms={1: 700.0}, under_replicated=3)
+    now = SloReading(produce_p99_ms={1: 600.0}, under_replicated=3)
+    assert not breaches(SloPolicy(), now, [1], before)
+    assert breaches(SloPolicy(baseline=False), now, [1], before)[1] == [
+        "produce p99 600 ms > 500 ms", "3 under-replicated partition(s) outside the moves > 0"]
+    assert SloPolicy.from_dict(SloPolicy(baseline=False).to_dict()).baseline is False
