@@ -67,16 +67,22 @@ def _undone_loads(state: SolverState, p: int) -> FloatArray:
 
 def undo_worsening(state: SolverState) -> int:
     """Undo changed partitions until no resource is both outside the tolerance and worse than
-    before; returns how many were undone. Not applied when brokers are removed (draining them
-    may force a worse spread, which the validator only warns about)."""
+    before; returns how many were undone. Not applied when brokers are removed or offline
+    (draining them may force a worse spread, which the validator only warns about)."""
     a = state.arrays
-    if state.goals.remove_brokers:
+    if state.goals.remove_brokers or not a.eligible.all():
         return 0
     before = deviation(state, broker_loads(a, a.replicas))
     allowed = np.maximum(before + _SLACK, state.goals.tolerance)
     undone = 0
     while state.changed and _excess(state, state.loads, allowed) > 0:
-        candidates = _candidates(state, _extremes(state, allowed)) or sorted(state.changed)
+        # a partition whose original replicas break a hard rule (a replica on an offline
+        # broker, a crowded rack) is never put back: its move is forced
+        movable = [q for q in sorted(state.changed) if state.original_allowed(q)]
+        candidates = [q for q in _candidates(state, _extremes(state, allowed))
+                      if state.original_allowed(q)] or movable
+        if not candidates:
+            break
         p = min(candidates, key=lambda q: (_excess(state, _undone_loads(state, q), allowed),
                                            float(a.size[q]), q))
         state.assign(p, state.original_row(p))

@@ -141,8 +141,9 @@ def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignmen
         resources = _balance_report(before.brokers, counts_before, counts_after, goals,
                                     _deviations(cluster, targets, counts_before, counts_after),
                                     targets.forced)
-        _judge_balance(resources, goals, errors if worse_balance_is_error else warnings,
-                       warnings)
+        draining = bool(goals.remove_brokers) or not all(b.alive for b in before.brokers)
+        _judge_balance(resources, goals.tolerance, draining,
+                       errors if worse_balance_is_error else warnings, warnings)
         return ValidationReport(tuple(errors), tuple(warnings), resources, len(changed), moved,
                                 targets)
     return ValidationReport(tuple(errors), tuple(warnings), resources, len(changed), moved)
@@ -325,21 +326,22 @@ def _balance_report(brokers: Sequence[Broker], before: Tally, after: Tally, goal
     return tuple(out)
 
 
-def _judge_balance(resources: tuple[ResourceReport, ...], goals: Goals, errors: list[str],
-                   warnings: list[str]) -> None:
-    """Worse balance is a hard violation unless removing brokers forces it."""
+def _judge_balance(resources: tuple[ResourceReport, ...], tolerance: float, draining: bool,
+                   errors: list[str], warnings: list[str]) -> None:
+    """Worse balance is a hard violation unless draining removed or offline brokers forces
+    it."""
     for r in resources:
         what = "its target" if r.forced else "the average"
         if r.worse:
             text = (f"{r.resource.value} balance gets worse: the broker furthest from {what} "
                     f"is {r.deviation_before:.1%} off before and {r.deviation_after:.1%} after "
                     f"(max/avg {r.max_over_avg_before:.3f} -> {r.max_over_avg_after:.3f})")
-            if goals.remove_brokers:
-                warnings.append(text + " (forced by removing brokers)")
+            if draining:
+                warnings.append(text + " (forced by draining removed or offline brokers)")
             else:
                 errors.append(text)
         elif not r.within_tolerance_after:
-            warnings.append(f"{r.resource.value} is not within +/-{goals.tolerance:.0%} of "
+            warnings.append(f"{r.resource.value} is not within +/-{tolerance:.0%} of "
                             f"{what} after the plan: a broker is {r.deviation_after:.1%} off "
                             f"(max/avg {r.max_over_avg_after:.3f}, min/avg "
                             f"{r.min_over_avg_after:.3f})")

@@ -122,7 +122,7 @@ def test_draining_a_broker_may_worsen_balance_with_a_warning() -> None:
     moves = [Move("t", 1, (2, 4), (2, 3), 100), Move("t", 3, (4, 2), (3, 2), 100)]
     report = validate_plan(cluster(), moves, Goals(remove_brokers=frozenset({4})))
     assert report.errors == ()
-    assert any("forced by removing brokers" in w for w in report.warnings)
+    assert any("forced by draining removed or offline brokers" in w for w in report.warnings)
 
 
 def test_unknown_added_or_removed_broker_is_an_error() -> None:
@@ -280,3 +280,33 @@ def test_a_run_tells_balance_drift_and_refuses_it_only_when_strict() -> None:
     assert any("balance gets worse" in e for e in strict.errors), strict.errors
     crowding = ExecutionPlan((Move("t", 0, (1, 3), (1, 2), 100),))  # rack a twice
     assert planner_validator(cluster(), Goals())(crowding).errors
+
+
+def test_draining_an_offline_broker_may_worsen_balance_with_a_warning() -> None:
+    """Broker 3 is offline and holds a partition; its drain onto broker 1 leaves disk less
+    level than the live brokers were: a warning, as when brokers are removed (it was a hard
+    violation, so a dead broker could not be drained without --remove-broker)."""
+    brokers = (Broker(1, "a", CAP), Broker(2, "b", CAP), Broker(3, "a", CAP, alive=False),
+               Broker(4, "b", CAP), Broker(5, "a", CAP))
+    parts = (Partition("t", 0, (1, 2), 100), Partition("t", 1, (5, 4), 100),
+             Partition("big", 0, (3,), 300))  # the live brokers are level
+    report = validate_plan(Topology(brokers, parts), [Move("big", 0, (3,), (1,), 300)],
+                           Goals(tolerance=0.1))
+    assert report.errors == ()
+    assert any("forced by draining removed or offline brokers" in w for w in report.warnings)
+
+
+def test_draining_an_offline_broker_is_never_put_back() -> None:
+    """The planner drains both partitions of offline broker 3 (the tiny one too: the no-worse
+    guard put the smallest back on the offline broker when the drain worsened a resource)."""
+    from planner.goals import Budget
+    from usecases.plan import PlanSettings, build_plan
+
+    brokers = (Broker(1, "a", CAP), Broker(2, "b", CAP), Broker(3, "a", CAP, alive=False),
+               Broker(4, "b", CAP), Broker(5, "a", CAP))
+    parts = (Partition("t", 0, (1, 2), 100), Partition("t", 1, (5, 4), 100),
+             Partition("big", 0, (3,), 300), Partition("tiny", 0, (3,), 1))
+    plan = build_plan(Topology(brokers, parts), PlanSettings(goals=Goals(tolerance=0.1),
+                                                             budget=Budget(time_limit_s=2)))
+    assert {m.name for m in plan.moves} >= {"big-0", "tiny-0"}
+    assert all(3 not in m.target for m in plan.moves)
