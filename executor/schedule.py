@@ -161,7 +161,10 @@ class _Simulation:
     def start_what_may(self, pending: dict[str, None],
                        changed: frozenset[End] | None = None) -> None:
         holders = {e: dict(h) for e, h in self.holders.items()}
-        busy = len(self.running - self.handing - set(self.taken))
+        # as the run loop counts (executor.starts): one at a time, a move handing its brokers
+        # over leaves its slot to the next; with --concurrency N every move in flight counts
+        busy = (len(self.running - self.handing - set(self.taken)) if self.one_at_a_time
+                else len(self.running))
         self.slot_bound = False
         for name in self._candidates(pending, changed):
             if busy >= self.slots:

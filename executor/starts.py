@@ -135,9 +135,12 @@ class MoveStarter:
             given = self.driver.handed_over.get(m.name, ("", frozenset()))[1]
             for end in self._ends(m) - given:  # ends handed over are the next move's
                 holders.setdefault(end, {})[m.name] = end_share(m, end)
-        finishing = ending | set(self.driver.handed_over)  # their copies go on in another move
-        slots = self.config.slots - sum(1 for m in active if m.name not in finishing)
         one_at_a_time = self.config.concurrency == 1
+        # One at a time, a move whose copy is ending hands its brokers to the next (two copies
+        # share the receiver's quota for a moment, no gap); with --concurrency N every move in
+        # flight counts, so N is never exceeded
+        finishing = ending | set(self.driver.handed_over) if one_at_a_time else set()
+        slots = self.config.slots - sum(1 for m in active if m.name not in finishing)
         leaders = _Leaders(self.ports.admin)
         now = self.ports.clock.now()
         for move in self._candidates():

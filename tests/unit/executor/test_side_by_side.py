@@ -214,3 +214,20 @@ def test_a_move_into_a_broker_not_scraped_yet_holds_alone() -> None:
     assert started["a-0"] < started["b-0"] + 200 * MB / world.config.max_bytes_per_sec
     held = world.messages(EventKind.HOLD)
     assert held and all("a-0 not started" in m and "[3]" in m for m in held)
+
+
+@pytest.mark.parametrize("concurrency", [2, 3])
+def test_concurrency_n_is_never_exceeded(concurrency: int) -> None:
+    """Six moves on seven brokers, none sharing an end: at most N reassignments are in
+    flight at any moment, hand-overs included, and N run together."""
+    moves = [Move("t", i, (i + 1, 7), (i + 1, (i + 1) % 6 + 1), 30 * MB) for i in range(6)]
+    world = make_world(moves, concurrency=concurrency)
+    world.admin.broker_ids = (1, 2, 3, 4, 5, 6, 7)
+    world.metrics.base.update({b: 100_000.0 for b in (5, 6, 7)})
+    peak: list[int] = []
+
+    def watch(w: World, e: Event) -> None:
+        peak.append(len(w.admin.moving))
+    world.hooks.append(watch)
+    assert start(world).run().outcome is RunOutcome.COMPLETED
+    assert max(peak) == concurrency
