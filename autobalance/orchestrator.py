@@ -194,16 +194,14 @@ def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
                          "cancelling that run and planning afresh")
                 executor = Executor.for_cancel(records, sink, edge.ports, config,
                                                edge.reporter)
-                executor.lease_lost = hold.lost
                 executor.cancel()
-                _drive(executor, edge)
+                _drive(executor, edge, hold)
                 hold.ended = True
                 return None
             executor = Executor.resume(records, sink, edge.ports, config, edge.reporter)
-            executor.lease_lost = hold.lost
             hold.started = True
             edge.say(resume_line(journal.name, started, config.to_journal()))
-            report = _drive(executor, edge)
+            report = _drive(executor, edge, hold)
             hold.ended = True
     finally:
         sink.close()
@@ -266,9 +264,8 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
                 planned, edge.ports, config, open_sink, reporter=edge.reporter,
                 validator=planner_validator(topology, settings.goals, strict_balance=True),
                 run_id=run_id)
-            executor.lease_lost = hold.lost
             hold.started = True
-            report = _drive(executor, edge)
+            report = _drive(executor, edge, hold)
             hold.ended = True
     finally:
         for sink in sinks:
@@ -276,9 +273,11 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
     return CycleResult(decision, plan_path, journal, report)
 
 
-def _drive(executor: Executor, edge: Edge) -> RunReport:
+def _drive(executor: Executor, edge: Edge, hold: LeaseHold) -> RunReport:
     """Run to the end; an interrupt cancels the run (reverts the move in flight, restores its
-    throttles) rather than leaving it; throttles still left are restored once more."""
+    throttles) rather than leaving it; throttles still left are restored once more. The run
+    stops the moment the lease `hold` passes to another process."""
+    executor.lease_lost = hold.lost
     try:
         report = executor.run()
     except KeyboardInterrupt:

@@ -231,10 +231,9 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
                                       lambda header: JournalFile.create(journal, header),
                                       validator=ready.validator, reporter=reporter,
                                       run_id=run_id)
-            executor.lease_lost = hold.lost
             hooks.started(journal, run_id)
             hold.started = True
-            report = _drive(executor, journal, hooks)
+            report = _drive(executor, journal, hooks, hold)
             hold.ended = True
         return RunResult(report, journal, config.max_bytes_per_sec, ready.ports.clock)
 
@@ -262,9 +261,8 @@ def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
                                    records)
             executor = Executor.resume(records, sink, ports, config, reporter,
                                        retry_failed=settings.retry_failed)
-            executor.lease_lost = hold.lost
             hold.started = True
-            report = _drive(executor, path, hooks)
+            report = _drive(executor, path, hooks, hold)
             hold.ended = True
     return RunResult(report, path, config.max_bytes_per_sec, ports.clock)
 
@@ -287,10 +285,9 @@ def cancel_run(settings: JournalSettings, *, cluster: ClusterAccess,
             reporter = hooks.watch(replay(records), config.max_bytes_per_sec, ports.clock.now,
                                    records)
             executor = Executor.for_cancel(records, sink, ports, config, reporter)
-            executor.lease_lost = hold.lost
             hold.started = True
             executor.cancel()
-            report = _drive(executor, path, hooks)
+            report = _drive(executor, path, hooks, hold)
             hold.ended = True
     return RunResult(report, path, config.max_bytes_per_sec, ports.clock)
 
@@ -359,8 +356,10 @@ def _capacities(ports: Ports, capacities: Path) -> dict[int, Capacity]:
     return {b.id: caps.for_broker(b.id, b.rack) for b in ports.admin.brokers()}
 
 
-def _drive(executor: Executor, journal: Path, hooks: RunHooks) -> RunReport:
-    """Run to the end inside the hooks' context (progress, interrupts)."""
+def _drive(executor: Executor, journal: Path, hooks: RunHooks, hold: LeaseHold) -> RunReport:
+    """Run to the end inside the hooks' context (progress, interrupts), stopping the moment
+    the lease `hold` passes to another process."""
+    executor.lease_lost = hold.lost
     with hooks.running(executor, journal):
         report = executor.run()
     return report
