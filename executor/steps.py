@@ -256,9 +256,13 @@ class MoveDriver:
         self.advance(move)
         return Started.STARTED
 
+    def _live(self) -> frozenset[int]:
+        """The live brokers (read once per poll: executor.tickreads)."""
+        return frozenset(b.id for b in self.ports.admin.brokers())
+
     def _offline(self, move: Move) -> frozenset[int]:
         """The move's current replicas on offline brokers (a dead broker it drains)."""
-        return frozenset(move.current) - {b.id for b in self.ports.admin.brokers()}
+        return frozenset(move.current) - self._live()
 
     def rates(self, move: Move) -> RateLimits:
         cfg = self.config
@@ -272,8 +276,8 @@ class MoveDriver:
         """The configs as they are, but a rate another move of this run holds: the value it
         had before the run (so that whichever move puts it back puts back the operator's)."""
         admin = self.ports.admin
-        live = {b.id for b in admin.brokers()}  # an offline (leaving) broker gets no throttle
-        brokers = sorted((set(move.current) | set(move.added_brokers)) & live)
+        # an offline (leaving) broker gets no throttle
+        brokers = sorted((set(move.current) | set(move.added_brokers)) & self._live())
         values = admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS)
         topic = admin.topic_configs([move.topic], TOPIC_THROTTLE_CONFIGS).get(move.topic, {})
         shared = self.shared_rates(move.name)
@@ -332,7 +336,7 @@ class MoveDriver:
         if move.key in admin.list_partition_reassignments():
             # a broker that must hold the partition once it is done; a leaving broker may be
             # offline (the drain of a dead broker): the reassignment completes without it
-            dead = tuple(sorted(set(move.target) - {b.id for b in admin.brokers()}))
+            dead = tuple(sorted(set(move.target) - self._live()))
             seen = Observation(listed=True, dead=dead)
             if not dead:
                 seen = replace(seen, progress=self._progress(move))
