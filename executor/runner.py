@@ -169,15 +169,9 @@ class Executor:
         first second), and restore those that failed moves left behind (their brokers may be
         back)."""
         now = self.ports.clock.now
-        for move in self.run_state.in_state(frozenset({S.FAILED})):
-            record = self.run_state.moves[move.name]
-            if record.throttles_left and record.throttle is not None:
-                problems = self.driver.restore_throttle(record.throttle)
-                if problems:
-                    self._note(f"throttles of failed move {move.name} still left: "
-                               + "; ".join(problems))
-                else:
-                    self.journal.throttles(move.name, False, now())
+        failed = self.run_state.in_state(frozenset({S.FAILED}))
+        for name, problems in _restore_left(self.journal, self.driver, failed).items():
+            self._note(f"throttles of failed move {name} still left: " + "; ".join(problems))
         for move in self.run_state.in_state(frozenset({S.THROTTLING, S.SUBMITTED, S.COPYING})):
             plan = self.run_state.moves[move.name].throttle
             if plan is None or plan.empty:
@@ -228,8 +222,9 @@ class Executor:
                 self.driver.advance(move)
             if not self.cancelling:
                 self.guard.tick(self._active())
+            blocked = self._failed_brokers()
             if not self.cancelling and not self._stopped() and not self.lease_lost():
-                self.starter.blocked = self._failed_brokers()
+                self.starter.blocked = blocked
                 self.starter.start_moves(self._active())
         except ClusterError as exc:
             self.cluster_errors += 1
@@ -242,7 +237,7 @@ class Executor:
         self.cluster_errors = 0
         if self._active():
             return False
-        return self.cancelling or self._stopped() or not self._startable()
+        return self.cancelling or self._stopped() or not self._startable(blocked)
 
     def _active(self) -> list[Move]:
         return [m for m in self.run_state.unfinished if self.run_state.state_of(m.name)
@@ -264,9 +259,9 @@ class Executor:
                          and self.run_state.state_of(m.name) in (S.FAILED, S.CANCELLED)
                          for b in (*m.current, *m.target))
 
-    def _startable(self) -> list[Move]:
-        """Pending moves that may still start in this session."""
-        blocked = self._failed_brokers()
+    def _startable(self, blocked: frozenset[int]) -> list[Move]:
+        """Pending moves that may still start in this session: none through a `blocked`
+        broker (`_failed_brokers`)."""
         return [m for m in self._pending() if not blocked & {*m.current, *m.target}]
 
     def cancel(self) -> None:
@@ -298,7 +293,7 @@ class Executor:
                    if s in (S.FAILED, S.CANCELLED)]
         if self.driver.stop_reason:
             trouble.append(self.driver.stop_reason)
-        startable = {m.name for m in self._startable()}
+        startable = {m.name for m in self._startable(self._failed_brokers())}
         held = [m.name for m in self._pending() if m.name not in startable]
         if held and not self.cancelling:
             trouble.append(f"{len(held)} move(s) not started, as they share brokers with a "
@@ -323,15 +318,27 @@ def _restore_left_by_failures(run: RunState, sink: JournalSink, ports: Ports,
     """Restore the throttles failed or cancelled moves left (a broker was down when their
     restore ran, and may be back now), so that they can start again from nothing; a restore
     that still fails leaves the move to `clear-throttles`."""
-    left = [m for m in run.in_state(RETRYABLE) if run.moves[m.name].throttles_left]
-    if not left:
-        return
-    journal = Journal(run, sink)
-    driver = MoveDriver(ports, config, journal, ignore_events)
-    for move in left:
-        plan = run.moves[move.name].throttle
-        if plan is not None and not driver.restore_throttle(plan):
-            journal.throttles(move.name, False, ports.clock.now())
+    again = run.in_state(RETRYABLE)
+    if any(run.moves[m.name].throttles_left for m in again):
+        journal = Journal(run, sink)
+        _restore_left(journal, MoveDriver(ports, config, journal, ignore_events), again)
+
+
+def _restore_left(journal: Journal, driver: MoveDriver, moves: Sequence[Move]
+                  ) -> dict[str, list[str]]:
+    """Restore the throttles `moves` may have left (journaled as gone once read back); what
+    could not be restored, per move."""
+    left: dict[str, list[str]] = {}
+    for move in moves:
+        record = journal.run.moves[move.name]
+        if not record.throttles_left or record.throttle is None:
+            continue
+        problems = driver.restore_throttle(record.throttle)
+        if problems:
+            left[move.name] = problems
+        else:
+            journal.throttles(move.name, False, driver.ports.clock.now())
+    return left
 
 
 def _retries(run: RunState, now: float) -> list[Record]:
