@@ -361,13 +361,14 @@ class JournalFile:
             handle.close()
             raise
         handle.seek(good)
+        # a torn tail is repaired only on a file proven to be a journal, and only when the
+        # run writes to it: a refusal after this point leaves the file's bytes as they were
+        journal = cls(path, handle, good if good < len(data) else None)
         # A cancel request is for the process that held the journal when it was made; one
         # still here was made to a process that ended before it saw it, and would cancel this
         # one at once. Requests made from now on (this process holds the lock) count.
-        path.with_name(path.name + ".cancel").unlink(missing_ok=True)
-        # a torn tail is repaired only on a file proven to be a journal, and only when the
-        # run writes to it: a refusal after this point leaves the file's bytes as they were
-        return cls(path, handle, good if good < len(data) else None), records
+        journal.clear_cancel_request()
+        return journal, records
 
     def append(self, record: Record) -> None:
         if self._torn_from is not None:
