@@ -36,7 +36,7 @@ class PlanCheck:
 
 
 PlanValidator = Callable[[ExecutionPlan], PlanCheck]
-"""A hook returning the plan's problems (empty = valid), e.g. the planner's validator."""
+"""A hook judging a plan (no errors = valid), e.g. the planner's validator."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +149,8 @@ def offline_replicas(view: ClusterView, moves: Sequence[Move]) -> list[str]:
     refused: a pause cannot cure them, and draining those brokers is what does), with how
     many of them the plan heals by moving their replicas off the offline brokers."""
     live = view.live_broker_ids
-    faults = under_replicated(view.partitions.values()) - under_replicated(
-        view.partitions.values(), live)
+    faults = frozenset(k for k, p in view.partitions.items()
+                       if (missing := set(p.replicas) - set(p.isr)) and not missing & live)
     if not faults:
         return []
     offline = sorted({b for k in faults for b in view.partitions[k].replicas} - live)

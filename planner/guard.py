@@ -78,9 +78,9 @@ def undo_worsening(state: SolverState) -> int:
     while state.changed and _excess(state, state.loads, allowed) > 0:
         # a partition whose original replicas break a hard rule (a replica on an offline
         # broker, a crowded rack) is never put back: its move is forced
-        movable = [q for q in sorted(state.changed) if state.original_allowed(q)]
-        candidates = [q for q in _candidates(state, _extremes(state, allowed))
-                      if state.original_allowed(q)] or movable
+        candidates = ([q for q in _candidates(state, _extremes(state, allowed))
+                       if state.original_allowed(q)]
+                      or [q for q in sorted(state.changed) if state.original_allowed(q)])
         if not candidates:
             break
         p = min(candidates, key=lambda q: (_excess(state, _undone_loads(state, q), allowed),
