@@ -3,9 +3,12 @@
 The lease lives in the cluster (a compacted topic, see topology.kafka_lease), so a second run
 from any machine, on the same plan or another, is refused before it changes anything. A run
 holds it while it works and refreshes it every HEARTBEAT_SECONDS; a lease not refreshed for
-TTL_SECONDS belongs to a run that was killed. Such a lease passes only to a process of the same
-run (`resume`, `cancel` or `clear-throttles` of its journal) or to an operator who names the
-run (`--take-over-lease RUN_ID`). These rules are pure; the adapter only reads and writes.
+TTL_SECONDS belongs to a run that was killed. That age is measured on the cluster's clock where
+the store can (the broker's append times of the lease and of the claim), so a claimant whose
+clock runs ahead of the holder's never takes a live lease, and one behind never waits forever.
+Such a lease passes only to a process of the same run (`resume`, `cancel` or `clear-throttles`
+of its journal) or to an operator who names the run (`--take-over-lease RUN_ID`). These rules
+are pure; the adapter only reads and writes.
 """
 
 from __future__ import annotations
@@ -48,15 +51,15 @@ class LeaseRecord:
         return record
 
 
-def claim_problem(current: LeaseRecord | None, run_id: str, now: float,
+def claim_problem(current: LeaseRecord | None, run_id: str, age: float,
                   take_over: str | None = None, host: str = "") -> str | None:
-    """None when `run_id` (working on `host`) may take the lease now; otherwise why not, and
-    what to do. The same run takes its own lease back (a resume after a crash), unless the
-    lease is live on another machine: there the run is still going (its journal copied to
-    this one), and the journal's file lock cannot see across machines."""
+    """None when `run_id` (working on `host`) may take the lease, last renewed `age` seconds
+    ago; otherwise why not, and what to do. The same run takes its own lease back (a resume
+    after a crash), unless the lease is live on another machine: there the run is still going
+    (its journal copied to this one), and the journal's file lock cannot see across machines."""
     if current is None or not current.held:
         return None
-    age = max(now - current.at, 0.0)
+    age = max(age, 0.0)
     if current.run_id == run_id:
         if age <= TTL_SECONDS and current.host and host and current.host != host:
             return (f"run {run_id} is alive on {current.host} ({current.holder}), renewed "
@@ -75,13 +78,19 @@ def claim_problem(current: LeaseRecord | None, run_id: str, now: float,
             f"good, pass --take-over-lease {current.run_id}")
 
 
+# What a claim decides from: the latest lease value (None: never written) and how many seconds
+# ago it was written by the store's own clock (None: the store cannot tell; the record's `at`
+# against this machine's clock is the fallback).
+Decide = Callable[[bytes | None, float | None], bytes]
+
+
 class LeaseStore(Protocol):
     """Where the lease lives. `claim` fences every other claimant, reads the latest value and
     writes what `decide` returns, atomically with respect to other claims; `decide` raises to
     refuse (nothing is written). A claim, a heartbeat and the release all go through it, so
     each is a compare-and-set on the lease as it is in the cluster."""
 
-    def claim(self, decide: Callable[[bytes | None], bytes]) -> None: ...
+    def claim(self, decide: Decide) -> None: ...
 
     def close(self) -> None: ...
 
@@ -106,10 +115,12 @@ class LeaseKeeper:
 
     def acquire(self, run_id: str, holder: str, take_over: str | None = None,
                 host: str = "") -> None:
-        def decide(raw: bytes | None) -> bytes:
+        def decide(raw: bytes | None, written_ago: float | None) -> bytes:
             current = LeaseRecord.decode(raw) if raw is not None else None
             self.prior = current
-            problem = claim_problem(current, run_id, self._clock(), take_over, host)
+            age = (written_ago if written_ago is not None or current is None
+                   else self._clock() - current.at)
+            problem = claim_problem(current, run_id, age or 0.0, take_over, host)
             if problem is not None:
                 raise LeaseRefused(problem)
             return LeaseRecord(run_id, holder, self._clock(), host=host).encode()
@@ -122,7 +133,7 @@ class LeaseKeeper:
     def _write_if_ours(self, record: LeaseRecord, held: bool) -> None:
         """Write `record` renewed (or released) if the lease is still this claim; LeaseLost
         when another process took it over."""
-        def decide(raw: bytes | None) -> bytes:
+        def decide(raw: bytes | None, _written_ago: float | None) -> bytes:
             current = LeaseRecord.decode(raw) if raw is not None else None
             if (current is None or not current.held or current.run_id != record.run_id
                     or current.holder != record.holder):

@@ -6,7 +6,10 @@ claimant and aborts its open transaction; the claimant then reads the latest lea
 (read_committed) and writes its claim in a transaction. Of two claims racing, the later
 `init_transactions` fences the earlier, whose commit fails: it never believes it holds the
 lease. Heartbeats and the release are claims too, that write only while the lease is still the
-holder's own (a compare-and-set). A Kafka primitive rather than a lock file: the lease holds
+holder's own (a compare-and-set). The topic stamps each record with the broker's append time,
+and each claim first writes a probe record in its transaction: the lease's age is the probe's
+append time less the lease's, both on the cluster's clock, never the claimant's against the
+holder's. A Kafka primitive rather than a lock file: the lease holds
 against a second run on another machine too.
 """
 
@@ -18,9 +21,23 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    TIMESTAMP_LOG_APPEND_TIME,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+)
 from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from core.errors import ClusterError, LeaseRefused
@@ -28,7 +45,12 @@ from topology.bootstrap import bootstrap_string, parse_bootstrap
 from topology.security import SecuritySettings
 
 LEASE_TOPIC = "__kafka_rebalance_lease"
+# A claim's decision, as executor.lease.LeaseStore defines it: the latest lease value and
+# seconds since it was written (cluster's clock) -> the value to write.
+Decide = Callable[[bytes | None, float | None], bytes]
 LEASE_KEY = b"cluster"
+PROBE_KEY = b"clock"  # the claim's probe: its append time is the cluster's "now"
+APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 TRANSACTIONAL_ID = "kafka-rebalance-lease"
 # librdkafka reports a fenced claimant as a FATAL log line on stderr; the claim's outcome is
 # what the operator reads, so the lease's clients log nowhere.
@@ -63,6 +85,11 @@ def _raced() -> LeaseRefused:
                         "changed. Try again when it ends")
 
 
+def _append_time(msg: Message) -> int | None:
+    kind, at = msg.timestamp()
+    return at if kind == TIMESTAMP_LOG_APPEND_TIME else None
+
+
 class KafkaLeaseStore:
     """The LeaseStore of executor.lease on a real cluster."""
 
@@ -74,8 +101,13 @@ class KafkaLeaseStore:
             **(security or SecuritySettings()).confluent_config()}
         self._timeout = timeout_s
         self._topic = topic
+        self._ready = False  # the topic is known to exist, stamped with append time
 
     def _ensure_topic(self) -> None:
+        """The lease topic, compacted and stamped with the broker's append time (a topic made
+        by an older version is switched to append time once)."""
+        if self._ready:
+            return
         admin = AdminClient(self._conf)
         try:
             metadata = admin.list_topics(timeout=self._timeout)
@@ -83,18 +115,43 @@ class KafkaLeaseStore:
             raise ClusterError(f"cannot reach the cluster at {self._bootstrap} to take its run "
                                f"lease: {exc.args[0]}") from None
         if self._topic in metadata.topics:
+            self._stamp_append_time(admin)
+            self._ready = True
             return
         replicas = max(1, min(3, len(metadata.brokers)))
-        topic = NewTopic(self._topic, 1, replicas, config={"cleanup.policy": "compact"})
+        topic = NewTopic(self._topic, 1, replicas,
+                         config={"cleanup.policy": "compact", **APPEND_TIME})
         try:
             admin.create_topics([topic])[self._topic].result(self._timeout)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise ClusterError(f"cannot create the run lease topic {self._topic}: "
                                    f"{exc.args[0]}") from None
+        self._ready = True
+
+    def _stamp_append_time(self, admin: AdminClient) -> None:
+        """Set the existing topic to append time unless it is; where that is not allowed,
+        the lease's age falls back to the holder's clock (the claim still works)."""
+        resource = ConfigResource(ConfigResource.Type.TOPIC, self._topic)
+        ((name, value),) = APPEND_TIME.items()
+        try:
+            configs = admin.describe_configs([resource])[resource].result(self._timeout)
+            if configs.get(name) is not None and configs[name].value == value:
+                return
+            entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            admin.incremental_alter_configs([ConfigResource(
+                ConfigResource.Type.TOPIC, self._topic, incremental_configs=[entry])]
+            )[resource].result(self._timeout)
+        except KafkaException:
+            return
 
     def _latest(self) -> bytes | None:
         """The newest committed lease value (None on an empty topic)."""
+        return self._latest_stamped()[0]
+
+    def _latest_stamped(self) -> tuple[bytes | None, int | None]:
+        """The newest committed lease value and its broker append time in ms (None: empty
+        topic, or a record not stamped by the broker)."""
         consumer = Consumer({**self._conf, "group.id": "kafka-rebalance-lease-reader",
                              "enable.auto.commit": False, "isolation.level": "read_committed"})
         try:
@@ -102,24 +159,25 @@ class KafkaLeaseStore:
             low, high = consumer.get_watermark_offsets(whole, timeout=self._timeout,
                                                        cached=False)
             if high <= low:
-                return None
+                return None, None
             consumer.assign([whole])
             latest: bytes | None = None
+            stamped: int | None = None
             deadline = time.monotonic() + self._timeout
             while True:
                 msg = consumer.poll(0.2)
                 if msg is not None and msg.error() is None and msg.key() == LEASE_KEY:
-                    latest = msg.value()
+                    latest, stamped = msg.value(), _append_time(msg)
                 position = consumer.position([CkTopicPartition(self._topic, 0)])[0].offset
                 if position >= high:
-                    return latest
+                    return latest, stamped
                 if time.monotonic() > deadline:
                     raise ClusterError(f"cannot read the run lease topic {self._topic} to its "
                                        f"end within {self._timeout:g} s; retry")
         finally:
             consumer.close()
 
-    def claim(self, decide: Callable[[bytes | None], bytes]) -> None:
+    def claim(self, decide: Decide) -> None:
         self._ensure_topic()
         try:
             for attempt in Retrying(retry=retry_if_exception_type(_Busy), reraise=True,
@@ -131,9 +189,10 @@ class KafkaLeaseStore:
             raise ClusterError(f"cannot take the cluster's run lease: {busy}; nothing "
                                "was changed, try again") from None
 
-    def _claim_once(self, decide: Callable[[bytes | None], bytes]) -> None:
-        """One claim: fence every earlier claimant, read the lease, write ours in a
-        transaction. _Busy when the broker said to try again before anything was written."""
+    def _claim_once(self, decide: Decide) -> None:
+        """One claim: fence every earlier claimant, read the lease, stamp the cluster's time
+        with a probe and write ours in a transaction. _Busy when the broker said to try again
+        before anything was committed."""
         producer = Producer({**self._conf, "transactional.id": TRANSACTIONAL_ID,
                              "transaction.timeout.ms": int(self._timeout * 2000)})
         try:
@@ -141,12 +200,23 @@ class KafkaLeaseStore:
         except KafkaException as exc:
             raise _refusal_or_busy(exc.args[0]) from None
         try:
-            latest = self._latest()
+            latest, written = self._latest_stamped()
         except (KafkaException, ClusterError) as exc:
             raise _Busy(str(exc)) from None
-        value = decide(latest)
         try:
             producer.begin_transaction()
+            now = self._probe(producer)
+        except KafkaException as exc:
+            self._abort(producer)
+            error = exc.args[0]
+            raise (_raced() if error.code() in _FENCED else _Busy(error.str())) from None
+        try:
+            value = decide(latest, None if now is None or written is None
+                           else (now - written) / 1000.0)
+        except BaseException:
+            self._abort(producer)
+            raise
+        try:
             producer.produce(self._topic, key=LEASE_KEY, value=value, partition=0)
             producer.commit_transaction(self._timeout)
         except KafkaException as exc:
@@ -154,6 +224,30 @@ class KafkaLeaseStore:
             if error.code() in _FENCED:
                 raise _raced() from None
             self._settle(producer, error, value)
+
+    def _probe(self, producer: Producer) -> int | None:
+        """Write the probe in the open transaction and wait for it: its broker append time in
+        ms (None when the broker does not stamp it). KafkaException when it was not written."""
+        stamps: list[Message] = []
+        producer.produce(self._topic, key=PROBE_KEY, value=b"", partition=0,
+                         on_delivery=lambda error, msg: stamps.append(msg))
+        try:
+            producer.flush(self._timeout)
+        except SystemError as exc:
+            # fenced mid-flush, confluent-kafka reports the fatal error beside the delivery
+            # callback and Python sees a SystemError whose context is the KafkaException
+            if isinstance(exc.__context__, KafkaException):
+                raise exc.__context__ from None
+            raise
+        if not stamps:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "clock probe not written"))
+        if stamps[0].error() is not None:
+            raise KafkaException(stamps[0].error())
+        return _append_time(stamps[0])
+
+    def _abort(self, producer: Producer) -> None:
+        with contextlib.suppress(KafkaException):
+            producer.abort_transaction(self._timeout)
 
     def _settle(self, producer: Producer, error: KafkaError, value: bytes) -> None:
         """A commit whose outcome the broker did not tell (a racing claimant's fence can end

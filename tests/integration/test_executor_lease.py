@@ -128,3 +128,44 @@ def test_three_claims_in_the_same_millisecond_give_one_holder_and_clean_refusals
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     assert sorted(out.strip() for out, _ in outs) == ["held", "refused", "refused"], outs
     assert [err for _, err in outs] == ["", "", ""]
+
+
+def test_the_leases_age_is_read_on_the_clusters_clock_not_the_holders(
+        sandbox: SandboxInfo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder whose clock runs an hour behind looks killed to a claimant that compares
+    clocks; an hour ahead, alive for an hour after it was killed. The claim measures the age
+    between the broker's append times instead. The topic here was made by an older version
+    (create time): the first claim switches it to append time."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+    import executor.lease
+    from core.errors import LeaseRefused
+    from executor.lease import LeaseKeeper, LeaseRecord
+    from topology.kafka_lease import KafkaLeaseStore
+
+    topic = "lease-clock-skew"
+    client = AdminClient({"bootstrap.servers": sandbox.bootstrap})
+    client.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[
+        topic].result(30)
+
+    def write(record: LeaseRecord) -> None:
+        KafkaLeaseStore(sandbox.bootstrap, topic=topic).claim(lambda raw, ago: record.encode())
+
+    write(LeaseRecord("run-slow", "slow clock pid 7", time.time() - 3600))
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = client.describe_configs([resource])[resource].result(30)
+    assert configs["message.timestamp.type"].value == "LogAppendTime"
+    with pytest.raises(LeaseRefused, match=r"another run holds this cluster: run run-slow"):
+        LeaseKeeper(KafkaLeaseStore(sandbox.bootstrap, topic=topic)).acquire("run-b", "b")
+
+    monkeypatch.setattr(executor.lease, "TTL_SECONDS", 2.0)
+    write(LeaseRecord("run-fast", "fast clock pid 8", time.time() + 3600))
+    with pytest.raises(LeaseRefused, match=r"another run holds this cluster: run run-fast"):
+        LeaseKeeper(KafkaLeaseStore(sandbox.bootstrap, topic=topic)).acquire("run-b", "b")
+    time.sleep(3)
+    with pytest.raises(LeaseRefused, match=r"run run-fast .* has not renewed it for [3-9] s"):
+        LeaseKeeper(KafkaLeaseStore(sandbox.bootstrap, topic=topic)).acquire("run-b", "b")
+    taker = LeaseKeeper(KafkaLeaseStore(sandbox.bootstrap, topic=topic), heartbeat_seconds=60)
+    taker.acquire("run-b", "b", take_over="run-fast")
+    taker.release()
+    client.delete_topics([topic])[topic].result(30)

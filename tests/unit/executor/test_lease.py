@@ -18,6 +18,10 @@ LIVE = LeaseRecord("run-a", "host-1 pid 7, journal /x/plan.json.journal", NOW - 
 STALE = LeaseRecord("run-a", "host-1 pid 7, journal /x/plan.json.journal", NOW - TTL_SECONDS - 1)
 
 
+def age(record: LeaseRecord | None) -> float:
+    return 0.0 if record is None else NOW - record.at
+
+
 @pytest.mark.parametrize(("current", "take_over", "refused"), [
     (None, None, None),
     (LeaseRecord("run-a", "h", NOW - 5, held=False), None, None),  # released
@@ -29,7 +33,7 @@ STALE = LeaseRecord("run-a", "host-1 pid 7, journal /x/plan.json.journal", NOW -
 ])
 def test_who_may_take_the_lease(current: LeaseRecord | None, take_over: str | None,
                                 refused: str | None) -> None:
-    problem = claim_problem(current, "run-b", NOW, take_over)
+    problem = claim_problem(current, "run-b", age(current), take_over)
     if refused is None:
         assert problem is None
     else:
@@ -38,8 +42,8 @@ def test_who_may_take_the_lease(current: LeaseRecord | None, take_over: str | No
 
 
 def test_the_same_run_takes_its_own_lease_back_live_or_stale() -> None:
-    assert claim_problem(LIVE, "run-a", NOW) is None
-    assert claim_problem(STALE, "run-a", NOW) is None
+    assert claim_problem(LIVE, "run-a", age(LIVE)) is None
+    assert claim_problem(STALE, "run-a", age(STALE)) is None
 
 
 def test_the_same_run_live_on_another_machine_keeps_its_lease() -> None:
@@ -47,12 +51,12 @@ def test_the_same_run_live_on_another_machine_keeps_its_lease() -> None:
     cannot see it, the lease's host can. On the same machine the journal's lock decides;
     once stale, the lease passes to the run wherever it resumes."""
     live = replace(LIVE, host="host-1")
-    problem = claim_problem(live, "run-a", NOW, host="host-2")
+    problem = claim_problem(live, "run-a", age(live), host="host-2")
     assert problem is not None and "alive on host-1" in problem
     assert "nothing was changed" in problem
-    assert claim_problem(live, "run-a", NOW, host="host-1") is None
-    assert claim_problem(replace(STALE, host="host-1"), "run-a", NOW, host="host-2") is None
-    assert claim_problem(LIVE, "run-a", NOW, host="host-2") is None  # an older lease: no host
+    assert claim_problem(live, "run-a", age(live), host="host-1") is None
+    assert claim_problem(replace(STALE, host="host-1"), "run-a", age(STALE), host="host-2") is None
+    assert claim_problem(LIVE, "run-a", age(LIVE), host="host-2") is None  # an older lease: no host
 
 
 def test_records_round_trip_and_garbage_is_no_record() -> None:
@@ -68,11 +72,12 @@ class MemoryStore:
     def __init__(self) -> None:
         self.value: bytes | None = None
         self.puts: list[LeaseRecord] = []
+        self.written_ago: float | None = None  # the cluster's age of the value (None: unknown)
         self._lock = threading.Lock()
 
-    def claim(self, decide: Callable[[bytes | None], bytes]) -> None:
+    def claim(self, decide: Callable[[bytes | None, float | None], bytes]) -> None:
         with self._lock:
-            self.value = decide(self.value)
+            self.value = decide(self.value, self.written_ago)
             record = LeaseRecord.decode(self.value)
             assert record is not None
             self.puts.append(record)
@@ -162,3 +167,19 @@ def test_the_heartbeat_notices_the_take_over_by_itself() -> None:
     assert "held by run run-a (host-1 pid 8)" in keeper.lost
     assert store.current() is not None and store.current().holder == "host-1 pid 8"  # type: ignore[union-attr]
     other.release()
+
+
+@pytest.mark.parametrize(("skew", "written_ago", "refused"), [
+    (-3600.0, 2.0, "another run holds this cluster"),  # holder's clock an hour behind: live
+    (+3600.0, TTL_SECONDS + 5, "has not renewed it for 50 s"),  # an hour ahead: killed
+    (-3600.0, None, "has not renewed it for 3600 s"),  # no cluster clock: the holder's `at`
+])
+def test_the_lease_age_is_the_clusters_when_the_store_can_tell(
+        skew: float, written_ago: float | None, refused: str) -> None:
+    """The holder's `at` comes from its own clock; the claimant trusts the store's age (the
+    broker's append times) over its own clock against the holder's."""
+    store = MemoryStore()
+    store.value = LeaseRecord("run-a", "host-1 pid 7", NOW + skew).encode()
+    store.written_ago = written_ago
+    with pytest.raises(LeaseRefused, match=refused):
+        LeaseKeeper(store, clock=lambda: NOW, heartbeat_seconds=60).acquire("run-b", "host-2")
