@@ -144,21 +144,41 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
     return problems
 
 
+def _offline_faults(view: ClusterView) -> frozenset[TopicPartition]:
+    """Partitions under-replicated only because brokers are offline."""
+    live = view.live_broker_ids
+    return frozenset(k for k, p in view.partitions.items()
+                     if (missing := set(p.replicas) - set(p.isr)) and not missing & live)
+
+
+def _heals(move: Move, live: frozenset[int]) -> bool:
+    """The move takes its partition's replicas off offline brokers, onto live ones."""
+    return not (set(move.target) - live) and bool(set(move.current) - set(move.target) - live)
+
+
+def exposed_moves(view: ClusterView, moves: Sequence[Move]) -> dict[str, int]:
+    """The moves that heal a partition under-replicated by offline brokers, with its in-sync
+    replicas left: the run starts them first, the fewest left first."""
+    faults, live = _offline_faults(view), view.live_broker_ids
+    return {m.name: len(view.partitions[m.key].isr) for m in moves
+            if m.key in faults and _heals(m, live)}
+
+
 def offline_replicas(view: ClusterView, moves: Sequence[Move]) -> list[str]:
     """A warning about partitions under-replicated only because brokers are offline (not
-    refused: a pause cannot cure them, and draining those brokers is what does), with how
-    many of them the plan heals by moving their replicas off the offline brokers."""
-    live = view.live_broker_ids
-    faults = frozenset(k for k, p in view.partitions.items()
-                       if (missing := set(p.replicas) - set(p.isr)) and not missing & live)
+    refused: a pause cannot cure them, and draining those brokers is what does), with those
+    down to one in-sync replica and how many of them the plan heals (first)."""
+    faults, live = _offline_faults(view), view.live_broker_ids
     if not faults:
         return []
     offline = sorted({b for k in faults for b in view.partitions[k].replicas} - live)
-    healed = sum(1 for m in moves if m.key in faults
-                 and not (set(m.target) - live) and set(m.current) - set(m.target) - live)
+    healed = sum(1 for m in moves if m.key in faults and _heals(m, live))
+    last = frozenset(k for k in faults if len(view.partitions[k].isr) <= 1)
+    lone = (f"; {len(last)} are down to one in-sync replica or none ({_names(last, 5)}): one "
+            "more failure loses their data" if last else "")
     return [f"{len(faults)} partition(s) are under-replicated because broker(s) {offline} "
-            f"are offline ({_names(faults)}); the plan heals {healed} of them by moving their "
-            "replicas off the offline brokers"]
+            f"are offline ({_names(faults)}){lone}. The plan heals {healed} of them; the run "
+            "moves those first, the fewest in-sync replicas first"]
 
 
 def existing_throttles(brokers: Mapping[int, Mapping[str, str | None]],

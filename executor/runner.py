@@ -30,6 +30,7 @@ from executor.preflight import (
     ClusterView,
     PlanCheck,
     PlanValidator,
+    exposed_moves,
     offline_replicas,
     preflight_problems,
     read_existing_throttles,
@@ -109,6 +110,7 @@ class Executor:
                                              view.live_broker_ids)]
         header = header_record(plan, config.to_journal(), run_id)
         executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
+        executor.starter.exposed = exposed_moves(view, plan.moves)
         for warning in warnings:
             executor._note(warning)
         return executor
@@ -145,6 +147,7 @@ class Executor:
         executor = cls(ports, config, Journal(run, sink), reporter)
         if run.outcome is not None:
             executor.journal.reopen(ports.clock.now())
+        executor.starter.exposed = exposed_moves(view, pending)
         for warning in burst + offline_replicas(view, pending):
             executor._note(warning)
         executor.reconcile_throttles()

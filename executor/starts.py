@@ -36,6 +36,7 @@ from planner.result import Move
 from topology.model import TopicPartition
 
 S = MoveState
+_NOT_EXPOSED = 1 << 30  # sorts after any count of in-sync replicas
 # A move whose copy ends within this many polls (and at least HANDOVER_MIN_SECONDS) at the cap
 # hands its ends to the next move: the two copies share the receiver's quota for a moment
 # instead of leaving a gap that Kafka's quota window would let the next copy make up at full
@@ -61,6 +62,9 @@ class MoveStarter:
         self._proved = False
         # brokers of moves that failed in this session: moves through them do not start
         self.blocked: frozenset[int] = frozenset()
+        # moves healing partitions under-replicated by offline brokers: in-sync replicas left
+        # (preflight.exposed_moves); they start before every other, the fewest left first
+        self.exposed: Mapping[str, int] = {}
 
     def _prove_clean(self) -> None:
         """Once, before the first start: the receivers Prometheus shows carried no copy over
@@ -101,13 +105,19 @@ class MoveStarter:
         the moves of the brokers with the most bytes to carry first (executor.schedule times
         the same order)."""
         if self.config.concurrency == 1:
-            return self.journal.run.in_state(frozenset({S.PENDING}))
+            return self._exposed_first(self.journal.run.in_state(frozenset({S.PENDING})))
         if self._order is None:
             unfinished = self.journal.run.unfinished
-            self._order = busiest_first(unfinished, remaining_load(unfinished))
+            self._order = self._exposed_first(busiest_first(unfinished,
+                                                             remaining_load(unfinished)))
         state = self.journal.run.state_of
         pending = (m for m in self._order if state(m.name) is S.PENDING)
         return list(itertools.islice(pending, SCAN_LIMIT))
+
+    def _exposed_first(self, moves: list[Move]) -> list[Move]:
+        if not self.exposed:
+            return moves
+        return sorted(moves, key=lambda m: self.exposed.get(m.name, _NOT_EXPOSED))
 
     def _handing_over(self, active: list[Move]) -> set[str]:
         """Moves whose copy ends within the hand-over lead: their ends may pass to a next move

@@ -7,15 +7,19 @@ and links. Candidates are taken in order of bytes copied (smallest or largest fi
 bounded look-ahead that only reaches moves of similar size (within SIZE_SLACK of the next move
 in that order), so spreading never pulls a huge copy ahead of many small ones; this keeps
 ordering linear in the number of moves. Leadership-only moves copy no bytes and go last.
+
+Moves that heal a partition short of live replicas (some on offline brokers) go before all
+others, the fewest live replicas first: one more failure there loses data or stops producers.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 
 from planner.result import Move
+from topology.model import TopicPartition, Topology
 
 LOOKAHEAD = 256
 """How many pending moves a round scans for one that shares no broker with the round."""
@@ -47,15 +51,32 @@ def _size_key(order: MoveOrder) -> Callable[[Move], tuple[int, str, int]]:
 
 
 def order_moves(moves: Sequence[Move], order: MoveOrder = MoveOrder.SMALLEST_FIRST,
-                lookahead: int = LOOKAHEAD) -> tuple[Move, ...]:
+                lookahead: int = LOOKAHEAD,
+                live_replicas: Mapping[TopicPartition, int] | None = None) -> tuple[Move, ...]:
     """The executor's order: rounds of broker-disjoint data moves, then leadership-only moves.
+    Data moves of the partitions in `live_replicas` (short of live replicas: how many are
+    left) go first, the fewest left first, each group in its own rounds.
 
     Deterministic: ties break on (topic, partition), never on input order.
     """
-    data = sorted((m for m in moves if not m.leadership_only), key=_size_key(order))
+    short = live_replicas or {}
+    groups: dict[int | None, list[Move]] = {}
+    for move in sorted((m for m in moves if not m.leadership_only), key=_size_key(order)):
+        groups.setdefault(short.get(move.key), []).append(move)
+    data = [move for left in sorted(groups, key=lambda n: (n is None, n or 0))
+            for move in _rounds(groups[left], max(1, lookahead), order)]
     leadership = sorted((m for m in moves if m.leadership_only),
                         key=lambda m: (m.topic, m.partition))
-    return (*_rounds(data, max(1, lookahead), order), *leadership)
+    return (*data, *leadership)
+
+
+def short_of_replicas(topology: Topology) -> dict[TopicPartition, int]:
+    """Partitions with replicas on offline brokers, and how many of their replicas are live."""
+    offline = {b.id for b in topology.brokers if not b.alive}
+    if not offline:
+        return {}
+    return {p.key: sum(1 for b in p.replicas if b not in offline)
+            for p in topology.partitions if offline.intersection(p.replicas)}
 
 
 def _similar(order: MoveOrder, head: int, candidate: int) -> bool:

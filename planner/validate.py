@@ -16,6 +16,7 @@ from core.errors import PlanError
 from planner.arrays import ClusterArrays, FloatArray, to_arrays
 from planner.balance import WORSE_MARGIN, Targets, deviation, targets_or_average
 from planner.goals import Goals
+from planner.ordering import short_of_replicas
 from planner.result import Move
 from planner.tally import (
     FlatReplicas,
@@ -183,6 +184,26 @@ def _changes(before: Topology, after: Topology | Sequence[Move] | Assignment,
 
 def _name(key: Key) -> str:
     return f"{key[0]}-{key[1]}"
+
+
+def exposure_warnings(before: Topology, moves: Sequence[Move]) -> list[str]:
+    """What the review says first on a cluster with offline brokers: the partitions short of
+    live replicas now, those down to one (one more failure loses them), and how many the plan
+    heals (planner.ordering puts their moves first, the most exposed first)."""
+    short = short_of_replicas(before)
+    if not short:
+        return []
+    offline = sorted(b.id for b in before.brokers if not b.alive)
+    alive = set(before.broker_ids) - set(offline)
+    healed = sum(1 for m in moves if m.key in short and set(m.target) <= alive)
+    last = sorted((k for k, n in short.items() if n <= 1), key=lambda k: (k.topic, k.partition))
+    shown = ", ".join(str(k) for k in last[:5]) + (f" and {len(last) - 5} more"
+                                                   if len(last) > 5 else "")
+    lone = (f"; {len(last)} are down to one live replica or none ({shown}): one more failure "
+            "loses their data, and producers with acks=all wait on them" if last else "")
+    return [f"{len(short)} partition(s) have replicas on offline broker(s) {offline}{lone}. "
+            f"The plan heals {healed} of them, their moves first, the fewest live replicas "
+            "first"]
 
 
 def _check_brokers(before: Topology, after: Topology | Sequence[Move] | Assignment,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import InputError
 from planner.goals import Budget, Goals
-from planner.ordering import MoveOrder, order_moves
+from planner.ordering import MoveOrder, order_moves, short_of_replicas
 from planner.result import PlanResult, SolverStatus
 from topology.bootstrap import parse_bootstrap
 from topology.capacities import read_capacities
@@ -132,7 +132,7 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
     """Solve, validate and order; a cluster already balanced gets an empty plan. `created_at`
     defaults to now; `solver` to the planner's (`load_solver`)."""
     from planner.planfile import SolverInfo, make_plan_file
-    from planner.validate import validate_plan
+    from planner.validate import exposure_warnings, validate_plan
 
     goals, budget = settings.goals, settings.budget
     created_at = created_at or datetime.now(UTC).isoformat(timespec="seconds")
@@ -143,19 +143,21 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
     result = (solver or load_solver())(topology, goals, budget)
     report = validate_plan(topology, result.moves, goals)
     report.raise_if_invalid()
-    ordered = order_moves(result.moves, settings.order)
+    ordered = order_moves(result.moves, settings.order,
+                          live_replicas=short_of_replicas(topology))
     info = SolverInfo(result.status, result.lower_bound_bytes, result.excess_over_bound,
                       result.solve_seconds, result.binding, result.proven_gap,
                       result.disk_lower_bound_bytes)
     return make_plan_file(topology, ordered, goals, budget, info, created_at,
-                          report.warnings, result.targets or report.targets)
+                          [*exposure_warnings(topology, ordered), *report.warnings],
+                          result.targets or report.targets)
 
 
 def recheck(plan_file: PlanFile, topology: Topology, *, warn: Notify) -> PlanFile:
     """The plan's review recomputed on `topology`; PlanError when it no longer applies. A
     topology other than the one the plan was made against is told to `warn`."""
     from planner.planfile import make_plan_file
-    from planner.validate import validate_plan
+    from planner.validate import exposure_warnings, validate_plan
 
     if topology.fingerprint() != plan_file.fingerprint:
         warn("the snapshot's replica placement differs from the one the plan was made against "
@@ -163,4 +165,5 @@ def recheck(plan_file: PlanFile, topology: Topology, *, warn: Notify) -> PlanFil
     report = validate_plan(topology, plan_file.moves, plan_file.goals)
     report.raise_if_invalid()
     return make_plan_file(topology, plan_file.moves, plan_file.goals, plan_file.budget,
-                          plan_file.solver, plan_file.created_at, report.warnings)
+                          plan_file.solver, plan_file.created_at,
+                          [*exposure_warnings(topology, plan_file.moves), *report.warnings])

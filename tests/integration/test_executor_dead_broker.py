@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from executor.journal import read_journal
+from core.errors import ClusterError
+from executor.journal import read_journal, read_records
 from executor.records import RunOutcome
 from sandbox import cluster
 from sandbox.state import SandboxInfo
@@ -39,10 +40,13 @@ def test_a_broker_dead_after_the_plan_is_drained_by_it(
     dead = lay.spare  # a session broker: started again at the end, for the later tests
     rack = next(b.rack for b in sandbox.brokers if b.id == dead)
     topic = create_topic(sandbox, "exec-drain", 2, [lay.leader, dead], 2 * MB)
+    healthy = create_topic(sandbox, "exec-drain-healthy", 1, [lay.leader, lay.follower], MB)
     live = [b for b in lay.all_ids if b != dead]
     before = throttle_configs(admin, live, topic)
     plan = tmp_path / "plan.json"
-    make_plan(sandbox, plan, [(topic, p, (lay.leader, lay.follower)) for p in range(2)])
+    # the healthy partition's move first in the plan: the run heals the exposed ones first
+    moves: list[tuple[str, int, tuple[int, ...]]] = [(healthy, 0, (lay.spare_a, lay.follower))]
+    make_plan(sandbox, plan, moves + [(topic, p, (lay.leader, lay.follower)) for p in range(2)])
     cluster.kill_broker(sandbox.dir, dead)
     try:
         wait_for("the dead broker out of the ISR", lambda: all(
@@ -52,6 +56,7 @@ def test_a_broker_dead_after_the_plan_is_drained_by_it(
         assert taken.returncode == 0, taken.stdout + taken.stderr
         entry = next(b for b in json.loads(snap.read_text())["brokers"] if b["id"] == dead)
         assert entry == {"id": dead, "rack": rack, "alive": False}, entry
+        _a_drain_planned_now_heals_the_most_exposed_first(snap, dead, tmp_path)
 
         journal = tmp_path / "run.journal"
         result = rebalance(*execute_args(sandbox, plan, journal, max_mbps="4",
@@ -60,17 +65,48 @@ def test_a_broker_dead_after_the_plan_is_drained_by_it(
         assert result.returncode == 0, output
         # told, not refused: the offline broker's partitions, two of which this plan heals
         assert f"because broker(s) [{dead}] are offline" in output, output
-        assert "the plan heals 2 of them" in output, output
+        assert "The plan heals 2 of them; the run moves those first" in output, output
+        assert "2 are down to one in-sync replica" in output, output
         assert read_journal(journal).outcome is RunOutcome.COMPLETED
+        copying = [r["move"] for r in read_records(journal)
+                   if r.get("kind") == "state" and r.get("state") == "copying"]
+        assert copying[-1] == f"{healthy}-0", copying
         assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower),
                                              1: (lay.leader, lay.follower)}
         assert all(set(p.isr) == {lay.leader, lay.follower} for p in admin.partitions([topic]))
         assert throttle_configs(admin, live, topic) == before
     finally:
         cluster.start_broker(sandbox.dir, dead)
-    fresh = KafkaClusterAdmin(sandbox.bootstrap)
-    try:  # later tests' preflight refuses under-replicated partitions
-        wait_for("every partition back in sync", lambda: all(
-            set(p.isr) == set(p.replicas) for p in fresh.partitions()), timeout_s=120)
+    wait_for("every partition back in sync", lambda: _all_in_sync(sandbox),  # for later tests
+             timeout_s=120)
+
+
+def _all_in_sync(sandbox: SandboxInfo) -> bool:
+    """Every partition's ISR full; False while the restarted broker is not answering yet."""
+    try:
+        fresh = KafkaClusterAdmin(sandbox.bootstrap)
+    except ClusterError:
+        return False
+    try:
+        return all(set(p.isr) == set(p.replicas) for p in fresh.partitions())
+    except ClusterError:
+        return False
     finally:
         fresh.close()
+
+def _a_drain_planned_now_heals_the_most_exposed_first(snap: Path, dead: int,
+                                                       tmp_path: Path) -> None:
+    """`plan --remove-broker` of the dead broker: the review names the partitions short of
+    live replicas first, and the plan moves them in order of live replicas left."""
+    out = tmp_path / "drain.json"
+    capacities = Path(__file__).parents[2] / "examples" / "sandbox-capacities.yaml"
+    planned = rebalance("plan", "--snapshot", str(snap), "--remove-broker", str(dead),
+                        "--capacities", str(capacities), "--out", str(out))
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    assert f"have replicas on offline broker(s) [{dead}]" in planned.stdout + planned.stderr
+    replicas = {(p["topic"], p["partition"]): p["replicas"]
+                for p in json.loads(snap.read_text())["partitions"]}
+    left = [sum(1 for b in replicas[(m["topic"], m["partition"])] if b != dead)
+            for m in json.loads(out.read_text())["moves"]
+            if dead in replicas[(m["topic"], m["partition"])]]
+    assert left and left == sorted(left), left

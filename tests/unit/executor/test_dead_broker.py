@@ -64,10 +64,31 @@ def test_offline_replicas_are_told_and_a_live_follower_behind_still_refuses_the_
                    reporter=world.reporter)
     told = [m for m in world.messages(EventKind.NOTE) if "offline" in m]
     assert told == ["3 partition(s) are under-replicated because broker(s) [4] are offline "
-                    "(elsewhere-0, orders-0, orders-1); the plan heals 2 of them by moving "
-                    "their replicas off the offline brokers"], world.messages(EventKind.NOTE)
+                    "(elsewhere-0, orders-0, orders-1); 3 are down to one in-sync replica or "
+                    "none (elsewhere-0, orders-0, orders-1): one more failure loses their data. "
+                    "The plan heals 2 of them; the run moves those first, the fewest in-sync "
+                    "replicas first"], world.messages(EventKind.NOTE)
     behind = _dead_world()
     behind.admin.parts[TopicPartition("other", 0)].isr = (1, 2)  # 3 is alive, behind
     with pytest.raises(ExecutionError, match=r"1 partition\(s\) are under-replicated \(other-0\)"):
         Executor.start(behind.plan, behind.ports(), behind.config, behind.open_sink,
                        reporter=behind.reporter)
+
+
+@pytest.mark.parametrize("concurrency", [1, AUTO])
+def test_the_most_exposed_partitions_are_healed_first_whatever_the_plan_order(
+        concurrency: int | str) -> None:
+    """Broker 4 died after the plan was made: the move of the partition down to one in-sync
+    replica starts first, then the one down to two, then the rest in the plan's order."""
+    plan = [Move("healthy", 0, (1, 2), (1, 3), 20 * MB),
+            Move("rf3", 0, (1, 2, DEAD), (1, 2, 3), 5 * MB),
+            Move("rf2", 0, (2, DEAD), (2, 3), 5 * MB)]
+    world = make_world(plan, concurrency=concurrency)
+    world.admin.dead.add(DEAD)
+    report = Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                            reporter=world.reporter).run()
+    assert report.outcome is RunOutcome.COMPLETED, world.messages(EventKind.NOTE)
+    started = [next(iter(targets)).topic for name, targets in world.admin.calls
+               if name == "alter_partition_reassignments"
+               and any(t is not None for t in targets.values())]  # type: ignore[attr-defined]
+    assert started[:2] == ["rf2", "rf3"], started

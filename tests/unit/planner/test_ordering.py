@@ -111,3 +111,16 @@ def test_order_is_by_bytes_copied_not_partition_size() -> None:
     two_copies = mv(0, (1, 2, 3), (4, 5, 3), 60)  # copies 120 bytes
     one_copy = mv(1, (1, 2, 3), (1, 2, 6), 100)
     assert [m.partition for m in order_moves([two_copies, one_copy])] == [1, 0]
+
+
+def test_moves_healing_partitions_short_of_live_replicas_go_first_fewest_left_first() -> None:
+    """Broker 9 is offline: partitions 3 and 4 lost a replica there (4 keeps one live, 3
+    keeps two). Their moves go before every other, whatever their size, 4's first; the
+    rest keep their size order."""
+    moves = [mv(0, (1, 2), (5, 2), 10), mv(1, (2, 3), (6, 3), 20), mv(2, (3, 1), (7, 1), 30),
+             mv(3, (9, 1, 2), (5, 1, 2), 500), mv(4, (9, 8, 1), (6, 7, 1), 900)]
+    from topology.model import TopicPartition
+    ordered = order_moves(moves, live_replicas={TopicPartition("t", 3): 2,
+                                                TopicPartition("t", 4): 1})
+    assert [m.partition for m in ordered] == [4, 3, 0, 1, 2]
+    assert order_moves(moves, live_replicas={}) == order_moves(moves)

@@ -310,3 +310,19 @@ def test_draining_an_offline_broker_is_never_put_back() -> None:
                                                              budget=Budget(time_limit_s=2)))
     assert {m.name for m in plan.moves} >= {"big-0", "tiny-0"}
     assert all(3 not in m.target for m in plan.moves)
+
+
+def test_the_review_names_partitions_short_of_live_replicas_and_those_down_to_one() -> None:
+    from planner.ordering import short_of_replicas
+    from planner.validate import exposure_warnings
+
+    brokers = tuple(Broker(i, "a" if i % 2 else "b", CAP, alive=i != 4) for i in range(1, 6))
+    parts = (Partition("t", 0, (1, 2), 10), Partition("t", 1, (4, 3), 10),
+             Partition("t", 2, (2, 4), 10), Partition("u", 0, (4,), 10))
+    before = Topology(brokers, parts)
+    assert short_of_replicas(before) == {tp(1): 1, tp(2): 1, TopicPartition("u", 0): 0}
+    (warning,) = exposure_warnings(before, [Move("t", 1, (4, 3), (5, 3), 10)])
+    assert warning.startswith("3 partition(s) have replicas on offline broker(s) [4]; 3 are "
+                              "down to one live replica or none (t-1, t-2, u-0)")
+    assert "The plan heals 1 of them" in warning
+    assert exposure_warnings(cluster(), swap_moves()) == []
