@@ -172,7 +172,14 @@ def to_topology(doc: SnapshotDocument, capacities: Capacities | None) -> Topolog
     """The Topology of a valid document (capacities resolved); InputError names every broker
     or partition the model refuses (up to a cap)."""
     problems: list[str] = []
-    brokers = [b for b in (_broker(e, capacities, problems) for e in doc["brokers"]) if b]
+    uncapped: list[int] = []
+    brokers = [b for b in (_broker(e, capacities, problems, uncapped) for e in doc["brokers"])
+               if b]
+    if uncapped:
+        shown = ", ".join(map(str, uncapped[:10])) + (", ..." if len(uncapped) > 10 else "")
+        problems.insert(0, f"{len(uncapped)} broker(s) have no capacity ({shown}): pass "
+                           "--capacities FILE (see examples/capacities.yaml), or add "
+                           "'capacity' to each broker in the snapshot")
     partitions = _partitions(doc["partitions"], problems)
     problems.extend(rack_problems(brokers))
     if problems:  # the entries the model took may still clash: name those problems too
@@ -181,8 +188,10 @@ def to_topology(doc: SnapshotDocument, capacities: Capacities | None) -> Topolog
     return Topology(tuple(brokers), partitions, tuple(doc.get("notes") or ()))
 
 
-def _broker(entry: BrokerEntry, capacities: Capacities | None,
-            problems: list[str]) -> Broker | None:
+def _broker(entry: BrokerEntry, capacities: Capacities | None, problems: list[str],
+            uncapped: list[int]) -> Broker | None:
+    """The entry's Broker; its problem in `problems`, or its id in `uncapped` when it has no
+    capacity (one line names them all)."""
     broker_id, rack = entry["id"], entry.get("rack")
     where = f"broker {broker_id}"
     cap_entry = entry.get("capacity")
@@ -197,8 +206,8 @@ def _broker(entry: BrokerEntry, capacities: Capacities | None,
         if capacities is not None:
             capacity = capacities.for_broker(broker_id, rack, capacity)
         if capacity is None:
-            raise InputError(f"{where}: has no capacity; add 'capacity' to the snapshot or "
-                             "pass --capacities FILE")
+            uncapped.append(broker_id)
+            return None
         return Broker(broker_id, rack, capacity, entry.get("alive", True))
     except InputError as exc:
         problems.append(str(exc))

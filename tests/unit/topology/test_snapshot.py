@@ -74,7 +74,7 @@ CASES: list[tuple[Any, str]] = [
     (_broken(lambda d: d["partitions"][0].__setitem__("replicas", [1, 1])), "repeats a broker"),
     (_broken(lambda d: d["partitions"][1].__setitem__("size_bytes", -5)),
      "orders-1: 'size_bytes' is negative"),
-    (_broken(lambda d: d["brokers"][1].pop("capacity")), "broker 2: has no capacity"),
+    (_broken(lambda d: d["brokers"][1].pop("capacity")), r"1 broker\(s\) have no capacity \(2\)"),
     (_broken(lambda d: d["brokers"][0]["capacity"].pop("net_in_bytes_per_sec")),
      "broker 1: capacity lacks net_in_bytes_per_sec"),
     (_broken(lambda d: d["brokers"][0].__setitem__("id", "x")), "brokers\\[0\\]: 'id' must be"),
@@ -117,3 +117,14 @@ def test_capacities_fill_a_snapshot_without_capacity(tmp_path: Path) -> None:
     assert topology.broker(3).capacity.disk_bytes == 2e12
     assert topology.broker(3).capacity.of(Resource.NET_IN) == 2**30
     assert topology.broker(2).capacity.of(Resource.NET_OUT) == 1e8
+
+
+def test_brokers_without_capacity_are_named_in_one_problem_with_one_hint(tmp_path: Path) -> None:
+    """A live snapshot has no capacities: one line names the brokers and the fix once."""
+    live = {"version": 1, "brokers": [{"id": i, "rack": "a"} for i in range(1, 14)],
+            "partitions": [{"topic": "t", "partition": 0, "replicas": [1]}]}
+    with pytest.raises(InputError) as caught:
+        read_snapshot(write(tmp_path, live))
+    message = str(caught.value).split(": ", 1)[1]  # after the file's path
+    assert message.startswith("13 broker(s) have no capacity (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...)")
+    assert message.count("--capacities") == 1 and len(message) < 200, message
