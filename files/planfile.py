@@ -149,6 +149,9 @@ def _enveloped(doc: Any) -> Any:
     version = doc.get("version")
     if version != PLAN_VERSION or isinstance(version, bool):
         raise InputError(f"unsupported plan version {version!r} (expected {PLAN_VERSION})")
+    if "moves" not in doc and "brokers" in doc:
+        raise InputError("this is a cluster snapshot, not a plan; make a plan from it with "
+                         "`rebalance plan --snapshot FILE --out PLAN`")
     if "moves" not in doc:
         raise InputError("not a rebalance plan: it has no 'moves' (a bare Kafka reassignment "
                          "file?); make one with `rebalance plan`")

@@ -117,6 +117,10 @@ def _envelope(raw: object, source: str) -> dict[str, Any]:
     """`raw` once it is a version-1 snapshot object."""
     if not isinstance(raw, dict):
         raise InputError(f"{source}: expected a JSON object with version, brokers, partitions")
+    if "moves" in raw and "brokers" not in raw:
+        raise InputError(f"{source}: this is a plan file, not a cluster snapshot; "
+                         f"`rebalance diff {source}` reviews a plan, and `rebalance snapshot` "
+                         "takes a snapshot")
     version = raw.get("version")
     if version != SNAPSHOT_VERSION or isinstance(version, bool):
         raise InputError(f"{source}: unsupported snapshot version {version!r} (expected 1)")

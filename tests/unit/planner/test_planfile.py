@@ -128,3 +128,16 @@ def test_empty_plan_round_trips(tmp_path: Path) -> None:
     write_plan(tmp_path / "p.json", plan)
     assert read_plan(tmp_path / "p.json") == plan
     assert json.loads((tmp_path / "p.json").read_text())["partitions"] == []
+
+
+def test_a_snapshot_given_as_a_plan_and_a_plan_as_a_snapshot_say_which_file_it_is(
+        tmp_path: Path) -> None:
+    from topology.snapshot import read_snapshot
+
+    example = Path(__file__).parents[3] / "examples" / "cluster.json"
+    with pytest.raises(InputError, match="this is a cluster snapshot, not a plan"):
+        read_plan(example)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "moves": [], "partitions": []}))
+    with pytest.raises(InputError, match="this is a plan file, not a cluster snapshot"):
+        read_snapshot(plan)
