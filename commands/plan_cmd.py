@@ -123,6 +123,11 @@ def plan(
     check_plan_journal(out)
     check_html(html, {"--out": out, "--snapshot": snapshot, "--capacities": capacities,
                       "--weights": weights, "--command-config": command_config})
+    budget = Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit)
+    for flag, limit in (("--max-moves", budget.max_moves), ("--max-bytes", budget.max_bytes)):
+        if limit == 0:
+            raise InputError(f"{flag} 0 allows no move, so the plan would be empty; give a "
+                             "positive limit, or leave the flag out for none")
     adds = broker_ids(add_broker or (), "--add-broker")
     removes = broker_ids(remove_broker or (), "--remove-broker")
     inputs = PlanInputs(snapshot=snapshot, bootstrap=bootstrap, prometheus=prometheus,
@@ -134,8 +139,7 @@ def plan(
             note(message, label="warning")
         settings = PlanSettings(
             goals=Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes)),
-            budget=Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit),
-            order=order)
+            budget=budget, order=order)
         with err_console.status(f"planning {len(topology.partitions)} partitions on "
                                 f"{len(topology.brokers)} brokers ..."):
             plan_file = build_plan(topology, settings)

@@ -128,8 +128,10 @@ def test_bad_review_flags_of_diff(tmp_path: Path, rebalance: Rebalance, flags: l
     (["--rate-mbps", "nan"], "--rate-mbps must be a positive finite number"),
     (["--out", "{tmp}"], "it is a directory"),
     (["--out", "/proc/no-such-dir/plan.json"], "choose a writable path"),
+    (["--max-moves", "0"], "--max-moves 0 allows no move"),
+    (["--max-bytes", "0GB"], "--max-bytes 0 allows no move"),
 ], ids=["time limit NaN", "time limit infinite", "rate NaN", "out is a directory",
-        "out unwritable"])
+        "out unwritable", "no move allowed", "no byte allowed"])
 def test_bad_plan_flags(tmp_path: Path, rebalance: Rebalance, flags: list[str],
                         message: str) -> None:
     snap = tmp_path / "snap.json"
@@ -139,6 +141,7 @@ def test_bad_plan_flags(tmp_path: Path, rebalance: Rebalance, flags: list[str],
         args += ["--out", str(tmp_path / "plan.json")]
     code, error = rebalance("plan", "--snapshot", str(snap), "--time-limit", "5", *args)
     assert (code, message in error) == (2, True), error
+    assert not (tmp_path / "plan.json").exists()
 
 
 def _weights_row(**changes: object) -> dict[str, object]:
