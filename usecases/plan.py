@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import InputError
+from core.errors import InputError, PlanError
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder, order_moves, short_of_replicas
 from planner.result import PlanResult, SolverStatus
@@ -159,10 +159,21 @@ def recheck(plan_file: PlanFile, topology: Topology, *, warn: Notify) -> PlanFil
     from planner.planfile import make_plan_file
     from planner.validate import exposure_warnings, validate_plan
 
-    if topology.fingerprint() != plan_file.fingerprint:
+    moved = topology.fingerprint() != plan_file.fingerprint
+    report = validate_plan(topology, plan_file.moves, plan_file.goals)
+    if moved and report.errors:
+        # the cause first, in one line: the list of stale moves only says what follows from it
+        known = {b.id for b in plan_file.before.brokers}
+        ids = set(topology.broker_ids)
+        other = ("another cluster (its brokers are not the plan's)" if not known & ids
+                 else "another replica placement (the cluster changed since, or it is another "
+                      "cluster)")
+        raise PlanError(f"this plan was made against {other}; make a new plan from this "
+                        f"snapshot. {len(report.errors)} problem(s) follow from it, the first: "
+                        f"{report.errors[0]}")
+    if moved:
         warn("the snapshot's replica placement differs from the one the plan was made against "
              "(fingerprint mismatch)")
-    report = validate_plan(topology, plan_file.moves, plan_file.goals)
     report.raise_if_invalid()
     return make_plan_file(topology, plan_file.moves, plan_file.goals, plan_file.budget,
                           plan_file.solver, plan_file.created_at,

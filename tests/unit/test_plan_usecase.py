@@ -104,5 +104,6 @@ def test_recheck_warns_when_the_placement_differs_and_refuses_a_stale_plan() -> 
     assert rechecked.fingerprint == moved_on.fingerprint() != plan.fingerprint
     assert warned == ["the snapshot's replica placement differs from the one the plan was "
                       "made against (fingerprint mismatch)"]
-    with pytest.raises(PlanError, match="stale"):
+    with pytest.raises(PlanError, match=r"^this plan was made against another replica "
+                                        r"placement .*the first: .*stale"):
         recheck(plan, topology_of(BALANCED), warn=warned.append)
