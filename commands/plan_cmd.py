@@ -60,19 +60,28 @@ def _optional_bytes(value: str | None, flag: str) -> int | None:
     return None if value is None else int(parse_bytes(value, flag))
 
 
-def _say_outcome(plan_file: PlanFile, out: Path) -> None:
+def _say_outcome(plan_file: PlanFile, out: Path | None) -> None:
     status = plan_file.solver.status
     if status is SolverStatus.ALREADY_BALANCED:
+        wrote = (f"Wrote an empty plan to {escape(str(out))}." if out is not None
+                 else "Nothing written (a preview).")
         console.print(f"The cluster is already balanced within "
                       f"+/-{plan_file.goals.tolerance:.0%} and meets every hard goal: nothing "
-                      f"to move. Wrote an empty plan to {escape(str(out))}.", highlight=False)
+                      f"to move. {wrote}", highlight=False)
+        return
+    if out is None:
+        console.print(f"A preview of {len(plan_file.moves)} move(s); nothing was written. Give "
+                      "--out PLAN.json to keep the plan for `rebalance execute`.",
+                      highlight=False)
         return
     console.print(f"Wrote {len(plan_file.moves)} move(s) to {escape(str(out))}; review it "
                   f"again with `rebalance diff {escape(str(out))}`.", highlight=False)
 
 
 def plan(
-    out: Annotated[Path, typer.Option("--out", help="Where to write the plan (JSON).")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", metavar="PATH", help="Where to write the plan (JSON). Without it the plan is "
+        "only reviewed (a preview), nothing is written.")] = None,
     snapshot: Annotated[Path | None, typer.Option(help="Topology snapshot file (JSON v1).")
                         ] = None,
     bootstrap: Annotated[str | None, typer.Option(help="Read the live cluster: HOST:PORT,...")
@@ -117,10 +126,11 @@ def plan(
     from files.planfile import write_plan
 
     check_review_flags(rate_mbps, show_moves)
-    check_output(plan_output(out), {"--snapshot": snapshot, "--capacities": capacities,
-                                    "--weights": weights, "--command-config": command_config},
-                 force)
-    check_plan_journal(out)
+    if out is not None:
+        check_output(plan_output(out), {"--snapshot": snapshot, "--capacities": capacities,
+                                        "--weights": weights, "--command-config": command_config},
+                     force)
+        check_plan_journal(out)
     check_html(html, {"--out": out, "--snapshot": snapshot, "--capacities": capacities,
                       "--weights": weights, "--command-config": command_config})
     budget = Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit)
@@ -143,12 +153,14 @@ def plan(
         with err_console.status(f"planning {len(topology.partitions)} partitions on "
                                 f"{len(topology.brokers)} brokers ..."):
             plan_file = build_plan(topology, settings)
-    write_plan(out, plan_file)
+    if out is not None:
+        write_plan(out, plan_file)
     _show(plan_file, show_moves, rate_mbps, json_output)
     if not json_output:
         _say_outcome(plan_file, out)
     if html is not None:
-        write_plan_html(html, plan_file, rate_mbps * 1e6, f"Plan review: {out.name}")
+        title = f"Plan review: {out.name}" if out is not None else "Plan review (preview)"
+        write_plan_html(html, plan_file, rate_mbps * 1e6, title)
 
 
 def _show(plan_file: PlanFile, show_moves: int, rate_mbps: float, json_output: bool) -> None:

@@ -241,3 +241,16 @@ def test_removing_a_racks_last_broker_is_refused(tmp_path: Path) -> None:
     assert result.returncode in (InputError.exit_code, PlanError.exit_code)
     assert "rack c" in result.stderr and "Traceback" not in result.stderr
     assert not out.exists()
+
+
+def test_plan_without_out_is_a_preview_that_writes_nothing(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4))
+    snap = write_snapshot(tmp_path / "snap.json", UNBALANCED)
+    before = sorted(tmp_path.iterdir())
+    shown = invoke(["plan", "--snapshot", str(snap), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["format"] == "kafka-rebalance.plan-review"
+    told = invoke(["plan", "--snapshot", str(snap)])
+    assert "nothing was written. Give --out PLAN.json" in " ".join(told.output.split())
+    assert sorted(tmp_path.iterdir()) == before
