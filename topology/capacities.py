@@ -99,7 +99,7 @@ def _entry(raw: Any, where: str, problems: list[str]) -> dict[str, float]:
 
 
 def _quantity(key: str, value: Any, where: str) -> float:
-    number = parse_bytes(value, where, size=key == "disk_bytes")
+    number = parse_bytes(value, where, size=key == "disk_bytes", rate=key != "disk_bytes")
     if number <= 0:
         raise InputError(f"{where}: must be positive, got {value!r}")
     why = implausible_capacity(key, number)

@@ -16,11 +16,13 @@ _PATTERN = re.compile(r"^\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*
 _EXAMPLES = "(examples: 4000000000000, '4TB', '250MB/s')"
 
 
-def parse_bytes(value: object, what: str, *, size: bool = False) -> float:
+def parse_bytes(value: object, what: str, *, size: bool = False, rate: bool = False) -> float:
     """A byte count or rate: a number, or a string with a decimal/binary unit and optional /s.
 
-    With `size` the quantity is an amount of bytes, and a rate ("/s") is refused. A negative
-    value is returned as such (callers say whether it may be); NaN and infinity never are.
+    With `size` the quantity is an amount of bytes, and a rate ("/s") is refused; with `rate`
+    it is bytes per second, and a unit without "/s" is refused (250MB for 250MB/s is a slip
+    this tool cannot tell from a mix-up). A negative value is returned as such (callers say
+    whether it may be); NaN and infinity never are.
     """
     if isinstance(value, bool):
         raise InputError(f"{what}: expected a number of bytes, got {value!r}")
@@ -33,6 +35,9 @@ def parse_bytes(value: object, what: str, *, size: bool = False) -> float:
             if size and m.group(3):
                 raise InputError(f"{what}: {value!r} is a rate, but this is an amount of "
                                  "bytes: drop the '/s'")
+            if rate and not m.group(3) and m.group(2):
+                raise InputError(f"{what}: {value!r} is an amount of bytes, but this is a "
+                                 f"rate: write {value.strip()}/s")
             number = float(m.group(1)) * _UNITS[m.group(2).lower()]
         elif m and m.group(2).lower().endswith(("bps", "bit", "bits")):
             raise InputError(f"{what}: {value!r} looks like bits; give bytes, e.g. 125MB/s "

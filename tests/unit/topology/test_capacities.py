@@ -43,6 +43,9 @@ BAD: list[tuple[Any, str]] = [
     ({"default": {"disk_bytes": "many"}}, "cannot read 'many'"),
     ({"brokers": {"x": {"disk_bytes": 1}}}, "broker ids must be integers"),
     ({"racks": [1]}, "must be mappings"),
+    ({"default": {"net_in_bytes_per_sec": "250MB"}}, "is an amount of bytes, but this is a "
+                                                     "rate: write 250MB/s"),
+    ({"default": {"disk_bytes": "4TB/s"}}, "is a rate, but this is an amount of bytes"),
 ]
 
 
