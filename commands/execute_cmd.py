@@ -64,6 +64,9 @@ from usecases.run import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from executor.records import Record
     from usecases.run import RunPreview
 
 # ---- shared options --------------------------------------------------------------------------
@@ -287,6 +290,8 @@ def status(plan_path: PlanArg = None, journal: JournalOpt = None,
     path = journal_for(plan_path, journal)
     check_status_html(html, prometheus, {"PLAN.json": plan_path, "--journal": path})
     records = journal_records(path)
+    if plan_path is not None and journal is not None:
+        _check_plan_of_journal(plan_path, path, records)
     running = journal_in_use(path)
     cap, settle = journal_pace(records)
     view = status_view(records, str(path), _plan_of(plan_path, path), running, cap, settle,
@@ -299,6 +304,18 @@ def status(plan_path: PlanArg = None, journal: JournalOpt = None,
     console.print(status_table(view))
     if running:
         console.print("an executor is running on this journal", highlight=False)
+
+
+def _check_plan_of_journal(plan_path: Path, journal: Path,
+                           records: Sequence[Record]) -> None:
+    """PLAN and --journal both given: the journal must be a run of that plan."""
+    from executor.plan import ExecutionPlan
+    from files.planfile import read_plan
+
+    if records and ExecutionPlan.of(read_plan(plan_path).moves).plan_id != records[0].get(
+            "plan_id"):
+        raise InputError(f"{journal} is the journal of another plan than {plan_path} (other "
+                         "moves); give the journal's own plan, or only --journal")
 
 
 def _plan_of(plan_path: Path | None, journal: Path) -> str | None:

@@ -141,3 +141,29 @@ def test_a_snapshot_given_as_a_plan_and_a_plan_as_a_snapshot_say_which_file_it_i
     plan.write_text(json.dumps({"version": 1, "moves": [], "partitions": []}))
     with pytest.raises(InputError, match="this is a plan file, not a cluster snapshot"):
         read_snapshot(plan)
+
+
+def test_status_of_a_plan_with_the_journal_of_another_plan_is_refused(tmp_path: Path) -> None:
+    """`status OTHER.json --journal RUN.journal`: the run is not shown as the plan's."""
+    import subprocess
+    import sys
+
+    from executor.journal import header_record
+    from executor.plan import ExecutionPlan
+
+    plan = tmp_path / "plan.json"
+    write_plan(plan, sample_plan())
+    journal = tmp_path / "other.journal"
+    other = ExecutionPlan.of([Move("t", 1, (2, 4), (3, 4), 50)])
+    journal.write_text(json.dumps(header_record(other, {})) + "\n")
+    result = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "status",
+                             str(plan), "--journal", str(journal)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 2, result.stderr
+    assert "is the journal of another plan" in result.stderr
+    own = tmp_path / "own.journal"
+    own.write_text(json.dumps(header_record(ExecutionPlan.of(sample_plan().moves), {})) + "\n")
+    shown = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "status",
+                            str(plan), "--journal", str(own)],
+                           capture_output=True, text=True, check=False)
+    assert shown.returncode == 0, shown.stderr
