@@ -178,10 +178,13 @@ def achievable_targets(arrays: ClusterArrays, goals: Goals) -> Targets:
             raise PlanError(_too_full(r, float(average[r]), goals))
         levels = _LevelModel(arrays, r, goals.max_utilization / average[r]).levels()
         if levels is None:
+            overflow = _rack_overflow(arrays, r, goals.max_utilization)
+            cause, fix = ((overflow, "add brokers to that rack, or remove fewer from it")
+                          if overflow else
+                          ("the rack rule and replication factor force too much onto some "
+                           "brokers", "add brokers or raise --max-utilization"))
             raise PlanError(f"no placement keeps every broker's {RESOURCE_NAMES[r]} under the "
-                            f"{goals.max_utilization:.0%} maximum (the rack rule and "
-                            "replication factor force too much onto some brokers); add brokers "
-                            "or raise --max-utilization")
+                            f"{goals.max_utilization:.0%} maximum ({cause}); {fix}")
         column = np.zeros(arrays.brokers)
         for b, level in levels.items():
             column[b] = level
@@ -245,6 +248,34 @@ def _reasons(arrays: ClusterArrays, relative: FloatArray, average: FloatArray,
         out.append(f"{_rack_rule(arrays, name, below)} on {_brokers(members.size)}: they "
                    f"{verb} {values} (cluster average {averages_text})")
     return tuple(out)
+
+
+def _rack_overflow(arrays: ClusterArrays, r: int, max_utilization: float) -> str:
+    """The racks the rack rule overfills on resource `r` (disk or net in: every replica
+    carries the partition's whole size or inflow), named with the share of their capacity
+    they would need; "" when none does by this bound."""
+    if arrays.rack_count == 0 or r == NET_OUT:
+        return ""
+    load = arrays.size if r == DISK else arrays.net_in
+    least = np.maximum(arrays.rf - arrays.rack_limit * (arrays.rack_count - 1), 0)
+    out = []
+    for rack in sorted({int(arrays.rack[b]) for b in np.flatnonzero(arrays.eligible)}):
+        members = np.flatnonzero(arrays.eligible & (arrays.rack == rack))
+        capacity = float(arrays.capacity[members, r].sum())
+        need = float((least * load).sum())
+        if capacity > 0 and need > max_utilization * capacity:
+            name = arrays.rack_names[rack] if arrays.rack_names else str(rack)
+            ids = ", ".join(str(int(arrays.broker_ids[b])) for b in members)
+            out.append(f"rack {name} keeps {_brokers(members.size)} ({ids}) and must hold at "
+                       f"least {_rack_rule_least(arrays)} of every partition: "
+                       f"{need / capacity:.0%} of their {RESOURCE_NAMES[r]}")
+    return "; ".join(out)
+
+
+def _rack_rule_least(arrays: ClusterArrays) -> str:
+    rf = int(np.bincount(arrays.rf).argmax())
+    least = max(rf - -(-rf // arrays.rack_count) * (arrays.rack_count - 1), 0)
+    return f"{least} replica{'s' if least != 1 else ''} (RF {rf} over {arrays.rack_count} racks)"
 
 
 def _brokers(count: int) -> str:

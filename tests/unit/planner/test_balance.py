@@ -67,8 +67,12 @@ def test_rf_equal_to_brokers_forces_every_broker_to_hold_everything() -> None:
 
 def test_the_cap_is_part_of_the_rules() -> None:
     topology = generate_zoned((3, 2, 2), utilization=0.9)
-    with pytest.raises(PlanError, match="under the 95% maximum"):
+    with pytest.raises(PlanError, match="under the 95% maximum") as refused:
         achievable_targets(to_arrays(topology, Goals()), Goals())
+    # the cause named: the small zones must each hold a replica of every partition
+    assert "keeps 2 brokers" in str(refused.value), refused.value
+    assert "of every partition: 1" in str(refused.value)  # more than 100% of their disk
+    assert str(refused.value).endswith("add brokers to that rack, or remove fewer from it")
 
 
 def test_targets_are_cheap_on_a_large_cluster() -> None:
