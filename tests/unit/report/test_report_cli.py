@@ -104,8 +104,9 @@ def test_status_refuses_a_plan_of_other_moves(rebalance: Rebalance, tmp_path: Pa
     journal = write_journal(tmp_path / "run.journal", finished_run)
     page = tmp_path / "run.html"
     code, out = rebalance("status", str(other), "--journal", str(journal), "--html", str(page))
-    assert code == 0, out
-    assert "holds other moves than the journal" in page.read_text()
+    assert code == 2, out
+    assert "is the journal of another plan" in out
+    assert not page.exists()
 
 
 def test_status_flags_are_checked_first(rebalance: Rebalance, tmp_path: Path,
