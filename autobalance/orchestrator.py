@@ -234,7 +234,7 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
         return CycleResult(decision)
     assert decision.verdict is not None
     worth = judge_plan(plan_file, decision.verdict.hard_violations,
-                       len(validate_plan(topology, plan_file.moves, settings.goals).errors),
+                       len(validate_plan(topology, plan_file.moves, plan_file.goals).errors),
                        settings.min_improvement)
     if not worth.worth:
         edge.say(f"nothing worth doing: {worth.reason}; no run")

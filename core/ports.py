@@ -77,6 +77,11 @@ class KafkaAdmin(Protocol):
         """Dynamic per-broker values of `names` (None when not set on that broker)."""
         ...
 
+    def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
+        """Those of `broker_ids` whose every log dir is cordoned (KIP-1066): they get no new
+        replica. A broker that does not know `cordoned.log.dirs` is not cordoned."""
+        ...
+
     def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[
         str, dict[str, str | None]
     ]:

@@ -144,6 +144,19 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
     return problems
 
 
+def onto_cordoned(moves: Sequence[Move], admin: KafkaAdmin, live: frozenset[int]) -> list[str]:
+    """The run's refusal when a move would add a replica on a live broker cordoned now
+    (KIP-1066): the cordon may be newer than the plan. (An offline receiver is refused apart.)"""
+    receivers = {b for m in moves for b in m.added_brokers} & live
+    cordoned = admin.cordoned_brokers(receivers) if receivers else frozenset()
+    onto = sorted(m.name for m in moves if cordoned & set(m.added_brokers))
+    if not onto:
+        return []
+    return [f"broker(s) {sorted(cordoned)} are cordoned (cordoned.log.dirs) and {len(onto)} "
+            f"move(s) would add a replica there ({', '.join(onto[:5])}"
+            f"{' and more' if len(onto) > 5 else ''}); make a new plan, or uncordon them"]
+
+
 def _offline_faults(view: ClusterView) -> frozenset[TopicPartition]:
     """Partitions under-replicated only because brokers are offline."""
     live = view.live_broker_ids

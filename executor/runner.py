@@ -32,6 +32,7 @@ from executor.preflight import (
     PlanValidator,
     exposed_moves,
     offline_replicas,
+    onto_cordoned,
     preflight_problems,
     read_existing_throttles,
     read_follower_lists,
@@ -102,6 +103,7 @@ class Executor:
         view = ClusterView.read(ports.admin)
         check = validator(plan) if validator is not None else PlanCheck()
         refused, burst = _quota_checks(ports, config, view, plan.moves)
+        refused += onto_cordoned(plan.moves, ports.admin, view.live_broker_ids)
         require_preflight(preflight_problems(
             plan, view, allow_under_replicated=config.allow_under_replicated,
             validation=check.errors) + refused)
@@ -138,6 +140,7 @@ class Executor:
         view = ClusterView.read(ports.admin)
         pending = run.in_state(frozenset({S.PENDING}))
         refused, burst = _quota_checks(ports, config, view, pending, _own_entries(run))
+        refused += onto_cordoned(pending, ports.admin, view.live_broker_ids)
         require_preflight(preflight_problems(
             ExecutionPlan(tuple(run.unfinished)), view,
             allow_under_replicated=config.allow_under_replicated, own_in_flight=own,
@@ -384,6 +387,7 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     """What a run would do (for --dry-run), reading the cluster only."""
     view = ClusterView.read(ports.admin)
     refused, burst = _quota_checks(ports, config, view, plan.moves)
+    refused += onto_cordoned(plan.moves, ports.admin, view.live_broker_ids)
     check = validator(plan) if validator is not None else PlanCheck()
     problems = preflight_problems(
         plan, view, allow_under_replicated=config.allow_under_replicated,

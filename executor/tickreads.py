@@ -124,6 +124,9 @@ class TickReads:
             str, dict[str, str | None]]:
         return self._admin.topic_configs(topics, names)
 
+    def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
+        return self._admin.cordoned_brokers(broker_ids)
+
     def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
         self._forget()
         self._admin.alter_broker_configs(changes)

@@ -76,7 +76,9 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         "fingerprint": plan.fingerprint,
         "goals": {"tolerance": g.tolerance, "max_utilization": g.max_utilization,
                   "add_brokers": sorted(g.add_brokers), "remove_brokers": sorted(g.remove_brokers),
-                  "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders},
+                  "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders,
+                  **({"cordoned_brokers": sorted(g.cordoned_brokers)}
+                     if g.cordoned_brokers else {})},
         "budget": {"max_bytes": b.max_bytes, "max_moves": b.max_moves,
                    "time_limit_s": b.time_limit_s, "seed": b.seed},
         "before": _stats_dict(plan.before),
@@ -253,7 +255,8 @@ def _goals(entry: GoalsEntry, problems: list[str]) -> Goals | None:
                      add_brokers=frozenset(entry["add_brokers"]),
                      remove_brokers=frozenset(entry["remove_brokers"]),
                      rack_aware=entry.get("rack_aware", True),
-                     balance_leaders=entry.get("balance_leaders", True))
+                     balance_leaders=entry.get("balance_leaders", True),
+                     cordoned_brokers=frozenset(entry.get("cordoned_brokers", ())))
     except InputError as exc:
         problems.append(f"goals: {exc}")
         return None

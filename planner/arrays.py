@@ -31,7 +31,8 @@ class ClusterArrays:
 
     rack: rack index per broker (brokers without a rack each get their own index);
     rack_limit: per partition, the most replicas one rack may hold (RF when racks are off);
-    eligible: alive and not removed (may hold replicas after the plan).
+    eligible: alive and not removed (may hold replicas after the plan);
+    receives: eligible and not cordoned (may take a replica it does not hold).
     """
 
     broker_ids: IntArray
@@ -46,6 +47,12 @@ class ClusterArrays:
     rack_limit: IntArray
     rack_count: int
     rack_names: tuple[str, ...] = ()
+    cordoned: BoolArray | None = None  # per broker: no new replica (KIP-1066); None: none is
+
+    @property
+    def receives(self) -> BoolArray:
+        """Brokers a new replica may go to: eligible and not cordoned."""
+        return self.eligible if self.cordoned is None else self.eligible & ~self.cordoned
 
     @property
     def brokers(self) -> int:
@@ -105,9 +112,11 @@ def to_arrays(topology: Topology, goals: Goals) -> ClusterArrays:
                           b.capacity.net_out_bytes_per_sec] for b in topology.brokers])
     eligible = np.array([b.alive and b.id not in goals.remove_brokers
                          for b in topology.brokers])
+    cordoned = (np.array([b.id in goals.cordoned_brokers for b in topology.brokers])
+                if goals.cordoned_brokers & known else None)
     return ClusterArrays(ids, rack, capacity, eligible, replicas, rf, size, net_in,
                          net_out + net_in * (rf - 1), limit.astype(np.int64), rack_count,
-                         rack_names)
+                         rack_names, cordoned)
 
 
 def broker_loads(arrays: ClusterArrays, replicas: IntArray) -> FloatArray:

@@ -24,7 +24,15 @@ import numpy as np
 from ortools.linear_solver import pywraplp
 
 from core.errors import PlanError
-from planner.arrays import DISK, NET_OUT, BoolArray, ClusterArrays, FloatArray, IntArray
+from planner.arrays import (
+    DISK,
+    NET_OUT,
+    BoolArray,
+    ClusterArrays,
+    FloatArray,
+    IntArray,
+    broker_loads,
+)
 from planner.goals import Goals
 
 RESOURCE_NAMES = ("disk", "net in", "net out")
@@ -98,6 +106,15 @@ class _LevelModel:
         self.brokers = np.flatnonzero(arrays.eligible).tolist()
         self.cap_rel = cap_rel
         self.rack_rule = resource != NET_OUT and arrays.rack_count > 0
+        # a cordoned broker takes no new replica: it can only keep or lose load (its relative
+        # load now is its ceiling); leadership (net out) may still move onto it
+        self.ceiling: dict[int, float] = {}
+        if arrays.cordoned is not None and resource != NET_OUT:
+            now = broker_loads(arrays, arrays.replicas)[:, resource]
+            total = float(now.sum())
+            if total > 0:
+                self.ceiling = {b: float(now[b]) / total / self.unit[b] for b in self.brokers
+                                if arrays.cordoned[b] and self.unit[b] > 0}
 
     def _base(self) -> tuple[pywraplp.Solver, dict[int, pywraplp.LinearExpr]]:
         solver = pywraplp.Solver.CreateSolver("GLOP")
@@ -114,7 +131,7 @@ class _LevelModel:
         rel = {b: solver.Sum([float(self.share[c]) / self.unit[b] * x[c, b]
                               for c in range(self.rf.size)]) for b in self.brokers}
         for b in self.brokers:
-            solver.Add(rel[b] <= self.cap_rel)
+            solver.Add(rel[b] <= min(self.cap_rel, self.ceiling.get(b, self.cap_rel) + _EPS))
         return solver, rel
 
     def _solve(self, solver: pywraplp.Solver) -> bool:
@@ -122,7 +139,15 @@ class _LevelModel:
 
     def levels(self) -> dict[int, float] | None:
         """Lexicographic min-max utilization (relative to the average) per eligible broker,
-        or None when no fractional placement keeps every broker under the cap."""
+        or None when no fractional placement keeps every broker under the cap (with cordoned
+        brokers held to their load now where that leaves a placement, else without)."""
+        found = self._levels()
+        if found is None and self.ceiling:
+            self.ceiling = {}
+            found = self._levels()
+        return found
+
+    def _levels(self) -> dict[int, float] | None:
         fixed: dict[int, float] = {}
         free = list(self.brokers)
         last: dict[int, float] = {}

@@ -41,7 +41,7 @@ def _destinations(state: SolverState, p: int, source: int) -> BoolArray:
     p, and the rack rule kept (vectorised: this pass may scan many replicas)."""
     a = state.arrays
     row = state.replicas[p, : int(a.rf[p])]
-    allowed = a.eligible.copy()
+    allowed = a.receives.copy()
     allowed[row] = False
     if a.rack_count:
         others = a.rack[row[row != source]]

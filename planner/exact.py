@@ -145,6 +145,18 @@ def _objective(state: SolverState, nb: Neighbourhood, v: ModelVars,
     return objective
 
 
+def _candidates(state: SolverState) -> list[list[int]]:
+    """Per partition, the brokers that may hold it: every broker that receives, and a cordoned
+    one only where it holds the partition already (it may keep it, not take it)."""
+    a = state.arrays
+    receives = np.flatnonzero(a.receives).tolist()
+    if a.cordoned is None:
+        return [receives] * a.partitions
+    kept = np.flatnonzero(a.eligible & a.cordoned).tolist()
+    return [sorted(set(receives) | {b for b in kept if b in state.original_row(p)})
+            for p in range(a.partitions)]
+
+
 def solve_exact(state: SolverState, work: float, seconds: float, seed: int,
                 deadline: float | None = None, mip_floor: float = 0.0) -> ExactResult | None:
     """The best placement of the whole cluster within `work` (CP-SAT deterministic time) and
@@ -155,8 +167,7 @@ def solve_exact(state: SolverState, work: float, seconds: float, seed: int,
     None when CP-SAT found none (it is hinted with the current placement, so that means it
     ran out of time in presolve)."""
     a = state.arrays
-    eligible = np.flatnonzero(a.eligible).tolist()
-    nb = Neighbourhood(list(range(a.partitions)), [eligible] * a.partitions)
+    nb = Neighbourhood(list(range(a.partitions)), _candidates(state))
     _, byte_unit = scale(state)
     model, v = placement_model(state, nb)
     add_budget(model, state, nb, v, byte_unit)

@@ -23,6 +23,9 @@ class Goals:
     remove_brokers: frozenset[int] = field(default_factory=frozenset)
     rack_aware: bool = True
     balance_leaders: bool = True
+    # brokers whose every log dir is cordoned (KIP-1066): they keep what they hold, or give it
+    # up, and receive no new replica
+    cordoned_brokers: frozenset[int] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
         if not 0 < self.tolerance < 1:
@@ -34,6 +37,11 @@ class Goals:
         both = self.add_brokers & self.remove_brokers
         if both:
             raise InputError(f"broker {min(both)} is both added and removed")
+        filled = self.add_brokers & self.cordoned_brokers
+        if filled:
+            raise InputError(f"--add-broker {min(filled)}: broker {min(filled)} is cordoned "
+                             "(cordoned.log.dirs), so it may receive no replica; uncordon it "
+                             "first (kafka-configs --delete-config cordoned.log.dirs)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,9 @@ def _candidates(state: SolverState, source: int, dests: list[int]) -> list[Candi
     cols = _columns_of(state, parts, source)
     found: list[Candidate] = []
     for dest in dests:
+        cordoned = state.arrays.cordoned
+        if cordoned is not None and cordoned[dest]:
+            continue  # takes no new replica
         eff = _score_moves(state, source, dest, parts, cols)
         keep = np.flatnonzero(np.isfinite(eff))
         if keep.size > 4 * SESSION_MOVES:
@@ -104,7 +107,7 @@ def _partners(state: SolverState, broker: int, need_load: bool) -> list[int]:
     rel = (state.loads - (state.lower + state.upper) / 2) * state.inv_norm
     rel = (rel * state.resource_weight).sum(axis=1)
     if need_load:
-        rel = np.where(a.eligible, rel, np.inf)
+        rel = np.where(a.receives, rel, np.inf)
         order = np.argsort(rel, kind="stable")
     else:
         rel = np.where(a.eligible, rel, rel + 1e6)

@@ -42,7 +42,7 @@ def _pivot_brokers(state: SolverState, rng: np.random.Generator, moved: IntArray
     for rack in sorted({int(a.rack[b]) for b in brokers}):
         in_rack = receivers[a.rack[receivers] == rack]
         brokers.update(int(b) for b in in_rack[:1].tolist())
-    others = np.flatnonzero(a.eligible)
+    others = np.flatnonzero(a.receives)
     extra = rng.choice(others, size=min(EXTRA_BROKERS, others.size), replace=False)
     return sorted(brokers | {int(b) for b in extra.tolist()})
 
@@ -63,8 +63,10 @@ def _neighbourhood(state: SolverState, rng: np.random.Generator,
     parts = sorted(int(p) for p in np.concatenate([free_moved, free_unmoved]).tolist())
     candidates = []
     for p in parts:
-        own = set(state.original_row(p)) | set(state.replicas[p, : int(a.rf[p])].tolist())
-        candidates.append(sorted(b for b in own | set(brokers) if a.eligible[b]))
+        kept = set(state.original_row(p))  # a cordoned broker may keep p, not take it
+        own = kept | set(state.replicas[p, : int(a.rf[p])].tolist())
+        candidates.append(sorted(b for b in own | set(brokers)
+                                 if a.receives[b] or (a.eligible[b] and b in kept)))
     return Neighbourhood(parts, candidates)
 
 

@@ -70,6 +70,7 @@ class GoalsEntry(TypedDict):
     remove_brokers: list[KafkaId]
     rack_aware: NotRequired[Flag]
     balance_leaders: NotRequired[Flag]
+    cordoned_brokers: NotRequired[list[KafkaId]]
 
 
 @with_config(_FORBID)
@@ -190,6 +191,7 @@ MOVES_ADAPTER = TypeAdapter(list[MoveEntry])
 TOP_LEVEL_KEYS = tuple(PlanDocument.__annotations__)
 NOUNS = {"current": BROKER_IDS, "target": BROKER_IDS, "replicas": BROKER_IDS,
          "add_brokers": BROKER_IDS, "remove_brokers": BROKER_IDS, "binding": STRINGS,
+         "cordoned_brokers": BROKER_IDS,
          "warnings": STRINGS, "reasons": STRINGS, "moves": "a list of move objects",
          "partitions": "a list of partition objects"}
 

@@ -51,7 +51,7 @@ def _best_destination(state: SolverState, p: int, source: int) -> int:
     a = state.arrays
     rel = ((state.loads - state.lower) * state.inv_norm).max(axis=1)
     row = state.replicas[p]
-    allowed = a.eligible.copy()
+    allowed = a.receives.copy()
     allowed[row[row >= 0]] = False
     if a.rack_count:
         racks = a.rack_of(row)

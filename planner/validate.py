@@ -129,6 +129,7 @@ def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignmen
     changed = _check_partitions(before, arrays, changes, goals, errors,
                                 errors if untouched_breaks_are_errors else warnings)
     moved = sum(p.size_bytes * len(set(r) - set(p.replicas)) for p, r in changed)
+    errors.extend(_onto_cordoned(changed, goals.cordoned_brokers))
     resources: tuple[ResourceReport, ...] = ()
     known = set(before.broker_ids)
     if all(len(set(r)) == len(r) and set(r) <= known for _, r in changed):
@@ -184,6 +185,16 @@ def _changes(before: Topology, after: Topology | Sequence[Move] | Assignment,
 
 def _name(key: Key) -> str:
     return f"{key[0]}-{key[1]}"
+
+
+def _onto_cordoned(changed: Sequence[tuple[Partition, tuple[int, ...]]],
+                   cordoned: frozenset[int]) -> list[str]:
+    """A replica added on a cordoned broker (KIP-1066): a hard rule, like an offline one."""
+    if not cordoned:
+        return []
+    return [f"partition {p.name}: adds a replica on cordoned broker {b} (cordoned.log.dirs); "
+            "a cordoned broker takes no new replica"
+            for p, r in changed for b in sorted((set(r) - set(p.replicas)) & cordoned)]
 
 
 def exposure_warnings(before: Topology, moves: Sequence[Move]) -> list[str]:

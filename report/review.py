@@ -18,6 +18,7 @@ from rich.table import Table
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, PlanEta, plan_eta
 from planner.result import Move, SolverStatus
+from report.layout import WIDE, fit
 from report.text import human_bytes, human_duration
 from topology.model import RESOURCES, Resource
 
@@ -26,13 +27,15 @@ if TYPE_CHECKING:
 
 _TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
 
-
 def _arrow(before: str, after: str) -> str:
     return before if before == after else f"{before} -> {after}"
 
 
-def _util(stats: BrokerStats | None, res: Resource) -> str:
-    return "-" if stats is None else f"{stats.utilization(res):.1%}"
+def _util(stats: BrokerStats | None, res: Resource, compact: bool = False) -> str:
+    if stats is None:
+        return "-"
+    value = stats.utilization(res)
+    return f"{value * 100:.0f}" if compact else f"{value:.1%}"
 
 
 def _with_target(plan: PlanFile, broker_id: int, res: Resource, text: str) -> str:
@@ -50,6 +53,7 @@ class BrokerRole(StrEnum):
     ADDED = "added"  # --add-broker
     REMOVED = "removed"  # --remove-broker: drained
     OFFLINE = "offline"  # alive: false in the snapshot
+    CORDONED = "cordoned"  # cordoned.log.dirs (KIP-1066): no new replica
 
 
 def broker_role(plan: PlanFile, broker: BrokerStats) -> BrokerRole | None:
@@ -57,7 +61,9 @@ def broker_role(plan: PlanFile, broker: BrokerStats) -> BrokerRole | None:
         return BrokerRole.ADDED
     if broker.id in plan.goals.remove_brokers:
         return BrokerRole.REMOVED
-    return None if broker.alive else BrokerRole.OFFLINE
+    if not broker.alive:
+        return BrokerRole.OFFLINE
+    return BrokerRole.CORDONED if broker.id in plan.goals.cordoned_brokers else None
 
 
 def replicas_text(count: int) -> str:
@@ -65,55 +71,78 @@ def replicas_text(count: int) -> str:
     return f"{count} replica" + ("" if count == 1 else "s")
 
 
-def _role_tag(plan: PlanFile, broker: BrokerStats) -> str:
+def _role_tag(plan: PlanFile, broker: BrokerStats, compact: bool = False) -> str:
     """' (new)' for an added broker without replicas; an added broker that already holds some
-    says so, since --add-broker does not make it empty."""
+    says so, since --add-broker does not make it empty (compact: ' (added)')."""
     role = broker_role(plan, broker)
     if role is None:
         return ""
     if role is BrokerRole.ADDED:
-        return (f" (added, already holds {replicas_text(broker.replicas)})" if broker.replicas
-                else " (new)")
+        if not broker.replicas:
+            return " (new)"
+        return (" (added)" if compact
+                else f" (added, already holds {replicas_text(broker.replicas)})")
     return f" ({role.value})"
 
 
-def broker_table(plan: PlanFile) -> Table:
+def broker_table(plan: PlanFile, width: int | None = None) -> Table:
     """One row per broker: rack, replicas, leaders and utilization per resource, before -> after
-    (and the target in brackets where the rack rule keeps it off the average)."""
+    (and the target in brackets where the rack rule keeps it off the average). Narrower than
+    the full layout: whole percents, then without leaders."""
+    return fit(width, [lambda: _broker_table(plan, False, True),
+                        lambda: _broker_table(plan, True, True),
+                        lambda: _broker_table(plan, True, False)])
+
+
+def _broker_table(plan: PlanFile, compact: bool, leaders: bool) -> Table:
     after = {b.id: b for b in plan.after.brokers}
     forced = plan.targets is not None and any(plan.targets.forced)
-    title = "Brokers (before -> after" + (", target in brackets)" if forced else ")")
+    title = "Brokers (before -> after" + (", target in brackets" if forced else "") + (
+        "; utilization in %)" if compact else ")")
     table = Table(title=title)
-    for header in ("rack", "broker", "replicas", "leaders", *(_TITLES[r] for r in RESOURCES)):
-        table.add_column(header, justify="left" if header == "rack" else "right")
+    names = ["rack", "broker", "replicas", *(["leaders"] if leaders else []),
+             *(_TITLES[r] for r in RESOURCES)]
+    for header in names:
+        table.add_column(header, justify="left" if header in ("rack", "broker") else "right",
+                         overflow="fold")
     rows = sorted(plan.before.brokers, key=lambda b: (b.rack is not None, b.rack or "", b.id))
     for b in rows:
         a = after.get(b.id)
         table.add_row(
-            escape(str(b.rack)), f"{b.id}{_role_tag(plan, b)}",
+            escape(str(b.rack)), f"{b.id}{_role_tag(plan, b, compact)}",
             _arrow(str(b.replicas), str(a.replicas if a else "-")),
-            _arrow(str(b.leaders), str(a.leaders if a else "-")),
-            *(_with_target(plan, b.id, r, _arrow(_util(b, r), _util(a, r))) for r in RESOURCES),
+            *([_arrow(str(b.leaders), str(a.leaders if a else "-"))] if leaders else []),
+            *(_with_target(plan, b.id, r, _arrow(_util(b, r, compact), _util(a, r, compact)))
+              for r in RESOURCES),
         )
     return table
 
 
-def spread_table(plan: PlanFile) -> Table:
+def spread_table(plan: PlanFile, width: int | None = None) -> Table:
     """Per resource: average utilization, max/avg and min/avg before -> after, the farthest
-    broker's distance from its target, and whether every broker is within tolerance."""
+    broker's distance from its target, and whether every broker is within tolerance (narrower:
+    without min/avg, then without the average)."""
+    return fit(width, [lambda: _spread_table(plan, True, True),
+                        lambda: _spread_table(plan, True, False),
+                        lambda: _spread_table(plan, False, False)])
+
+
+def _spread_table(plan: PlanFile, average: bool, lowest: bool) -> Table:
     tol = plan.goals.tolerance
     table = Table(title=f"Balance (goal: every broker within +/-{tol:.0%} of its target: the "
                         "average, or where the rack rule forbids it, the best any placement "
                         "reaches)")
-    for header in ("resource", "avg util", "max/avg", "min/avg", "off target", "balanced"):
+    headers = ["resource", *(["avg util"] if average else []), "max/avg",
+               *(["min/avg"] if lowest else []), "off target", "balanced"]
+    for header in headers:
         table.add_column(header, justify="right")
     for res in RESOURCES:
         b, a = plan.before.resource(res), plan.after.resource(res)
         table.add_row(
             _TITLES[res] + (" (forced)" if a.forced else ""),
-            _arrow(f"{b.average:.1%}", f"{a.average:.1%}"),
+            *([_arrow(f"{b.average:.1%}", f"{a.average:.1%}")] if average else []),
             f"{b.max_over_avg:.3f} -> {a.max_over_avg:.3f}",
-            f"{b.min_over_avg:.3f} -> {a.min_over_avg:.3f}",
+            *([f"{b.min_over_avg:.3f} -> {a.min_over_avg:.3f}"] if lowest else []),
             f"{_percent(b.off_target)} -> {_percent(a.off_target)}",
             _arrow("yes" if b.within_tolerance else "no", "yes" if a.within_tolerance else "no"),
         )
@@ -156,22 +185,34 @@ def review_eta(plan: PlanFile, rate_bytes_per_sec: float) -> PlanEta:
     return eta
 
 
-def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float) -> Table:
+def moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float,
+                width: int | None = None) -> Table:
     """The first `show` moves in execution order, each with the time from the start of the run
-    until it is done ("done by", cumulative, one move at a time)."""
+    until it is done ("done by", cumulative, one move at a time). Narrower than the full
+    layout: without the replica lists (from -> to says what changes); a partition name is
+    never cut."""
+    return fit(width, [lambda: _moves_table(plan, show, rate_bytes_per_sec, True),
+                        lambda: _moves_table(plan, show, rate_bytes_per_sec, False)])
+
+
+def _moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float,
+                 replicas: bool) -> Table:
     shown = min(show, len(plan.moves))
     table = Table(title=f"Moves in execution order (first {shown} of {len(plan.moves)}; "
+                        "copied = partition size x replicas added; "
                         f"done by = time from the start of the run until the move is done, "
                         f"at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time, about "
                         f"{DEFAULT_GAP_SECONDS:.0f} s of gate and election after each)")
-    for header in ("#", "partition", "replicas", "from -> to", "bytes", "done by"):
+    headers = ["#", "partition", *(["replicas"] if replicas else []), "from -> to", "copied",
+               "done by"]
+    for header in headers:
         table.add_column(header, justify="left" if header in ("partition", "from -> to")
-                         else "right")
+                         else "right", overflow="fold")
     timeline = review_eta(plan, rate_bytes_per_sec).one_at_a_time
     for index, move in enumerate(plan.moves[:shown], start=1):
         table.add_row(str(index), escape(move.name),
-                      f"{list(move.current)} -> {list(move.target)}", describe_move(move),
-                      human_bytes(move.bytes_moved),
+                      *([f"{list(move.current)} -> {list(move.target)}"] if replicas else []),
+                      describe_move(move), human_bytes(move.bytes_moved),
                       "+" + human_duration(timeline.moves[index - 1].copy_end))
     return table
 
@@ -190,25 +231,41 @@ def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
             "the busiest broker's bytes)")
 
 
-def totals_table(plan: PlanFile, rate_bytes_per_sec: float) -> Table:
-    """Bytes moved against the lower bound, move counts, ETA and the solver's account."""
+def totals_table(plan: PlanFile, rate_bytes_per_sec: float, width: int | None = None) -> Table:
+    """Bytes moved against the lower bound, move counts, the ETA one at a time and side by side
+    (a row each) and the solver's account. Below WIDE the labels and notes are short, so each
+    row is one line."""
     s = plan.solver
+    compact = width is not None and width < WIDE
     table = Table(title="Totals", show_header=False)
     table.add_column("what")
-    table.add_column("value", justify="right")
+    table.add_column("value", overflow="fold")
     ratio = (f"{plan.bytes_moved / s.lower_bound_bytes:.3f}" if s.lower_bound_bytes > 0
              else "-")
     if s.lower_bound_bytes > 0 and s.excess_over_bound is None:
-        ratio += " (the plan stops short of balance, so the bound does not apply)"
+        ratio += (" (short of balance: the bound does not apply)" if compact else
+                  " (the plan stops short of balance, so the bound does not apply)")
     table.add_row("bytes moved", human_bytes(plan.bytes_moved))
-    table.add_row("lower bound (disk and net in, to the balanced band)",
+    table.add_row("lower bound" if compact else
+                  "lower bound (disk and net in, to the balanced band)",
                   human_bytes(s.lower_bound_bytes))
     if s.disk_lower_bound_bytes is not None:
-        table.add_row("lower bound, disk alone", human_bytes(s.disk_lower_bound_bytes))
+        table.add_row("lower bound, disk", human_bytes(s.disk_lower_bound_bytes))
     table.add_row("moved / lower bound", ratio)
     table.add_row("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
                            f"{len(plan.moves) - plan.data_moves} leadership only)")
-    table.add_row("ETA", eta_text(plan, rate_bytes_per_sec))
+    eta = review_eta(plan, rate_bytes_per_sec)
+    one = eta.one_at_a_time
+    table.add_row("ETA, one at a time", f"{human_duration(one.eta_seconds)} "
+                  + (f"({human_duration(eta.between_moves_seconds)} of it between moves)"
+                     if compact else
+                     f"({human_duration(one.start_seconds)} start-up + "
+                     f"{human_duration(one.copy_seconds)} copying at {COPY_EFFICIENCY:.0%} of "
+                     f"the rate + {human_duration(eta.between_moves_seconds)} of gates and "
+                     "waits between moves)"))
+    table.add_row("ETA, concurrency auto", human_duration(eta.side_by_side.eta_seconds))
+    table.add_row("no plan is faster than", f"{human_duration(eta.limit_seconds)} (the "
+                  "busiest broker's bytes at this rate)")
     proof = ("" if s.proven_gap is None else
              f", within {s.proven_gap:.2%} of CP-SAT's proven bound" if s.proven_gap > 0 else
              ", proven by CP-SAT")
@@ -233,13 +290,19 @@ def shown_warnings(plan: PlanFile) -> list[str]:
     return [w for w in plan.warnings if not w.startswith(restated)]
 
 
-def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float) -> Group:
-    """The whole dry-run review as one renderable; the binding explanation comes once, last."""
-    parts: list[Any] = [broker_table(plan), spread_table(plan)]
+def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
+           width: int | None = None) -> Group:
+    """The whole dry-run review as one renderable, laid out for `width` columns (None: the
+    full layout); the binding explanation comes once, last."""
+    parts: list[Any] = [broker_table(plan, width), spread_table(plan, width)]
     if plan.moves and show_moves > 0:
-        parts.append(moves_table(plan, show_moves, rate_bytes_per_sec))
-    parts.append(totals_table(plan, rate_bytes_per_sec))
+        parts.append(moves_table(plan, show_moves, rate_bytes_per_sec, width))
+    parts.append(totals_table(plan, rate_bytes_per_sec, width))
     parts.extend(targets_text(plan))
+    if plan.goals.cordoned_brokers:
+        parts.append(f"Cordoned (cordoned.log.dirs): broker(s) "
+                     f"{sorted(plan.goals.cordoned_brokers)} get no new replica; they may "
+                     "keep or give up what they hold")
     parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in shown_warnings(plan))
     binding = binding_text(plan)
     if binding is not None:
@@ -320,7 +383,8 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
         "goals": {"tolerance": g.tolerance, "max_utilization": g.max_utilization,
                   "add_brokers": sorted(g.add_brokers),
                   "remove_brokers": sorted(g.remove_brokers),
-                  "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders},
+                  "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders,
+                  "cordoned_brokers": sorted(g.cordoned_brokers)},
         "budget": {"max_bytes": budget.max_bytes, "max_moves": budget.max_moves,
                    "time_limit_seconds": budget.time_limit_s},
         "solver": {"status": s.status.value, "seconds": s.seconds,

@@ -58,7 +58,7 @@ class Capacities:
         if unknown:
             raise InputError(f"capacities file names unknown broker {unknown[0]}")
         return topology.with_brokers(
-            Broker(b.id, b.rack, self.for_broker(b.id, b.rack, b.capacity), b.alive)
+            Broker(b.id, b.rack, self.for_broker(b.id, b.rack, b.capacity), b.alive, b.cordoned)
             for b in topology.brokers
         )
 

@@ -280,6 +280,21 @@ class KafkaClusterAdmin:
         found = self._describe(resources, names, ConfigSource.DYNAMIC_BROKER_CONFIG)
         return {int(name): values for name, values in found.items()}
 
+    def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
+        """Brokers whose `cordoned.log.dirs` (at any level) is "*" or names each of their
+        log dirs (`log.dirs`, else `log.dir`)."""
+        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(broker_ids))]
+        out: set[int] = set()
+        with self._calling("describe configs"):
+            futures = [f for batch in _batches(resources) for f in
+                       self._admin.describe_configs(batch, request_timeout=self._timeout_s).items()]
+            for resource, future in futures:
+                entries: Mapping[str, ConfigEntry] = self._config_result(
+                    resource, future, "describe configs")
+                if _cordoned(entries):
+                    out.add(int(resource.name))
+        return frozenset(out)
+
     def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[
         str, dict[str, str | None]
     ]:
@@ -425,6 +440,18 @@ def _batches(resources: list[ConfigResource]) -> list[list[ConfigResource]]:
     brokers = [[r] for r in resources if r.restype == ResourceType.BROKER]
     others = [r for r in resources if r.restype != ResourceType.BROKER]
     return brokers + ([others] if others else [])
+
+
+def _cordoned(entries: Mapping[str, ConfigEntry]) -> bool:
+    """Every log dir of the broker described by `entries` is cordoned (KIP-1066)."""
+    def value(name: str) -> str:
+        entry = entries.get(name)
+        return str(entry.value or "") if entry is not None else ""
+    cordoned = {d.strip() for d in value("cordoned.log.dirs").split(",") if d.strip()}
+    if "*" in cordoned:
+        return True
+    dirs = {d.strip() for d in (value("log.dirs") or value("log.dir")).split(",") if d.strip()}
+    return bool(dirs) and dirs <= cordoned
 
 
 def _dynamic_value(entry: ConfigEntry | None, dynamic: ConfigSource) -> str | None:

@@ -71,6 +71,13 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
                             rates_in.get(p.key, 0.0), rates_out.get(p.key, 0.0))
                   for p in infos]
     brokers = broker_entries(live_brokers, infos, capacities, admin.registered_racks())
+    cordoned = admin.cordoned_brokers(sorted(live_ids))
+    for entry in brokers:
+        if entry["id"] in cordoned:
+            entry["cordoned"] = True
+    if cordoned:
+        notes.append(f"broker(s) {sorted(cordoned)} are cordoned (cordoned.log.dirs): listed "
+                     "with cordoned=true; a plan puts no new replica on them")
     notes.extend(_broker_notes(brokers))
     notes.extend(_partition_notes(infos))
     document = snapshot_document(brokers, partitions, notes)

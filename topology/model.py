@@ -104,12 +104,14 @@ class Load(PerResource):
 
 @dataclass(frozen=True, slots=True)
 class Broker:
-    """A broker: id, rack (None when the cluster sets no broker.rack) and capacity."""
+    """A broker: id, rack (None when the cluster sets no broker.rack) and capacity; `cordoned`:
+    every log dir of it is cordoned (KIP-1066 `cordoned.log.dirs`): it gets no new replica."""
 
     id: int
     rack: str | None
     capacity: Capacity
     alive: bool = True
+    cordoned: bool = False
 
     def __post_init__(self) -> None:
         if not is_kafka_id(self.id):

@@ -63,6 +63,8 @@ def broker_to_dict(broker: Broker) -> dict[str, Any]:
         k: _compact(getattr(broker.capacity, k)) for k in CAPACITY_KEYS}}
     if not broker.alive:
         out["alive"] = False
+    if broker.cordoned:
+        out["cordoned"] = True
     return out
 
 

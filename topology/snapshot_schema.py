@@ -60,6 +60,7 @@ class BrokerEntry(TypedDict, total=False):
     rack: Text | None
     capacity: CapacityEntry | None
     alive: Flag
+    cordoned: Flag  # every log dir cordoned (KIP-1066): no new replica
 
 
 @with_config(_FORBID)
@@ -212,7 +213,8 @@ def _broker(entry: BrokerEntry, capacities: Capacities | None, problems: list[st
         if capacity is None:
             uncapped.append(broker_id)
             return None
-        return Broker(broker_id, rack, capacity, entry.get("alive", True))
+        return Broker(broker_id, rack, capacity, entry.get("alive", True),
+                      entry.get("cordoned", False))
     except InputError as exc:
         problems.append(str(exc))
         return None

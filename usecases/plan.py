@@ -9,7 +9,7 @@ are imported where they are used, so that `rebalance` starts fast for the other 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -127,6 +127,15 @@ def check_broker_flags(topology: Topology, add: Sequence[int], remove: Sequence[
                          "(alive: false in the snapshot)")
 
 
+def with_cordons(goals: Goals, topology: Topology) -> Goals:
+    """`goals` with the brokers the snapshot says are cordoned (KIP-1066): none gets a new
+    replica (InputError when one is also to be filled with --add-broker)."""
+    cordoned = frozenset(b.id for b in topology.brokers if b.cordoned)
+    if cordoned <= goals.cordoned_brokers:
+        return goals
+    return replace(goals, cordoned_brokers=goals.cordoned_brokers | cordoned)
+
+
 def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | None = None,
                solver: Solver | None = None) -> PlanFile:
     """Solve, validate and order; a cluster already balanced gets an empty plan. `created_at`
@@ -134,7 +143,7 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
     from planner.planfile import SolverInfo, make_plan_file
     from planner.validate import exposure_warnings, validate_plan
 
-    goals, budget = settings.goals, settings.budget
+    goals, budget = with_cordons(settings.goals, topology), settings.budget
     created_at = created_at or datetime.now(UTC).isoformat(timespec="seconds")
     current = validate_plan(topology, (), goals)
     if not current.errors and current.balanced:

@@ -74,6 +74,7 @@ class FakeAdmin:
     clock: FakeClock
     broker_ids: Sequence[int] = (1, 2, 3, 4)
     dead: set[int] = field(default_factory=set)
+    cordoned: set[int] = field(default_factory=set)  # cordoned.log.dirs="*" (KIP-1066)
     parts: dict[TopicPartition, _Partition] = field(default_factory=dict)
     broker_cfg: dict[int, dict[str, str]] = field(default_factory=dict)
     topic_cfg: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -146,6 +147,9 @@ class FakeAdmin:
         return self._call("brokers", None, lambda: [
             BrokerInfo(b, "localhost", 9000 + b, "a" if b % 2 else "b")
             for b in self.broker_ids if b not in self.dead])  # type: ignore[return-value]
+
+    def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
+        return frozenset(set(broker_ids) & self.cordoned - self.dead)
 
     def registered_racks(self) -> dict[int, str | None]:
         return {b: "a" if b % 2 else "b" for b in self.broker_ids}  # dead ones stay registered

@@ -37,6 +37,9 @@ class FakeAdmin:
     def registered_racks(self) -> dict[int, str | None]:
         return {b.id: b.rack for b in self._brokers} | self.fenced
 
+    def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
+        return frozenset()
+
 
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         return list(self._partitions)
