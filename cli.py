@@ -12,7 +12,7 @@ import os
 import re
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
@@ -22,7 +22,16 @@ from rich.text import Text
 from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from commands import auto_cmd, execute_cmd, history_cmd, plan_cmd, snapshot_cmd
-from commands.render import console, err_console, note, spread_table, topology_table
+from commands.render import (
+    console,
+    err_console,
+    note,
+    spread_table,
+    topology_table,
+)
+from commands.render import (
+    stdout_width as _stdout_width,
+)
 from commands.sandbox_cmd import app as sandbox_app
 from core.errors import RebalanceError
 from topology.capacities import read_capacities
@@ -34,7 +43,8 @@ INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells report Ctrl-C
 HELP = ("Plan and execute throttled partition rebalances for Apache Kafka.\n\n"
         "Typical loop: `snapshot` the cluster, `plan` a rebalance and review it, `execute` it "
         "under a replication throttle one partition at a time, and watch `status`.\n\n"
-        """Exit codes (an error is one line on stderr; --debug adds the traceback):
+        """\b
+Exit codes (an error is one line on stderr; --debug adds the traceback):
   0    success
   1    `sandbox status`: no sandbox, or one of its processes is down
   2    bad input (a file, flag or output path); nothing written or changed
@@ -54,28 +64,62 @@ def tidy_help(command: TyperCommand | TyperGroup, parent: typer.Context | None =
     Typer's rich help prints every option's type, so a flag reads as if it took a value
     (`--json <bool>`, `--help <bool>`) and a repeatable option shows `<list[int]>`; and it reads
     help text as rich markup, so a `[default: ...]` in it vanishes. Here a flag gets an empty
-    metavar, a repeatable option its element type (or its own metavar) and "(repeatable)", a
-    docstring's line wrapping is undone, and help text is escaped: done once for every command,
-    before any help is shown.
+    metavar, a repeatable option its element type (or its own metavar) and "(repeatable)", and
+    a docstring's line wrapping is undone: done once for every command, before any help is
+    shown. The help texts are kept as written in _HELP; `help_style` escapes them for rich's
+    panels or leaves them for click's plain help, per invocation.
     """
     ctx = typer.Context(command, info_name=command.name, parent=parent,
                         **command.context_settings)
     help_option = command.get_help_option(ctx)  # made on first use and kept by the command
-    markup = HAS_RICH and getattr(command, "rich_markup_mode", None) == "rich"
+    rich = HAS_RICH and getattr(command, "rich_markup_mode", None) == "rich"
     for param in [*command.params, *([help_option] if help_option else [])]:
         if isinstance(param, TyperOption):
             _tidy_option(param)
         if isinstance(param, TyperArgument) and param.metavar and param.metavar[0] == "[":
             param.metavar = param.metavar.strip("[]")  # typer brackets an optional one itself
-        if markup and isinstance(param, TyperOption | TyperArgument) and param.help:
-            param.help = escape(param.help)
-    if command.help:
-        command.help = _reflow(command.help)
-        if markup:
-            command.help = escape(command.help)
+        if isinstance(param, TyperOption | TyperArgument) and param.help:
+            _HELP.params.append((param, param.help, rich))
+    _HELP.commands.append((command, _reflow(command.help) if command.help else None, rich))
     for sub in getattr(command, "commands", {}).values():
         if isinstance(sub, TyperCommand | TyperGroup):
             tidy_help(sub, ctx)
+            if sub.help and not sub.short_help:
+                # click would cut the listed summary at ~45 characters ("..."): wrap it
+                sub.short_help = re.split(r"(?<=\.)\s", _reflow(sub.help).strip(), maxsplit=1)[0]
+
+
+@dataclass
+class _HelpTexts:
+    """Help as written, with whether typer renders its command with rich markup."""
+
+    commands: list[tuple[TyperCommand | TyperGroup, str | None, bool]] = field(
+        default_factory=list)
+    params: list[tuple[TyperOption | TyperArgument, str, bool]] = field(default_factory=list)
+
+
+_HELP = _HelpTexts()
+
+
+def help_style(narrow: bool) -> None:
+    """Click's plain, wrapped help when `narrow` (rich's panels cut long flag names in a
+    terminal narrower than HELP_PANELS_WIDTH); typer's rich panels, the help text escaped as
+    rich markup, when wider."""
+    for command, text, rich in _HELP.commands:
+        panels = rich and not narrow
+        command.rich_markup_mode = "rich" if panels else None
+        if text is not None:  # rich keeps a paragraph's lines as written: click's mark goes
+            command.help = escape(text.replace("\b\n", "")) if panels else text
+    for param, text, rich in _HELP.params:
+        param.help = escape(text) if rich and not narrow else text
+
+
+HELP_PANELS_WIDTH = 140  # narrower, rich's help panels cut long flag names ("--allow-und…")
+
+
+def _narrow() -> bool:
+    """The terminal (or COLUMNS, or 120 in a pipe) is narrower than HELP_PANELS_WIDTH."""
+    return _stdout_width() < HELP_PANELS_WIDTH
 
 
 def _tidy_option(option: TyperOption) -> None:
@@ -94,7 +138,7 @@ def _tidy_option(option: TyperOption) -> None:
 def _reflow(text: str) -> str:
     """A docstring's lines joined within each paragraph (rich help would keep every break);
     indented lines, such as the rows of a table, stay on lines of their own."""
-    return re.sub(r"(?<=\S)\n(?=[^\s\x08])", " ", inspect.cleandoc(text))
+    return re.sub(r"(?<=[^\s\x08])\n(?=[^\s\x08])", " ", inspect.cleandoc(text))
 
 
 class RebalanceGroup(TyperGroup):
@@ -102,7 +146,13 @@ class RebalanceGroup(TyperGroup):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        _HELP.commands.clear()  # the texts of this group's commands only
+        _HELP.params.clear()
         tidy_help(self)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        help_style(narrow=_narrow())  # the width of this invocation's terminal
+        return super().main(*args, **kwargs)
 
 
 app = typer.Typer(
@@ -146,7 +196,8 @@ def show(
     caps = read_capacities(capacities) if capacities else None
     topology = read_snapshot(snapshot, caps)
     console.print(topology_table(topology, title=f"{snapshot} ({len(topology.partitions)} "
-                                 f"partitions, {len(topology.brokers)} brokers)"))
+                                 f"partitions, {len(topology.brokers)} brokers)",
+                                 width=console.width))
     console.print(spread_table(topology))
     for message in topology.notes:
         note(message)

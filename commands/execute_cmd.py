@@ -100,7 +100,9 @@ GateTimeout = Annotated[float, typer.Option(
     help="Gate: stop the run (resumable) when a gate stays closed this many seconds (what "
     "keeps it closed is named; `rebalance resume` goes on).")]
 P99 = Annotated[float | None, typer.Option(
-    help="Gate: also wait until the produce p99 latency is under this many ms.")]
+    "--gate-produce-p99-ms", "--produce-p99-max-ms", metavar="MS",
+    help="Gate: also wait until the produce p99 latency is under this many ms (as the other "
+    "--gate-* flags; --produce-p99-max-ms is the older name).")]
 SloGuard = Annotated[bool, typer.Option(
     help="While a move copies, read each broker's client indicators every --slo-interval "
     "seconds: a breach halves the rates of the copies through that broker (never under an "

@@ -34,6 +34,8 @@ from executor.slo import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from executor.readings import GateQueries
     from executor.records import Record
 
@@ -125,7 +127,7 @@ def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown
     default is the flag's own."""
     _finite(("--max-mbps", max_mbps), ("--cooldown", cooldown), ("--gate-margin", gate_margin),
             ("--gate-floor-mbps", gate_floor_mbps), ("--gate-timeout", gate_timeout),
-            ("--produce-p99-max-ms", produce_p99_max_ms), ("--poll-seconds", poll_seconds),
+            ("--gate-produce-p99-ms", produce_p99_max_ms), ("--poll-seconds", poll_seconds),
             ("--quota-window", quota_window))
     if max_mbps <= 0:
         raise InputError(f"--max-mbps must be positive, got {max_mbps}")
@@ -180,6 +182,18 @@ def journal_pace(records: list[Record]) -> tuple[float | None, float]:
 
     cap = number("max_bytes_per_sec")
     return (cap or None), max(number("cooldown_seconds"), DEFAULT_GAP_SECONDS)
+
+
+def journal_concurrency(records: Sequence[Record]) -> Concurrency:
+    """The run's --concurrency from its journal header (1 when it has none it can read: an
+    odd value only costs the ETA's layout)."""
+    from executor.config import parse_concurrency
+    from executor.journal import header_settings
+
+    try:
+        return parse_concurrency(header_settings(records).get("concurrency", 1))
+    except InputError:
+        return 1
 
 
 def parse_finish_by(text: str, now: datetime) -> float:

@@ -48,10 +48,17 @@ def added_broker_notes(topology: Topology, add: Sequence[int]) -> list[str]:
             for broker_id in sorted(set(add)) if held[broker_id]]
 
 
+# The words `execute` uses for its throttle: "plan with my throttle" is `--max-mbps N` on both.
+RateMbps = Annotated[float, typer.Option(
+    "--max-mbps", "--rate-mbps", metavar="MB/s",
+    help="The throttle you will execute with (execute --max-mbps), in MB/s (10^6 bytes per "
+         "second): the review's ETA copies at it. --rate-mbps is the older name.")]
+
+
 def check_review_flags(rate_mbps: float, show_moves: int) -> None:
     """--rate-mbps (the ETA's copy rate) and --show-moves, checked before any file is read."""
     if not 0 < rate_mbps < math.inf:
-        raise InputError(f"--rate-mbps must be a positive finite number, got {rate_mbps}")
+        raise InputError(f"--max-mbps must be a positive finite number, got {rate_mbps}")
     if show_moves < 0:
         raise InputError(f"--show-moves must not be negative, got {show_moves}")
 
@@ -110,8 +117,7 @@ def plan(
     time_limit: Annotated[float, typer.Option(help="Solver time limit, seconds.")] = 60.0,
     order: Annotated[MoveOrder, typer.Option(help="Execution order of the moves.")
                      ] = MoveOrder.SMALLEST_FIRST,
-    rate_mbps: Annotated[float, typer.Option(
-        help="Copy rate for the ETA, in MB/s (10^6 bytes per second).")] = 50.0,
+    rate_mbps: RateMbps = 50.0,
     show_moves: Annotated[int, typer.Option(help="How many moves the review lists.")] = 30,
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP.format(what="plan"))
@@ -168,7 +174,7 @@ def _show(plan_file: PlanFile, show_moves: int, rate_mbps: float, json_output: b
         typer.echo(json.dumps(review_document(plan_file, rate_mbps * 1e6), indent=1,
                               allow_nan=False))
     else:
-        console.print(review(plan_file, show_moves, rate_mbps * 1e6))
+        console.print(review(plan_file, show_moves, rate_mbps * 1e6, console.width))
 
 
 def diff(
@@ -176,7 +182,7 @@ def diff(
     snapshot: Annotated[Path | None, typer.Option(
         help="Check the plan against this snapshot (current sizes, replica placement).")] = None,
     capacities: Annotated[Path | None, typer.Option(help="Capacities YAML.")] = None,
-    rate_mbps: Annotated[float, typer.Option(help="Copy rate for the ETA, in MB/s.")] = 50.0,
+    rate_mbps: RateMbps = 50.0,
     show_moves: Annotated[int, typer.Option(help="How many moves the review lists.")] = 30,
     json_output: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
     html: HtmlOption = None,

@@ -7,6 +7,7 @@ must print as written, not break or restyle the output.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,15 +17,26 @@ from rich.table import Table
 from rich.text import Text
 
 from core.errors import RebalanceError
+from report.layout import fit
 from report.text import human_bytes
 from topology.load import balance, broker_loads
 from topology.model import RESOURCES, Resource, Topology
 
+PIPE_WIDTH = 120  # to a file or a pipe without COLUMNS: the review's full layout
+
 
 def _console(stderr: bool = False) -> Console:
-    """A console that keeps tables readable when output goes to a file or a pipe."""
+    """The terminal's width; to a file or a pipe, COLUMNS when set, else PIPE_WIDTH (a log
+    keeps every column)."""
     probe = Console(stderr=stderr)
-    return probe if probe.is_terminal else Console(stderr=stderr, width=max(probe.width, 140))
+    if probe.is_terminal or "COLUMNS" in os.environ:
+        return probe
+    return Console(stderr=stderr, width=PIPE_WIDTH)
+
+
+def stdout_width() -> int:
+    """Standard output's width now, as `console` would have it if made now."""
+    return _console().width
 
 
 console = _console()
@@ -87,31 +99,44 @@ def notes_held() -> Iterator[NoteHold]:
 _RESOURCE_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
 
 
-def topology_table(topology: Topology, title: str = "Brokers") -> Table:
-    """Per-broker table grouped by rack: replicas, leaders, load and utilization per resource."""
+def topology_table(topology: Topology, title: str = "Brokers",
+                   width: int | None = None) -> Table:
+    """Per-broker table grouped by rack: replicas, leaders, load and utilization per resource
+    (narrower than that: utilization only, then without leaders)."""
+    return fit(width, [lambda: _topology_table(topology, title, True, True),
+                       lambda: _topology_table(topology, title, False, True),
+                       lambda: _topology_table(topology, title, False, False)])
+
+
+def _topology_table(topology: Topology, title: str, amounts: bool,
+                    leaders: bool) -> Table:
     loads = broker_loads(topology)
     bal = balance(topology)
     replicas = {b.id: 0 for b in topology.brokers}
-    leaders = dict(replicas)
+    leading = dict(replicas)
     for p in topology.partitions:
-        leaders[p.replicas[0]] += 1
+        leading[p.replicas[0]] += 1
         for r in p.replicas:
             replicas[r] += 1
-    table = Table(title=escape(title))
-    for header in ("rack", "broker", "replicas", "leaders"):
-        table.add_column(header, justify="right" if header != "rack" else "left", no_wrap=True)
+    table = Table(title=escape(title) + ("" if amounts else " (utilization)"))
+    for header in ("rack", "broker", "replicas", *(["leaders"] if leaders else [])):
+        table.add_column(header, justify="right" if header != "rack" else "left",
+                         overflow="fold")
     for res in RESOURCES:
-        table.add_column(_RESOURCE_TITLES[res], justify="right", no_wrap=True)
-        table.add_column("util", justify="right", no_wrap=True)
+        if amounts:
+            table.add_column(_RESOURCE_TITLES[res], justify="right", no_wrap=True)
+        table.add_column("util" if amounts else _RESOURCE_TITLES[res], justify="right",
+                         no_wrap=True)
     for rack in topology.racks:
         for b in (b for b in topology.brokers if b.rack == rack):
             load = loads[b.id]
             row = [escape(str(rack)), str(b.id) + ("" if b.alive else " (offline)"),
-                   str(replicas[b.id]), str(leaders[b.id])]
+                   str(replicas[b.id]), *([str(leading[b.id])] if leaders else [])]
             for res in RESOURCES:
-                amount = human_bytes(load.of(res), "B" if res is Resource.DISK else "B/s")
                 util = bal[res].utilization.get(b.id)
-                row += [amount, f"{util:.1%}" if util is not None else "-"]
+                if amounts:
+                    row.append(human_bytes(load.of(res), "B" if res is Resource.DISK else "B/s"))
+                row.append(f"{util:.1%}" if util is not None else "-")
             table.add_row(*row)
     return table
 

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
+from commands import render
 from core.errors import InputError, PlanError
 from files.planfile import read_plan
 from planner.goals import Budget, Goals
@@ -115,6 +116,7 @@ def test_plan_writes_validated_ordered_plan_and_review(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Goals] = []
     monkeypatch.setattr(plan_usecase, "load_solver", fake_solver(FILL_BROKER_4, calls=calls))
+    monkeypatch.setattr(render.console, "width", 160)  # the full layout, whatever ran before
     snap = write_snapshot(tmp_path / "snap.json", UNBALANCED)
     out = tmp_path / "plan.json"
     result = invoke(["plan", "--snapshot", str(snap), "--add-broker", "4", "--out", str(out),
@@ -131,8 +133,8 @@ def test_plan_writes_validated_ordered_plan_and_review(tmp_path: Path,
     assert "1.111" in result.output  # bytes moved / lower bound = 200 / 180
     # ETA: 2 x 100 bytes at 90% of 100 B/s; the second move takes the first one's broker
     # over as its copy ends, and the first starts after the start-up (no copy before the run)
-    assert "6s one move at a time (4s start-up + 2s copying at 90% of the rate + 0s of gates" \
-        in result.output, result.output
+    eta = next(line for line in result.output.splitlines() if "ETA, one at a time" in line)
+    assert "│ 6s (4s start-up + 2s copying at 90% of the rate + 0s of gates" in eta, eta
 
 
 def test_plan_json_summary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,8 +110,8 @@ def test_binary_plan_file_is_an_input_error(tmp_path: Path, rebalance: Rebalance
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--rate-mbps", "nan"], "--rate-mbps must be a positive finite number"),
-    (["--rate-mbps", "inf"], "--rate-mbps must be a positive finite number"),
+    (["--max-mbps", "nan"], "--max-mbps must be a positive finite number"),
+    (["--rate-mbps", "inf"], "--max-mbps must be a positive finite number"),
     (["--show-moves", "-1"], "--show-moves must not be negative"),
 ], ids=["rate NaN", "rate infinite", "negative show-moves"])
 def test_bad_review_flags_of_diff(tmp_path: Path, rebalance: Rebalance, flags: list[str],
@@ -125,7 +125,7 @@ def test_bad_review_flags_of_diff(tmp_path: Path, rebalance: Rebalance, flags: l
 @pytest.mark.parametrize("flags, message", [
     (["--time-limit", "nan"], "--time-limit must be a positive number of seconds"),
     (["--time-limit", "inf"], "--time-limit must be a positive number of seconds"),
-    (["--rate-mbps", "nan"], "--rate-mbps must be a positive finite number"),
+    (["--max-mbps", "nan"], "--max-mbps must be a positive finite number"),
     (["--out", "{tmp}"], "it is a directory"),
     (["--out", "/proc/no-such-dir/plan.json"], "choose a writable path"),
     (["--max-moves", "0"], "--max-moves 0 allows no move"),
