@@ -36,8 +36,33 @@ RATE_WINDOW_S = 10.0
 
 
 @dataclass
+class _Flight:
+    """A move started and not yet ended, as the display knows it."""
+
+    index: int
+    total: int
+    done: int = 0
+    state: str = "throttling"
+    samples: list[tuple[float, int]] = field(default_factory=list)  # (time, bytes done)
+
+    def rate(self) -> float | None:
+        """This copy's rate over its recent samples (bytes/s), if measurable."""
+        if len(self.samples) < 2:
+            return None
+        (t0, b0), (t1, b1) = self.samples[0], self.samples[-1]
+        return (b1 - b0) / (t1 - t0) if t1 > t0 else None
+
+
+# What the panel's ETA rests on: the seconds until the unfinished moves are done when each
+# still copies the bytes given (by name) at a rate per copy (executor.timeline.remaining_seconds
+# with the run's moves, concurrency and settle wait), or None: remaining bytes over the rate.
+EtaModel = Callable[[Mapping[str, float], float], float]
+
+
+@dataclass
 class ProgressState:
-    """What the display knows: the move in flight, bytes, recent progress samples, the gate."""
+    """What the display knows: the moves in flight (each with its own recent progress, so one
+    move's report never resets another's rate), bytes, the gate, and what is left per move."""
 
     total_moves: int
     bytes_total: int
@@ -45,61 +70,87 @@ class ProgressState:
     bytes_before: int = 0  # bytes of moves already done when this process started
     done_bytes: int = 0  # bytes of moves done in this process
     moves_done: int = 0
-    current: str = ""
-    current_index: int = 0
-    current_bytes: int = 0
-    current_total: int = 0
+    current: str = ""  # the move started last
     state: str = "starting"
     gate: str = ""
-    samples: list[tuple[float, int]] = field(default_factory=list)
+    flight: dict[str, _Flight] = field(default_factory=dict)
+    left: dict[str, float] = field(default_factory=dict)  # bytes still to copy, by move
+    eta_model: EtaModel | None = None
+
+    @property
+    def current_index(self) -> int:
+        return self.flight[self.current].index if self.current in self.flight else 0
+
+    @property
+    def current_total(self) -> int:
+        return self.flight[self.current].total if self.current in self.flight else 0
+
+    @property
+    def current_bytes(self) -> int:
+        return self.flight[self.current].done if self.current in self.flight else 0
 
     @property
     def bytes_moved(self) -> int:
-        return self.bytes_before + self.done_bytes + self.current_bytes
+        return self.bytes_before + self.done_bytes + sum(f.done for f in self.flight.values())
 
     def rate(self) -> float | None:
-        """Copy rate of the move in flight (bytes/s) over the recent window, if measurable."""
-        if len(self.samples) < 2:
-            return None
-        (t0, b0), (t1, b1) = self.samples[0], self.samples[-1]
-        return (b1 - b0) / (t1 - t0) if t1 > t0 else None
+        """The copies in flight together (bytes/s), each over its recent samples; None before
+        any is measurable."""
+        rates = [r for f in self.flight.values() if (r := f.rate()) is not None]
+        return sum(rates) if rates else None
+
+    def copy_rate(self) -> float | None:
+        """The mean rate of one copy now (bytes/s): what the remaining copies are timed at."""
+        rates = [r for f in self.flight.values() if (r := f.rate()) is not None and r > 0]
+        return sum(rates) / len(rates) if rates else None
 
     def eta_seconds(self) -> float:
-        """Remaining bytes over the measured rate (the cap until a rate is measured)."""
-        rate = self.rate() or float(self.cap_bytes_per_sec)
-        return max(self.bytes_total - self.bytes_moved, 0) / max(rate, 1.0)
+        """Until every move is done: the remaining copies at the measured rate per copy (the
+        cap until one is measured), laid out as the run lays them out (eta_model)."""
+        rate = max(self.copy_rate() or float(self.cap_bytes_per_sec), 1.0)
+        if self.eta_model is not None and self.left:
+            return self.eta_model(self.left, rate)
+        return max(self.bytes_total - self.bytes_moved, 0) / rate
 
     def fold(self, event: Event, now: float) -> None:
         """Update from one executor event."""
         if event.kind is EventKind.STATE:
             self._state(event)
         elif event.kind is EventKind.PROGRESS:
-            if event.move != self.current:
-                self._switch(event)
-            self.current_bytes = min(event.bytes_done, event.bytes_total or event.bytes_done)
-            self.samples.append((now, event.bytes_done))
-            while len(self.samples) > 2 and now - self.samples[0][0] > RATE_WINDOW_S:
-                self.samples.pop(0)
+            flight = self._flight(event)
+            flight.done = min(event.bytes_done, event.bytes_total or event.bytes_done)
+            flight.samples.append((now, event.bytes_done))
+            while len(flight.samples) > 2 and now - flight.samples[0][0] > RATE_WINDOW_S:
+                flight.samples.pop(0)
+            if event.move in self.left:
+                self.left[event.move] = max(0.0, float(flight.total - flight.done))
         elif event.kind in (EventKind.GATE, EventKind.HOLD):
             self.gate = event.message
 
-    def _switch(self, event: Event) -> None:
-        self.current, self.current_index = event.move, event.index
-        self.current_total, self.current_bytes = event.bytes_total, 0
-        self.samples = []
+    def _flight(self, event: Event) -> _Flight:
+        if event.move not in self.flight:
+            self.flight[event.move] = _Flight(event.index, event.bytes_total)
+            self.current = event.move
+        return self.flight[event.move]
 
     def _state(self, event: Event) -> None:
         if event.state == MoveState.THROTTLING.value:
-            self._switch(event)
+            self.flight.pop(event.move, None)  # started (again): its progress starts over
+            self._flight(event)
             self.gate = ""
+        if event.move in self.flight:
+            self.flight[event.move].state = event.state
         if event.move == self.current:
             self.state = event.state
         if event.state == MoveState.DONE.value:
             self.moves_done += 1
             self.done_bytes += event.bytes_total
-            if event.move == self.current:
-                self.current_bytes = 0
-                self.samples = []
+        if event.state in _ENDED:
+            self.flight.pop(event.move, None)
+            self.left.pop(event.move, None)
+
+
+_ENDED = frozenset({MoveState.DONE.value, MoveState.FAILED.value, MoveState.CANCELLED.value})
 
 
 def render_progress(p: ProgressState) -> Table:
@@ -109,17 +160,28 @@ def render_progress(p: ProgressState) -> Table:
     table.add_column()
     rate = p.rate()
     cap = rate_text(p.cap_bytes_per_sec)
-    table.add_row("move", escape(f"{p.current_index} of {p.total_moves}: {p.current or '-'} "
-                                 f"({p.state})"))
-    table.add_row("this move", f"{size_text(p.current_bytes)} of "
-                               f"{size_text(p.current_total)}")
+    flying = sorted(p.flight.items(), key=lambda item: item[1].index)
+    if len(flying) > 1:
+        shown = ", ".join(f"{name} ({f.state}, {_share(f)})" for name, f in flying[:3])
+        more = f" and {len(flying) - 3} more" if len(flying) > 3 else ""
+        table.add_row("moves", escape(f"{len(flying)} in flight: {shown}{more}"))
+    else:
+        table.add_row("move", escape(f"{p.current_index} of {p.total_moves}: {p.current or '-'} "
+                                     f"({p.state})"))
+        table.add_row("this move", f"{size_text(p.current_bytes)} of "
+                                   f"{size_text(p.current_total)}")
     table.add_row("all moves", f"{size_text(p.bytes_moved)} of {size_text(p.bytes_total)}"
                                f" ({p.moves_done} move(s) done)")
-    table.add_row("rate", f"{rate_text(rate) if rate is not None else '-'} "
+    copies = f" over {len(flying)} copies" if len(flying) > 1 else ""
+    table.add_row("rate", f"{rate_text(rate) if rate is not None else '-'}{copies} "
                           f"(cap {cap} per broker)")
     table.add_row("ETA", duration_text(p.eta_seconds()))
     table.add_row("gate", escape(p.gate or "-"))
     return table
+
+
+def _share(flight: _Flight) -> str:
+    return f"{flight.done / flight.total:.0%}" if flight.total else "-"
 
 
 class ProgressView:

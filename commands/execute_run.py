@@ -6,15 +6,21 @@ that says which.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from commands.execute_render import ProgressState, ProgressView, report_lines
-from commands.execute_setup import both, journal_records, serve_metrics
+from commands.execute_render import EtaModel, ProgressState, ProgressView, report_lines
+from commands.execute_setup import (
+    both,
+    journal_concurrency,
+    journal_pace,
+    journal_records,
+    serve_metrics,
+)
 from commands.render import NoteHold, console, err_console, note, say
 from core.errors import ExecutionError, RebalanceError
 from executor.config import Reporter
@@ -40,11 +46,27 @@ def progress_view(run: RunState, cap: int, metrics_port: int | None, clock: Call
     from executor.timeline import timeline
 
     done = sum(m.bytes_moved for m in run.plan.moves if run.state_of(m.name) is MoveState.DONE)
-    view = ProgressView(err_console, ProgressState(len(run.plan.moves), run.plan.bytes_moved,
-                                                   cap, bytes_before=done), clock,
-                        moves={m.name: m for m in run.plan.moves},
-                        times=timeline(records) if records else None)
+    state = ProgressState(len(run.plan.moves), run.plan.bytes_moved, cap, bytes_before=done)
+    if records:
+        state.left, state.eta_model = eta_model(run, records)
+    view = ProgressView(err_console, state, clock, moves={m.name: m for m in run.plan.moves},
+                        times=timeline(records) if records and len(records) > 1 else None)
     return view, both(view, serve_metrics(metrics_port, cap))
+
+
+def eta_model(run: RunState, records: list[Record]) -> tuple[dict[str, float], EtaModel]:
+    """What the live panel's ETA rests on: each unfinished move's bytes to copy, and the
+    status's own model of the time they take (executor.timeline.remaining_seconds with the
+    run's concurrency and settle wait, from its journal header)."""
+    from executor.timeline import remaining_seconds
+
+    unfinished = [m for m in run.unfinished
+                  if run.state_of(m.name) not in (MoveState.DONE, MoveState.CANCELLING)]
+    concurrency, settle = journal_concurrency(records), journal_pace(records)[1]
+
+    def seconds(left: Mapping[str, float], rate: float) -> float:
+        return remaining_seconds(unfinished, left, rate, concurrency, settle)[0]
+    return {m.name: float(m.bytes_moved) for m in unfinished}, seconds
 
 
 INTERRUPTED = ("interrupted: the journal {journal} keeps the run (a move in flight keeps "

@@ -18,9 +18,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from core.errors import InputError
-from executor.config import parse_concurrency
-from executor.journal import RunState, header_settings
+from commands.execute_setup import journal_concurrency
+from executor.journal import RunState
 from executor.records import Record, RunOutcome
 from executor.schedule import COPY_EFFICIENCY
 from executor.state import TERMINAL, MoveState
@@ -146,11 +145,7 @@ def status_view(records: Sequence[Record], journal: str, plan: str | None, runni
 
     run = replay(records)
     times = timeline(records)
-    try:
-        concurrency = parse_concurrency(header_settings(records).get("concurrency", 1))
-    except InputError:
-        concurrency = 1  # replay accepted the header; an odd value only costs the layout
-    eta = estimate_eta(run, times, cap, settle_seconds, now, concurrency)
+    eta = estimate_eta(run, times, cap, settle_seconds, now, journal_concurrency(records))
     return StatusView(journal, plan, running, run, summarize(run), times, eta, cap, now)
 
 

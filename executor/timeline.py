@@ -158,22 +158,32 @@ def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_se
         rate = cap * COPY_EFFICIENCY  # what the plan review counts too
     if not unfinished or rate is None or rate <= 0:
         return None
-    left = 0.0
-    remaining: list[Move] = []  # what each move still has to copy
+    left: dict[str, float] = {}  # what each move still has to copy
     for move in unfinished:
         state = run.state_of(move.name)
         if state in COPIED or state is S.CANCELLING:
             continue  # in place, or being reverted: nothing more to copy
         copying_at = times.of(move.name).copying_at
         done = rate * (now - copying_at) if state is S.COPYING and copying_at else 0.0
-        rest = max(0.0, move.bytes_moved - done)
-        left += rest
-        share = max(1, len(move.added_brokers))
-        remaining.append(replace(move, size_bytes=math.ceil(rest / share)))
-    if concurrency != 1 and remaining:
+        left[move.name] = max(0.0, move.bytes_moved - done)
+    seconds, waits = remaining_seconds(unfinished, left, rate, concurrency, settle_seconds)
+    return Eta(seconds, round(sum(left.values())), rate, observed, waits,
+               concurrency if concurrency != 1 and left else 1)
+
+
+def remaining_seconds(unfinished: Sequence[Move], left: Mapping[str, float], rate: float,
+                      concurrency: Concurrency, settle_seconds: float) -> tuple[float, float]:
+    """Seconds until `unfinished` (plan order) are done when each still copies its `left`
+    bytes (a move not in `left` copies nothing more) at `rate` per copy, and the settle waits
+    in them: one at a time, a settle wait after each data move that another follows; side by
+    side, the moves laid out under the run loop's rules (executor.schedule), a settle wait
+    the gap between two moves on a broker. `rate` must be positive."""
+    if concurrency != 1 and left:
+        remaining = [replace(m, size_bytes=math.ceil(left[m.name]
+                                                     / max(1, len(m.added_brokers))))
+                     for m in unfinished if m.name in left]
         laid_out = schedule(remaining, rate, concurrency, gap_seconds=settle_seconds)
-        return Eta(laid_out.eta_seconds, round(left), rate, observed, settle_seconds,
-                   concurrency)
+        return laid_out.eta_seconds, settle_seconds
     waits = settle_seconds * sum(1 for m in unfinished[:-1] if m.bytes_moved)
-    return Eta(left / rate + waits, round(left), rate, observed, waits)
+    return sum(left.values()) / rate + waits, waits
 

@@ -57,7 +57,7 @@ class RunHooks(Protocol):
     def watch(self, run: RunState, cap: int, clock: Callable[[], float],
               records: list[Record] | None) -> Reporter:
         """The reporter of the run about to be driven: `run` as the journal has it (moves
-        done so far), `records` the journal so far (None for a new run), `clock` the
+        done so far), `records` the journal so far (its header alone for a new run), `clock` the
         executor's, which the journal's times are in."""
 
     def started(self, journal: Path, run_id: str) -> None:
@@ -223,8 +223,9 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
             return None
         run_id = new_run_id()
         config, journal = ready.config, settings.journal
-        reporter = hooks.watch(replay([header_record(ready.plan, config.to_journal())]),
-                               config.max_bytes_per_sec, ready.ports.clock.now, None)
+        header = header_record(ready.plan, config.to_journal())
+        reporter = hooks.watch(replay([header]), config.max_bytes_per_sec,
+                               ready.ports.clock.now, [header])
         with cluster_lease(cluster.bootstrap, cluster.command_config, run_id, journal,
                            settings.take_over_lease, hooks.note) as hold:
             executor = Executor.start(ready.plan, ready.ports, config,

@@ -4,6 +4,7 @@ cancel of a run held by another executor, flag checks, and the progress arithmet
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -248,3 +249,27 @@ def test_finish_by_is_the_next_such_time(text: str, expected: datetime) -> None:
 def test_finish_by_refuses_what_it_cannot_use(text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         parse_finish_by(text, datetime(2026, 11, 23, 9, 15, tzinfo=UTC))
+
+
+def test_progress_of_moves_side_by_side_keeps_each_rate_and_counts_both() -> None:
+    """Two copies report in turn: neither resets the other's rate; the panel's rate is both
+    together, bytes count both, and the ETA is the run's model over what each has left."""
+    asked: list[tuple[dict[str, float], float]] = []
+
+    def model(left: Mapping[str, float], rate: float) -> float:
+        asked.append((dict(left), rate))
+        return 42.0
+    p = ProgressState(2, 8 * MB, 1 * MB, left={"t-0": 5 * MB, "t-1": 3 * MB}, eta_model=model)
+    p.fold(_event(EventKind.STATE, "t-0", 1, state="throttling"), 0.0)
+    p.fold(_event(EventKind.STATE, "t-1", 2, state="throttling"), 0.0)
+    for second in range(1, 5):
+        p.fold(_event(EventKind.PROGRESS, "t-0", 1, second * MB), float(second))
+        p.fold(_event(EventKind.PROGRESS, "t-1", 2, second * MB // 2), float(second) + 0.5)
+    assert p.rate() == pytest.approx(1.5 * MB)  # 1 MB/s + 0.5 MB/s, neither reset
+    assert p.bytes_moved == 4 * MB + 2 * MB
+    assert p.eta_seconds() == 42.0
+    assert asked[-1] == ({"t-0": 1 * MB, "t-1": 1 * MB}, pytest.approx(0.75 * MB))
+    text = str(render_progress(p).columns[1]._cells)
+    assert "2 in flight: t-0 (throttling, 80%), t-1 (throttling, 67%)" in text
+    p.fold(_event(EventKind.STATE, "t-0", 1, state="done"), 5.0)
+    assert p.moves_done == 1 and p.bytes_moved == 5 * MB + 2 * MB and "t-0" not in p.left
