@@ -269,8 +269,19 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float, width: int | None = 
     proof = ("" if s.proven_gap is None else
              f", within {s.proven_gap:.2%} of CP-SAT's proven bound" if s.proven_gap > 0 else
              ", proven by CP-SAT")
-    table.add_row("solver", f"{s.status.value}{proof}, {s.seconds:.1f} s")
+    table.add_row("solver", f"{s.status.value} ({SOLVER_MEANING[s.status]}){proof}, "
+                            f"{s.seconds:.1f} s")
     return table
+
+
+# What each solver status tells the operator, in the review's words.
+SOLVER_MEANING = {
+    SolverStatus.ALREADY_BALANCED: "nothing to move",
+    SolverStatus.OPTIMAL: "the fewest bytes for the goals",
+    SolverStatus.FEASIBLE: "every goal met; fewer bytes not ruled out",
+    SolverStatus.GREEDY: "every goal met by the fast pass; no solver found fewer bytes",
+    SolverStatus.BEST_EFFORT: "full balance out of reach: the closest found",
+}
 
 
 def binding_text(plan: PlanFile) -> str | None:

@@ -81,6 +81,7 @@ def test_the_binding_explanation_is_printed_once(snap: Path, tmp_path: Path,
         assert text.count("the move budget 1 is spent") == 1, shown.out
         assert "Full balance is not reachable: max_moves" in text
         assert "is not within" not in text  # the same fact, per resource, left out
+        assert "best_effort (full balance out of reach: the closest found)" in text
 
 
 def test_warnings_stay_when_nothing_binds(snap: Path, tmp_path: Path,
