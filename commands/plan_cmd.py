@@ -29,7 +29,14 @@ from topology.capacities import read_capacities
 from topology.model import Topology
 from topology.snapshot import read_snapshot
 from topology.units import parse_bytes
-from usecases.plan import PlanInputs, PlanSettings, build_plan, read_cluster, recheck
+from usecases.plan import (
+    PlanInputs,
+    PlanSettings,
+    build_demotion,
+    build_plan,
+    read_cluster,
+    recheck,
+)
 
 if TYPE_CHECKING:
     from planner.planfile import PlanFile
@@ -100,6 +107,10 @@ def plan(
     add_broker: Annotated[list[str] | None, typer.Option(
         metavar="ID", help="A newly added broker to fill (repeat the flag, or give a comma "
         "list: 13,14,15).")] = None,
+    demote_broker: Annotated[list[str] | None, typer.Option(
+        metavar="ID", help="Take every preferred leadership off this broker (to patch or watch "
+        "it), moving no data: each partition it leads gets another live replica as leader. "
+        "Planned on its own (repeat, or a comma list).")] = None,
     remove_broker: Annotated[list[str] | None, typer.Option(
         metavar="ID", help="A broker to drain completely, alive or dead (repeat, or a comma "
         "list).")] = None,
@@ -146,6 +157,11 @@ def plan(
                              "positive limit, or leave the flag out for none")
     adds = broker_ids(add_broker or (), "--add-broker")
     removes = broker_ids(remove_broker or (), "--remove-broker")
+    demotes = broker_ids(demote_broker or (), "--demote-broker")
+    if demotes and (adds or removes or max_bytes or max_moves):
+        raise InputError("--demote-broker moves leadership only, planned on its own: leave out "
+                         "--add-broker, --remove-broker, --max-bytes and --max-moves (plan "
+                         "those in a second plan)")
     inputs = PlanInputs(snapshot=snapshot, bootstrap=bootstrap, prometheus=prometheus,
                         command_config=command_config, capacities=capacities, weights=weights,
                         horizon_days=horizon, add_brokers=adds, remove_brokers=removes)
@@ -158,7 +174,8 @@ def plan(
             budget=budget, order=order)
         with err_console.status(f"planning {len(topology.partitions)} partitions on "
                                 f"{len(topology.brokers)} brokers ..."):
-            plan_file = build_plan(topology, settings)
+            plan_file = (build_demotion(topology, demotes, settings) if demotes
+                         else build_plan(topology, settings))
     if out is not None:
         write_plan(out, plan_file)
     _show(plan_file, show_moves, rate_mbps, json_output)

@@ -172,6 +172,8 @@ def remaining_load(moves: Iterable[Move]) -> dict[End, int]:
     """Bytes each end still has to carry for `moves` (sender by its preferred leader)."""
     load: dict[End, int] = {}
     for move in moves:
+        if move.leadership_only:
+            continue  # it carries no bytes
         for end in move_ends(move, None):
             share = move.bytes_moved if end[1] is Direction.OUT else move.size_bytes
             load[end] = load.get(end, 0) + share

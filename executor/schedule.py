@@ -5,7 +5,7 @@ its bytes at the rate; one at a time, moves go in plan order; side by side (a nu
 "auto"), the busiest brokers' moves first, each broker sending for at most one move and
 receiving for at most one. After its copy a move holds its ends for `gap_seconds` more (leader
 election and the gate while the network settles, DEFAULT_GAP_SECONDS as measured on the
-sandbox); a copy starts only into a receiver whose quota window is clean (the first one a
+sandbox; a leadership-only move copies nothing and has no gate); a copy starts only into a receiver whose quota window is clean (the first one a
 window after the start), or one it takes over as the previous copy into it ends.
 """
 
@@ -221,7 +221,8 @@ class _Simulation:
             carried = {e for e in self.ends[name]
                        if any(h in self.copying for h in self.holders.get(e, {}))}
             left = self.ends[name] - self.taken.get(name, frozenset()) - carried
-            release = self.now + self.gap if left else self.now
+            gated = left and not self.by_name[name].leadership_only  # copies nothing: no gate
+            release = self.now + self.gap if gated else self.now
             slot = self.placed[name]
             self.placed[name] = ScheduledMove(slot.index, slot.move, slot.start, slot.copy_end,
                                               release)

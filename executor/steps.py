@@ -407,6 +407,9 @@ class MoveDriver:
         if self.skip_gate:
             self.enter(move, S.DONE, "gate skipped: run cancelled")
             return False
+        if move.leadership_only:
+            self.enter(move, S.DONE, "leadership only: it copied nothing, no gate")
+            return False
         baseline = record.baseline or NetworkSample({}, {})
         carried = self._carried_by_others(move)
         if carried and (baseline.net_in or baseline.net_out):

@@ -28,6 +28,7 @@ class SolverStatus(StrEnum):
     FEASIBLE = "feasible"  # solver improved the plan, optimality not proven
     GREEDY = "greedy"  # solver found nothing better than the greedy warm start
     BEST_EFFORT = "best_effort"  # full balance unreachable (budget/racks): best reachable
+    LEADERS_ONLY = "leaders_only"  # --demote-broker: leadership moved off brokers, no data
 
 
 @dataclass(frozen=True, slots=True)

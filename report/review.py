@@ -281,6 +281,7 @@ SOLVER_MEANING = {
     SolverStatus.FEASIBLE: "every goal met; fewer bytes not ruled out",
     SolverStatus.GREEDY: "every goal met by the fast pass; no solver found fewer bytes",
     SolverStatus.BEST_EFFORT: "full balance out of reach: the closest found",
+    SolverStatus.LEADERS_ONLY: "leadership moved off the demoted brokers; no data moves",
 }
 
 

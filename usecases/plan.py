@@ -162,6 +162,29 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
                           result.targets or report.targets)
 
 
+def build_demotion(topology: Topology, brokers: Sequence[int], settings: PlanSettings, *,
+                   created_at: str | None = None) -> PlanFile:
+    """The leadership-only plan that takes preferred leadership off `brokers` (planner.demote):
+    no data moves, balance is reported, never a reason to refuse (leadership piles where it
+    may). A partition the brokers must keep leading is a warning."""
+    from planner.demote import demote
+    from planner.planfile import SolverInfo, make_plan_file
+    from planner.validate import validate_plan
+
+    goals = with_cordons(settings.goals, topology)
+    demotion = demote(topology, brokers)
+    report = validate_plan(topology, demotion.moves, goals, worse_balance_is_error=False,
+                           untouched_breaks_are_errors=False)
+    report.raise_if_invalid()
+    stuck = ([f"{len(demotion.stuck)} partition(s) stay led by the demoted broker(s): no other "
+              f"live replica may lead them ({', '.join(demotion.stuck[:5])}"
+              f"{' and more' if len(demotion.stuck) > 5 else ''})"] if demotion.stuck else [])
+    return make_plan_file(topology, demotion.moves, goals, settings.budget,
+                          SolverInfo(SolverStatus.LEADERS_ONLY, 0),
+                          created_at or datetime.now(UTC).isoformat(timespec="seconds"),
+                          [*stuck, *report.warnings])
+
+
 def recheck(plan_file: PlanFile, topology: Topology, *, warn: Notify) -> PlanFile:
     """The plan's review recomputed on `topology`; PlanError when it no longer applies. A
     topology other than the one the plan was made against is told to `warn`."""

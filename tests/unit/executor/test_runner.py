@@ -6,6 +6,7 @@ import pytest
 
 from core.errors import ExecutionError
 from executor.config import Event, EventKind
+from executor.gates import GatePolicy
 from executor.journal import replay
 from executor.preflight import PlanCheck
 from executor.records import RunOutcome
@@ -607,3 +608,18 @@ def test_a_failed_move_holds_only_the_moves_that_share_its_brokers() -> None:
     assert world.admin.replicas()["far-0"] == (5, 7)
     end = replay(world.sink.records).end_reason
     assert "1 move(s) not started, as they share brokers with a failed move (events-0)" in end
+
+
+def test_leadership_only_moves_wait_for_no_gate() -> None:
+    """A demotion's moves copy nothing: each is done once its leader is elected, with no gate
+    between them (the gate protects the next copy from the last one's traffic)."""
+    from planner.result import Move
+    moves = [Move("orders", p, (1, 2), (2, 1), 30 * MB) for p in range(3)]
+    world = make_world(moves, gate=GatePolicy(consecutive=3), cooldown_seconds=0.0)
+    for move in moves[1:]:
+        world.admin.add(move.topic, move.partition, move.current, move.size_bytes)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    assert [world.admin.replicas()[m.name] for m in moves] == [(2, 1)] * 3
+    assert world.messages(EventKind.GATE) == []
+    assert all("no gate" in report.reasons[m.name] for m in moves), report.reasons

@@ -87,7 +87,8 @@ SNAPSHOT_CASES = {
     "misspelt rack": (_edit(lambda doc: doc["brokers"][0].update(racks="a")),
                       "broker 1: unknown key 'racks' (did you mean 'rack'?)"),
     "unknown broker key": (_broker(host="b1"),
-                           "broker 1: unknown key 'host' (expected id, rack, capacity, alive, cordoned)"),
+                           "broker 1: unknown key 'host' (expected id, rack, capacity, alive, "
+                           "cordoned)"),
     "unknown capacity key": (_capacity(disk=5), "broker 1 capacity: unknown key 'disk' "
                              "(expected disk_bytes, net_in_bytes_per_sec, net_out_bytes_per_sec)"),
     "misspelt top-level key": (_edit(lambda doc: doc.update(note=["x"])),

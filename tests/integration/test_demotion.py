@@ -1,0 +1,55 @@
+"""Demotion on the real cluster: `plan --demote-broker` takes every preferred leadership of a
+topic off a broker and `execute` applies it with no throttle and no gate; the brokers report the
+new leaders, the same replicas, and no throttle config left."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
+    create_topic,
+    execute_args,
+    layout,
+    rebalance,
+    replicas_of,
+    throttle_configs,
+)
+from topology.kafka_admin import KafkaClusterAdmin
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
+
+CAPACITIES = Path(__file__).parents[2] / "examples" / "sandbox-capacities.yaml"
+
+
+def test_a_demoted_broker_leads_nothing_and_keeps_its_replicas(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    lay = layout(sandbox)
+    demoted = lay.leader
+    topic = create_topic(sandbox, "exec-demote", 4, [demoted, lay.follower], 1_000_000)
+    before = throttle_configs(admin, lay.all_ids, topic)
+    snap = tmp_path / "snap.json"
+    taken = rebalance("snapshot", "--bootstrap", sandbox.bootstrap, "--out", str(snap))
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    doc = json.loads(snap.read_text())  # this test's topic only: the shared sandbox's other
+    doc["partitions"] = [p for p in doc["partitions"] if p["topic"] == topic]  # topics stay
+    snap.write_text(json.dumps(doc))
+
+    plan = tmp_path / "demote.json"
+    planned = rebalance("plan", "--snapshot", str(snap), "--capacities", str(CAPACITIES),
+                        "--demote-broker", str(demoted), "--out", str(plan))
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    moves = json.loads(plan.read_text())["moves"]
+    assert len(moves) == 4 and all(m["bytes_moved"] == 0 for m in moves)
+
+    run = rebalance(*execute_args(sandbox, plan, tmp_path / "demote.journal"))
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    assert "leadership only: it copied nothing, no gate" in output or "gate not needed" in output
+    assert "gate after" not in output, output
+    assert replicas_of(admin, topic) == {p: (lay.follower, demoted) for p in range(4)}
+    assert all(p.leader == lay.follower for p in admin.partitions([topic]))
+    assert throttle_configs(admin, lay.all_ids, topic) == before
