@@ -5,8 +5,9 @@ its bytes at the rate; one at a time, moves go in plan order; side by side (a nu
 "auto"), the busiest brokers' moves first, each broker sending for at most one move and
 receiving for at most one. After its copy a move holds its ends for `gap_seconds` more (leader
 election and the gate while the network settles, DEFAULT_GAP_SECONDS as measured on the
-sandbox; a leadership-only move copies nothing and has no gate); a copy starts only into a receiver whose quota window is clean (the first one a
-window after the start), or one it takes over as the previous copy into it ends.
+sandbox; a leadership-only move copies nothing and has no gate); a copy starts only into a
+receiver whose quota window is clean (the first one a window after the start), or one it takes
+over as the previous copy into it ends.
 """
 
 from __future__ import annotations
