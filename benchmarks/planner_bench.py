@@ -132,6 +132,8 @@ def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = (),
           f"{result.data_moves} data moves, "
           f"{len(result.moves) - result.data_moves} leadership-only, valid={report.valid}, "
           f"balanced={report.balanced}, peak RSS {rss:.0f} MiB (after planning)")
+    print("planner phases: " + ", ".join(f"{name} {secs:.1f}s"
+                                         for name, secs in result.phase_seconds))
     print(f"targets: <= {case.max_seconds:.0f}s, <= {case.max_ratio:.2f} x LB, +/-10%"
           f"{', <= 4096 MiB' if case.name == 'large' else ''}: {'MET' if met else 'NOT MET'}")
     for line in report.errors[:5] + result.binding:

@@ -87,7 +87,8 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         "solver": {"status": s.status.value, "gap": s.excess_over_bound,
                    "lower_bound_bytes": s.lower_bound_bytes, "seconds": s.seconds,
                    "binding": list(s.binding), "proven_gap": s.proven_gap,
-                   "disk_lower_bound_bytes": s.disk_lower_bound_bytes},
+                   "disk_lower_bound_bytes": s.disk_lower_bound_bytes,
+                   "phases": dict(s.phase_seconds)},
         "totals": {"bytes_moved": plan.bytes_moved, "moves": len(plan.moves),
                    "data_moves": plan.data_moves},
         "warnings": list(plan.warnings),
@@ -299,7 +300,8 @@ def _solver(entry: SolverEntry, problems: list[str]) -> SolverInfo | None:
                       None if excess is None or excess < 0 else excess,
                       entry.get("seconds") or 0.0, tuple(entry.get("binding") or ()),
                       None if proven is None or proven < 0 else proven,
-                      entry.get("disk_lower_bound_bytes"))
+                      entry.get("disk_lower_bound_bytes"),
+                      tuple((entry.get("phases") or {}).items()))
 
 
 def _targets(entry: TargetsEntry) -> TargetInfo:

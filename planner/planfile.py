@@ -99,6 +99,7 @@ class SolverInfo:
     binding: tuple[str, ...] = ()
     proven_gap: float | None = None  # CP-SAT's relative gap to its proven bound (exact model)
     disk_lower_bound_bytes: int | None = None  # the disk-only bound (lower_bound_bytes: all)
+    phase_seconds: tuple[tuple[str, float], ...] = ()  # where the time went (planner.phases)
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,7 @@ class SolverEntry(TypedDict, total=False):
     seconds: Quantity | None
     binding: list[Text] | None
     disk_lower_bound_bytes: ByteCount | None
+    phases: dict[Text, Quantity] | None  # seconds per planner phase
 
 
 @with_config(_IGNORE)

@@ -113,3 +113,4 @@ class PlanResult(MoveTotals):
     targets: Targets | None = None
     proven_gap: float | None = None  # CP-SAT's own gap to its bound, whole-cluster model only
     disk_lower_bound_bytes: int | None = None  # lower_bound_bytes counts net in as well
+    phase_seconds: tuple[tuple[str, float], ...] = ()  # where the time went (planner.phases)

@@ -52,6 +52,7 @@ from planner.greedy import rebalance_replicas
 from planner.guard import undo_worsening
 from planner.leaders import rebalance_leaders
 from planner.lns import improve, rounds_for
+from planner.phases import Phases
 from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
@@ -141,9 +142,25 @@ def _outside(state: SolverState) -> FloatArray:
 
 
 def _solve_state(state: SolverState, budget: Budget, deadline: float,
-                 lower_bound: int) -> _Search:
+                 lower_bound: int, phases: Phases) -> _Search:
     """Run the pipeline on `state`: greedy stages, then CP-SAT on the whole cluster when it is
     small enough (exact), else CP-SAT neighbourhoods."""
+    with phases("greedy"):
+        _greedy(state)
+    if exact.fits(state):
+        with phases("exact"):
+            return _solve_exact(state, budget, deadline)
+    with phases("neighbourhoods"):
+        improved = improve(state, deadline, budget.seed, lower_bound,
+                           rounds_for(budget.time_limit_s))
+        traded = consolidate_moves(state, deadline - 1.0 - 1e-5 * state.arrays.partitions,
+                                   lower_bound)
+    return _Search(improved or traded > 0)
+
+
+def _greedy(state: SolverState) -> None:
+    """The greedy stages: repair, replicas with net out damped, every resource, a retry at a
+    tighter margin when out of band, then relief of overloads."""
     repair(state)
     state.resource_weight = np.array([1.0, 1.0, 0.2])
     rebalance_replicas(state)
@@ -159,13 +176,6 @@ def _solve_state(state: SolverState, budget: Budget, deadline: float,
     if (state.bytes_moved, len(state.changed)) != moves_before:
         _balance_all(state)  # fill what relief emptied; the greedy never pushes a broker over
         relieve_overloads(state)
-    if exact.fits(state):
-        return _solve_exact(state, budget, deadline)
-    improved = improve(state, deadline, budget.seed, lower_bound,
-                       rounds_for(budget.time_limit_s))
-    traded = consolidate_moves(state, deadline - 1.0 - 1e-5 * state.arrays.partitions,
-                               lower_bound)
-    return _Search(improved or traded > 0)
 
 
 def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search:
@@ -195,14 +205,14 @@ def _solve_exact(state: SolverState, budget: Budget, deadline: float) -> _Search
 
 
 def _fewer_of(state: SolverState, search: _Search, budget: Budget, deadline: float,
-              lower_bound: int) -> tuple[SolverState, _Search]:
+              lower_bound: int, phases: Phases) -> tuple[SolverState, _Search]:
     """Under a move budget, the better of the plan made within it and the plan made without it
     then cut down to it (planner.shrink): whichever leaves the fullest broker lower, then less
     penalty outside the bands (planner.shrink.fuller_first)."""
     assert budget.max_moves is not None
     free_budget = replace(budget, max_moves=None)
     free = SolverState(state.arrays, state.goals, free_budget, state.targets)
-    free_search = _solve_state(free, free_budget, deadline, lower_bound)
+    free_search = _solve_state(free, free_budget, deadline, lower_bound, phases)
     free.max_moves = budget.max_moves
     cut = len(free.changed) > budget.max_moves
     if not shrink_to_budget(free, budget.max_moves):
@@ -217,33 +227,39 @@ def _fewer_of(state: SolverState, search: _Search, budget: Budget, deadline: flo
 def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     """A valid plan towards balance with the fewest bytes moved (see module docstring)."""
     start = time.monotonic()
-    arrays = to_arrays(topology, goals)
-    check_racks_feasible(arrays)
-    targets = achievable_targets(arrays, goals)
-    bounds = lower_bounds(arrays, goals, targets)
+    phases = Phases()
+    with phases("arrays"):
+        arrays = to_arrays(topology, goals)
+        check_racks_feasible(arrays)
+    with phases("targets"):
+        targets = achievable_targets(arrays, goals)
+    with phases("bounds"):
+        bounds = lower_bounds(arrays, goals, targets)
     lower_bound = bounds.combined
     if _in_band(arrays, arrays.replicas, goals, targets):
         return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
-                          0.0, (), time.monotonic() - start, targets, None, bounds.disk)
+                          0.0, (), time.monotonic() - start, targets, None, bounds.disk,
+                          phases.items())
     state = SolverState(arrays, goals, budget, targets)
     state.price_moves(lower_bound)
     deadline = start + budget.time_limit_s
     shrinkable = (budget.max_moves is not None and budget.max_moves < arrays.partitions
                   and not exact.fits(state))
     search = _solve_state(state, budget, start + budget.time_limit_s / 2 if shrinkable
-                          else deadline, lower_bound)
+                          else deadline, lower_bound, phases)
     if shrinkable:
-        state, search = _fewer_of(state, search, budget, deadline, lower_bound)
+        state, search = _fewer_of(state, search, budget, deadline, lower_bound, phases)
     searched = _Outcome.of(state)
-    prune_moves(state)
-    undo_worsening(state)
-    if not relieve_overloads(state):
-        raise PlanError("no plan keeps every broker under the maximum utilization "
-                        f"{goals.max_utilization:.0%} within this budget; raise the budget "
-                        "or add brokers")
-    moves = to_moves(topology, arrays, state.replicas)
-    after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
-                                        for m in moves})
+    with phases("polish"):
+        prune_moves(state)
+        undo_worsening(state)
+        if not relieve_overloads(state):
+            raise PlanError("no plan keeps every broker under the maximum utilization "
+                            f"{goals.max_utilization:.0%} within this budget; raise the budget "
+                            "or add brokers")
+        moves = to_moves(topology, arrays, state.replicas)
+        after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
+                                            for m in moves})
     binding = _binding(state, goals)
     moved = sum(m.bytes_moved for m in moves)
     if search.optimal and searched.no_worse(state):
@@ -254,7 +270,7 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
         status = SolverStatus.FEASIBLE if search.improved else SolverStatus.GREEDY
     return PlanResult(topology, after, moves, status, lower_bound,
                       excess_over_bound(moved, lower_bound), binding, time.monotonic() - start,
-                      targets, search.proven_gap, bounds.disk)
+                      targets, search.proven_gap, bounds.disk, phases.items())
 
 
 def excess_over_bound(moved: int, lower_bound: int) -> float | None:

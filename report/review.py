@@ -401,7 +401,8 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                    "time_limit_seconds": budget.time_limit_s},
         "solver": {"status": s.status.value, "seconds": s.seconds,
                    "gap": _finite(s.excess_over_bound),  # the key keeps its published name
-                   "proven_gap": _finite(s.proven_gap), "binding": list(s.binding)},
+                   "proven_gap": _finite(s.proven_gap), "binding": list(s.binding),
+                   "phases": dict(s.phase_seconds)},
         "brokers": _brokers_document(plan),
         "resources": _resources_document(plan),
         "moves": _moves_document(plan, eta),

@@ -140,6 +140,7 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
                solver: Solver | None = None) -> PlanFile:
     """Solve, validate and order; a cluster already balanced gets an empty plan. `created_at`
     defaults to now; `solver` to the planner's (`load_solver`)."""
+    from planner.phases import Phases
     from planner.planfile import SolverInfo, make_plan_file
     from planner.validate import exposure_warnings, validate_plan
 
@@ -150,13 +151,16 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
         return make_plan_file(topology, (), goals, budget,
                               SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at)
     result = (solver or load_solver())(topology, goals, budget)
-    report = validate_plan(topology, result.moves, goals)
-    report.raise_if_invalid()
-    ordered = order_moves(result.moves, settings.order,
-                          live_replicas=short_of_replicas(topology))
+    phases = Phases()
+    with phases("validate"):
+        report = validate_plan(topology, result.moves, goals)
+        report.raise_if_invalid()
+    with phases("order"):
+        ordered = order_moves(result.moves, settings.order,
+                              live_replicas=short_of_replicas(topology))
     info = SolverInfo(result.status, result.lower_bound_bytes, result.excess_over_bound,
                       result.solve_seconds, result.binding, result.proven_gap,
-                      result.disk_lower_bound_bytes)
+                      result.disk_lower_bound_bytes, (*result.phase_seconds, *phases.items()))
     return make_plan_file(topology, ordered, goals, budget, info, created_at,
                           [*exposure_warnings(topology, ordered), *report.warnings],
                           result.targets or report.targets)

@@ -107,3 +107,24 @@ def test_recheck_warns_when_the_placement_differs_and_refuses_a_stale_plan() -> 
     with pytest.raises(PlanError, match=r"^this plan was made against another replica "
                                         r"placement .*the first: .*stale"):
         recheck(plan, topology_of(BALANCED), warn=warned.append)
+
+
+def test_a_plan_reports_where_its_time_went() -> None:
+    """The planner's phases and the use case's (validate, order), each timed once or summed:
+    together never more than the whole, and the plan file keeps them."""
+    import time as clock
+
+    from files.planfile import plan_from_dict, plan_to_dict
+    from topology.synthetic import generate_cluster
+
+    topology = generate_cluster(brokers=6, new_brokers=2, racks=3, partitions=300, seed=5)
+    start = clock.monotonic()
+    plan = build_plan(topology, PlanSettings(goals=Goals(add_brokers=frozenset({7, 8})),
+                                             budget=Budget(time_limit_s=5)))
+    took = clock.monotonic() - start
+    phases = dict(plan.solver.phase_seconds)
+    assert {"arrays", "targets", "bounds", "greedy", "polish", "validate", "order"} <= set(phases)
+    assert {"exact", "neighbourhoods"} & set(phases)
+    assert all(seconds >= 0 for seconds in phases.values())
+    assert sum(phases.values()) <= took
+    assert dict(plan_from_dict(plan_to_dict(plan)).solver.phase_seconds) == phases
