@@ -16,7 +16,7 @@ from rich.text import Text
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, Concurrency
 from executor.schedule import Schedule, expected_schedule
 from planner.planfile import BrokerStats, PlanFile
-from report.review import describe_move, eta_text, review
+from report.review import binding_text, describe_move, eta_text, review, review_eta
 from report.text import human_bytes, human_duration
 from topology.model import RESOURCES, Resource
 
@@ -127,6 +127,7 @@ class PlanView:
     review_lines: tuple[str, ...]  # its lines: targets, warnings, what binds
     moves: tuple[MoveRow, ...]
     moves_total: int
+    headline: tuple[tuple[str, str], ...] = ()  # the answer first: (what, value) rows
 
 
 def rack_name(rack: str | None) -> str:
@@ -221,4 +222,27 @@ def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: Concurr
         resources=tuple(resource_view(plan, r) for r in RESOURCES),
         flows=flow_matrix(plan), timeline=timeline, eta=eta,
         review_tables=tables, review_lines=lines,
-        moves=move_rows(timeline, moves_listed), moves_total=len(plan.moves))
+        moves=move_rows(timeline, moves_listed), moves_total=len(plan.moves),
+        headline=headline(plan, rate_bytes_per_sec))
+
+
+def headline(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[tuple[str, str], ...]:
+    """The answer a reader wants before any chart: how many moves and bytes, how long one at a
+    time and side by side, and whether each resource ends balanced (and if not, why)."""
+    eta = review_eta(plan, rate_bytes_per_sec)
+    bound = plan.solver.lower_bound_bytes
+    ratio = f" ({plan.bytes_moved / bound:.3f} x the lower bound)" if bound > 0 else ""
+    balanced = ", ".join(
+        f"{RESOURCE_TITLES[r]} {'yes' if plan.after.resource(r).within_tolerance else 'no'}"
+        for r in RESOURCES)
+    rows = [("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
+                      f"{len(plan.moves) - plan.data_moves} leadership only)"),
+            ("bytes to copy", human_bytes(plan.bytes_moved) + ratio),
+            ("ETA", f"{human_duration(eta.one_at_a_time.eta_seconds)} one at a time, "
+                    f"{human_duration(eta.side_by_side.eta_seconds)} with --concurrency auto, "
+                    f"at {human_bytes(rate_bytes_per_sec, 'B/s')} per copy"),
+            (f"balanced (+/-{plan.goals.tolerance:.0%})", balanced)]
+    unreachable = binding_text(plan)
+    if unreachable is not None:
+        rows.append(("why not", _plain(unreachable)))
+    return tuple(rows)

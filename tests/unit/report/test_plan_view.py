@@ -96,3 +96,13 @@ def test_moves_are_listed_up_to_the_limit_with_their_times(big_plan: PlanFile) -
     concurrent = view_of(big_plan, concurrency=4)
     assert concurrent.timeline.eta_seconds < view.timeline.eta_seconds
     assert "concurrency 4: each broker sending for at most one move" in concurrent.eta
+
+
+def test_the_report_leads_with_the_answer(small_plan: PlanFile) -> None:
+    view = plan_view(small_plan, 1e6, quota_window_seconds=DEFAULT_QUOTA_WINDOW_SECONDS)
+    rows = dict(view.headline)
+    assert rows["moves"] == "4 (3 copy data, 1 leadership only)"
+    assert rows["bytes to copy"].startswith("80.0MB (1.143 x the lower bound)")
+    assert "one at a time" in rows["ETA"] and "with --concurrency auto" in rows["ETA"]
+    assert rows["balanced (+/-10%)"].startswith("disk ")
+    assert "why not" in rows  # the plan names what binds ("none")

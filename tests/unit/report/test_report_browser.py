@@ -120,6 +120,11 @@ def test_plan_report_in_chromium(browser: webdriver.Chrome, tmp_path: Path,
     assert rack in cells
     assert any(small_plan.warnings[0] in li.text
                for li in browser.find_elements(By.CSS_SELECTOR, "#review-lines li"))
+    # the answer first: the headline sits above every chart, within the first screen
+    headline = browser.find_element(By.ID, "plan-headline")
+    assert "one at a time" in headline.text and "with --concurrency auto" in headline.text
+    charts_top = min(chart(browser, c).location["y"] for c in PLAN_CHARTS)
+    assert headline.location["y"] < min(charts_top, 1000), (headline.location, charts_top)
     screenshot(browser, tmp_path / "plan-report.png")
 
 
