@@ -183,6 +183,12 @@ def execute(
         "cluster is (traffic drifts in minutes; by default the drift is told with its numbers "
         "and the run goes on). The hard rules (replication factor, racks, live brokers, "
         "capacity) refuse either way.")] = False,
+    cordon_drained: Annotated[bool, typer.Option(
+        "--cordon-drained",
+        help="Before the first move, cordon the brokers the plan drains (--remove-broker): "
+        "cordoned.log.dirs=* (KIP-1066, Kafka 4.3), so topics created during a long drain "
+        "stay off them. A cancel puts their value back; a completed drain leaves them "
+        "cordoned.")] = False,
     command_config: CommandConfig = None,
     capacities: Annotated[Path | None, typer.Option(
         help="Capacities YAML (needed by --adaptive; without it the validator treats brokers "
@@ -249,7 +255,7 @@ def execute(
         config=replace(config, finish_by=deadline, allow_quota_burst=allow_quota_burst,
                        queries=queries),
         derive_rate_window=derive_window, strict_balance=strict_balance,
-        take_over_lease=take_over_lease)
+        take_over_lease=take_over_lease, cordon_drained=cordon_drained)
     cluster = ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
                             command_config=command_config, capacities=capacities)
     # notes wait until the run starts: a refused run's error line comes first on stderr

@@ -109,6 +109,10 @@ class ExecutorConfig:
     # The SLO guard during copies (executor.slo): lowers a copy's rates while its brokers'
     # clients suffer, raises them back when they recover.
     slo: SloPolicy = field(default_factory=SloPolicy)
+    # Brokers the plan drains, to cordon (KIP-1066) before the first move so that topics made
+    # during the drain stay off them (execute --cordon-drained). Used once, when a run starts:
+    # the journal's cordon record then says what to restore on cancel.
+    cordon_brokers: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if self.max_bytes_per_sec <= 0:

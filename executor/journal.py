@@ -23,6 +23,7 @@ from core.errors import ExecutionError
 from executor.gates import NetworkSample
 from executor.plan import ExecutionPlan
 from executor.records import (
+    CordonRecord,
     EndRecord,
     GuardRecord,
     NoteRecord,
@@ -75,6 +76,8 @@ class RunState:
     guard_levels: dict[int, int] = field(default_factory=dict)
     guard_steps: int = 0  # guard records so far
     guard_lowest: int | None = None  # the lowest level any of them set
+    # brokers the run cordoned for its drain, with their cordoned.log.dirs before (None: unset)
+    cordons: dict[int, str | None] = field(default_factory=dict)
 
     def state_of(self, name: str) -> MoveState:
         return self.moves[name].state
@@ -203,6 +206,8 @@ def fold(run: RunState, record: RunRecord) -> None:
             run.guard_steps += 1
             lows = [*levels.values(), *([run.guard_lowest] if run.guard_lowest else [])]
             run.guard_lowest = min(lows, default=None)
+        case CordonRecord(priors=priors, present=present):
+            run.cordons = dict(priors) if present else {}
         case StateRecord():
             _enter(run, record)
 
@@ -500,6 +505,11 @@ class Journal:
         """Record the SLO guard's new levels (every broker under the cap) and why, before the
         rates are set."""
         self._write(GuardRecord(dict(levels), tuple(changes), at))
+
+    def cordon(self, priors: Mapping[int, str | None], present: bool, at: float) -> None:
+        """Record the drained brokers' cordon: about to be set (with the values it replaces),
+        or those values put back."""
+        self._write(CordonRecord(dict(priors), present, at))
 
     def note(self, message: str, at: float) -> None:
         self._write(NoteRecord(message, at))

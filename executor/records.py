@@ -28,6 +28,7 @@ class RecordKind(StrEnum):
     RATES = "rates"  # new rates for a move's throttle (--adaptive), before they are set
     THROTTLES = "throttles"  # a move's throttles are (about to be) present, or confirmed gone
     GUARD = "guard"  # the SLO guard's levels, before they are set
+    CORDON = "cordon"  # drained brokers cordoned (with their priors), or their priors restored
     RETRY = "retry"  # a failed or cancelled move starts again
     NOTE = "note"  # something said during the run
     END = "end"  # the run ended
@@ -98,6 +99,20 @@ class GuardRecord:
 
 
 @dataclass(frozen=True)
+class CordonRecord:
+    """The brokers a drain cordons (KIP-1066) and each one's `cordoned.log.dirs` before (None:
+    not set): `present` before the cordon is set, not present once the priors are back."""
+
+    priors: Mapping[int, str | None]
+    present: bool
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.CORDON.value, "present": self.present, "at": self.at,
+                "priors": {str(b): v for b, v in sorted(self.priors.items())}}
+
+
+@dataclass(frozen=True)
 class RetryRecord:
     move: str
     at: float
@@ -135,7 +150,7 @@ class ResumeRecord:
 
 
 RunRecord = (StateRecord | RatesRecord | ThrottlesRecord | GuardRecord | RetryRecord
-             | NoteRecord | EndRecord | ResumeRecord)
+             | NoteRecord | EndRecord | ResumeRecord | CordonRecord)
 
 
 def parse_record(raw: Mapping[str, Any]) -> RunRecord:
@@ -166,6 +181,9 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
                            changes=tuple(str(c) for c in changes), at=at())
     if kind is RecordKind.RETRY:
         return RetryRecord(move=str(raw["move"]), at=at())
+    if kind is RecordKind.CORDON:
+        return CordonRecord(priors=_priors(raw["priors"]), present=_flag(raw["present"]),
+                            at=at())
     if kind is RecordKind.NOTE:
         return NoteRecord(message=str(raw.get("message", "")), at=at())
     if kind is RecordKind.END:
@@ -210,6 +228,21 @@ def _rates(data: Mapping[str, Any]) -> dict[int, float]:
                              "number >= 0")
         rates[int(broker)] = float(rate)
     return rates
+
+
+def _priors(data: Any) -> dict[int, str | None]:
+    if not isinstance(data, Mapping):
+        raise ValueError("the cordon's priors are not an object")
+    priors = {int(b): (None if v is None else str(v)) for b, v in data.items()}
+    if any(b < 0 for b in priors):
+        raise ValueError("a cordoned broker id is negative")
+    return priors
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not true or false")
+    return value
 
 
 def _levels(data: Mapping[str, Any]) -> dict[int, int]:

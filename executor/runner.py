@@ -48,6 +48,7 @@ from executor.tickreads import TickReads
 from planner.result import Move
 
 S = MoveState
+CORDON = "cordoned.log.dirs"  # KIP-1066: no new replica on the broker's log dirs
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class Executor:
         header = header_record(plan, config.to_journal(), run_id)
         executor = cls(ports, config, Journal(replay([header]), open_sink(header)), reporter)
         executor.starter.exposed = exposed_moves(view, plan.moves)
+        executor._cordon(config.cordon_brokers & view.live_broker_ids)
         for warning in warnings:
             executor._note(warning)
         return executor
@@ -306,6 +308,8 @@ class Executor:
                            f"failed move ({', '.join(held[:5])}"
                            f"{' ...' if len(held) > 5 else ''}): `rebalance resume "
                            "--retry-failed` once those brokers are healthy")
+        if run.cordons:
+            self._cordons_at_end(outcome)
         self.journal.end(outcome, self.ports.clock.now(), "; ".join(trouble))
         if self.cancelling:
             self.journal.clear_cancel_request()
@@ -317,6 +321,37 @@ class Executor:
 
     def _note(self, message: str) -> None:
         self.report(Event(EventKind.NOTE, message))
+
+    def _cordon(self, brokers: frozenset[int]) -> None:
+        """Cordon the drained `brokers` before any move (journaled first, with the values it
+        replaces): topics created during the drain stay off them."""
+        if not brokers:
+            return
+        admin = self.ports.admin
+        priors = {b: values.get(CORDON) for b, values in
+                  admin.broker_configs(sorted(brokers), [CORDON]).items()}
+        self.journal.cordon(priors, True, self.ports.clock.now())
+        admin.alter_broker_configs({b: {CORDON: "*"} for b in sorted(brokers)})
+        self._note(f"cordoned broker(s) {sorted(brokers)} for the drain (cordoned.log.dirs=*): "
+                   "topics created meanwhile stay off them; a cancel restores their value")
+
+    def _cordons_at_end(self, outcome: RunOutcome) -> None:
+        """A cancelled run puts the drained brokers' cordoned.log.dirs back as they were; a
+        completed drain leaves them cordoned (they are empty, about to be decommissioned)."""
+        priors = self.run_state.cordons
+        if outcome is RunOutcome.CANCELLED:
+            try:
+                self.ports.admin.alter_broker_configs(
+                    {b: {CORDON: value} for b, value in sorted(priors.items())})
+            except ClusterError as exc:
+                self._note(f"could not restore cordoned.log.dirs on broker(s) "
+                           f"{sorted(priors)}: {exc}; set it back by hand (kafka-configs)")
+                return
+            self.journal.cordon(priors, False, self.ports.clock.now())
+            self._note(f"restored cordoned.log.dirs on broker(s) {sorted(priors)}")
+        elif outcome is RunOutcome.COMPLETED:
+            self._note(f"broker(s) {sorted(priors)} stay cordoned: drained; lift it with "
+                       "kafka-configs --delete-config cordoned.log.dirs if they stay in service")
 
 
 def _restore_left_by_failures(run: RunState, sink: JournalSink, ports: Ports,

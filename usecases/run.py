@@ -81,6 +81,7 @@ class StartSettings:
     derive_rate_window: bool = False
     strict_balance: bool = False
     take_over_lease: str | None = None
+    cordon_drained: bool = False  # cordon the brokers the plan drains before the first move
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,13 +169,18 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
 
     plan_file = read_plan(settings.plan)
     plan = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
+    drained = plan_file.goals.remove_brokers
+    if settings.cordon_drained and not drained:
+        raise InputError(f"--cordon-drained: {settings.plan} drains no broker (it was not made "
+                         "with --remove-broker); leave the flag out")
     if not dry_run:
         check_new_journal(settings.journal)
     with real_ports(cluster.bootstrap, cluster.prometheus, cluster.command_config) as ports:
         topology = live_topology(ports, cluster.bootstrap, cluster.capacities,
                                  capacities_of_plan(plan_file))
         config = replace(settings.config,
-                         capacities={b.id: b.capacity for b in topology.brokers})
+                         capacities={b.id: b.capacity for b in topology.brokers},
+                         cordon_brokers=drained if settings.cordon_drained else frozenset())
         if settings.derive_rate_window:
             config = replace(config, queries=with_scrape_window(config.queries,
                                                                 cluster.prometheus))

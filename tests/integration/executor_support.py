@@ -145,9 +145,10 @@ def create_topic(info: SandboxInfo, prefix: str, partitions: int, replicas: list
     return topic
 
 
-def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[int, ...]]]
-              ) -> list[Move]:
-    """A plan file for `moves` (topic, partition, target), current replicas read live."""
+def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[int, ...]]],
+              remove: frozenset[int] = frozenset()) -> list[Move]:
+    """A plan file for `moves` (topic, partition, target), current replicas read live; made
+    as a drain of `remove` (--remove-broker) when given."""
     admin = KafkaClusterAdmin(info.bootstrap)
     try:
         doc = read_live_topology(admin, None, EQUAL).document
@@ -157,7 +158,8 @@ def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[i
     parts = {(p.topic, p.partition): p for p in topology.partitions}
     planned = [Move(t, n, parts[(t, n)].replicas, target, parts[(t, n)].size_bytes)
                for t, n, target in moves]
-    plan = make_plan_file(topology, planned, Goals(tolerance=0.99), Budget(),
+    plan = make_plan_file(topology, planned, Goals(tolerance=0.99, remove_brokers=remove),
+                          Budget(),
                           SolverInfo(SolverStatus.FEASIBLE, 0),
                           datetime.now(UTC).isoformat(timespec="seconds"))
     write_plan(path, plan)

@@ -83,3 +83,44 @@ def test_a_cordoned_broker_is_read_planned_around_and_refused_as_a_target(
     finally:
         cordon(sandbox, fenced, None)
     wait_for("the cordon lifted", lambda: not admin.cordoned_brokers(lay.all_ids), 30)
+
+
+def test_a_drain_cordons_its_broker_and_a_cancel_lifts_the_cordon(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    """`execute --cordon-drained`: while the drain runs the broker is cordoned, so a topic
+    created meanwhile gets no replica there; `rebalance cancel` puts its value back."""
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+    from executor.state import MoveState
+    from tests.integration.executor_support import move_in, start_rebalance
+
+    lay = layout(sandbox)
+    drained = lay.spare
+    topic = create_topic(sandbox, "exec-cordon-drain", 1, [lay.leader, drained], 8_000_000)
+    plan = tmp_path / "drain.json"
+    move = make_plan(sandbox, plan, [(topic, 0, (lay.leader, lay.follower))],
+                     remove=frozenset({drained}))[0]
+    journal, log = tmp_path / "drain.journal", tmp_path / "run.log"
+    proc = start_rebalance(log, *execute_args(sandbox, plan, journal, "--cordon-drained",
+                                              max_mbps="0.5"))
+    try:
+        wait_for("the move copying", lambda: move_in(journal, move.name, MoveState.COPYING)
+                 or proc.poll() is not None)
+        assert proc.poll() is None, log.read_text()
+        assert admin.cordoned_brokers(lay.all_ids) == {drained}
+        created = f"exec-cordon-new-{tmp_path.name[-8:]}"
+        client = AdminClient({"bootstrap.servers": sandbox.bootstrap})
+        client.create_topics([NewTopic(created, 8, 2)])[created].result(30)
+        wait_for("the new topic's metadata", lambda: len(replicas_of(admin, created)) == 8)
+        assert not any(drained in r for r in replicas_of(admin, created).values())
+        cancelled = rebalance("cancel", "--journal", str(journal), "--bootstrap",
+                              sandbox.bootstrap)
+        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+        code = proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 8, log.read_text()
+    assert "restored cordoned.log.dirs on broker(s)" in log.read_text()
+    wait_for("the cordon lifted", lambda: not admin.cordoned_brokers(lay.all_ids), 30)
+    assert replicas_of(admin, topic) == {0: (lay.leader, drained)}

@@ -5,6 +5,7 @@ adds a replica on one is refused by the validator and by the executor's prefligh
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,28 @@ def test_the_executor_refuses_a_move_onto_a_broker_cordoned_since_the_plan() -> 
         Executor.start(world.plan, world.ports(), world.config, world.open_sink)
     assert world.admin.configs() == before
     assert not any(name == "alter_partition_reassignments" for name, _ in world.admin.calls)
+
+
+def test_cordon_drained_needs_a_plan_that_drains(tmp_path: Path) -> None:
+    """`execute --cordon-drained` of a plan made without --remove-broker is refused before
+    Kafka is contacted (exit 2), naming the plan."""
+    import subprocess
+    import sys
+
+    from files.planfile import write_plan
+    from planner.planfile import SolverInfo, make_plan_file
+    from planner.result import SolverStatus
+
+    topology = cluster(set())
+    p = topology.partitions[0]
+    move = Move(p.topic, p.partition, p.replicas, (*p.replicas[:-1], 10), p.size_bytes)
+    path = tmp_path / "plan.json"
+    write_plan(path, make_plan_file(topology, (move,), Goals(), Budget(),
+                                    SolverInfo(SolverStatus.FEASIBLE, 0), "2026-01-01T00:00:00"))
+    result = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "execute",
+                             str(path), "--bootstrap", "127.0.0.1:1", "--prometheus",
+                             "http://127.0.0.1:1", "--max-mbps", "5", "--cordon-drained"],
+                            capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "--cordon-drained" in result.stderr and "drains no broker" in result.stderr
+    assert not path.with_name("plan.json.journal").exists()
