@@ -35,6 +35,7 @@ EVERYTHING = ExecutorConfig(
     queries=GateQueries(net_in="in_rate{{{selector}}}", broker_label="node", window="2m"),
     allow_under_replicated=True, allow_quota_burst=True, gate_timeout_seconds=600.0,
     quota_window_seconds=22.0, final_gate=True, finish_by=1_900_000_000.0,
+    cordon_brokers=frozenset({4}),
     slo=SloPolicy(enabled=False, produce_p99_max_ms=80.0, fetch_p99_max_ms=None,
                   flush_p95_max_ms=40.0, under_replicated_max=3, consumer_lag_max=5000.0,
                   decrease=0.7, increase_fraction=0.2, floor_fraction=0.25, every_seconds=4.0))
@@ -62,9 +63,10 @@ def test_every_field_is_non_default() -> None:
 
 def test_the_round_trip_through_a_journal_file_keeps_every_field(tmp_path: Path) -> None:
     restored = ExecutorConfig.from_journal(as_written(EVERYTHING, tmp_path), overrides=PROCESS)
-    # capacities are the one thing never journaled: an adaptive resume reads them again from
-    # --capacities against the live brokers
-    assert restored == replace(EVERYTHING, capacities={})
+    # never journaled as settings: capacities (an adaptive resume reads them again from
+    # --capacities against the live brokers) and the brokers to cordon (that acts once, when
+    # the run starts; the journal's cordon record keeps what it cordoned, for a cancel)
+    assert restored == replace(EVERYTHING, capacities={}, cordon_brokers=frozenset())
 
 
 def test_without_overrides_the_process_settings_are_the_defaults(tmp_path: Path) -> None:
