@@ -29,7 +29,7 @@ def cluster(cordoned: set[int]) -> Topology:
 
 
 def plan(topology: Topology, goals: Goals) -> tuple[Move, ...]:
-    built = build_plan(topology, PlanSettings(goals=goals, budget=Budget(time_limit_s=10)))
+    built = build_plan(topology, PlanSettings(goals=goals, budget=Budget(time_limit_s=3)))
     assert built.goals.cordoned_brokers == frozenset(b.id for b in topology.brokers
                                                      if b.cordoned)
     assert validate_plan(topology, built.moves, built.goals).valid
