@@ -88,10 +88,11 @@ def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
         return ()
     still_off = "; ".join(off)
     if "bytes" in state.budget_hit:
-        notes.append(f"max_bytes: the byte budget {state.max_bytes:.0f} is spent "
-                     f"({state.bytes_moved:.0f} bytes planned); still off: {still_off}")
+        notes.append(f"--max-bytes: the byte budget of {state.max_bytes / 1e9:,.1f} GB is "
+                     f"spent ({state.bytes_moved / 1e9:,.1f} GB planned); still off: "
+                     f"{still_off}")
     if "moves" in state.budget_hit:
-        notes.append(f"max_moves: the move budget {state.max_moves} is spent; "
+        notes.append(f"--max-moves: the move budget of {state.max_moves} moves is spent; "
                      f"still off: {still_off}")
     if not notes:
         notes.append(f"partition sizes: no rack-aware move brings every broker within "

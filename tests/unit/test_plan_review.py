@@ -22,7 +22,8 @@ CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec"
 # Brokers 1, 3 on rack a and 2, 4 on rack b; broker 4 holds nothing.
 UNBALANCED = {0: [1, 2], 1: [3, 2], 2: [2, 1], 3: [2, 3]}
 FILL_BROKER_4 = (Move("t", 1, (3, 2), (3, 4), 100), Move("t", 3, (2, 3), (4, 3), 100))
-BINDING = "max_moves: the move budget 1 is spent; still off: disk 50.0% off its average"
+BINDING = ("--max-moves: the move budget of 1 moves is spent; still off: disk 50.0% off its "
+           "average")
 RATE = ("--rate-mbps", "0.0001")  # 100 B/s: a 100-byte move copies in 1 s
 
 
@@ -78,8 +79,8 @@ def test_the_binding_explanation_is_printed_once(snap: Path, tmp_path: Path,
     assert any("is not within" in w for w in read_plan(out).warnings)  # the validator's
     for shown in (planned, rebalance_main("diff", str(out))):
         text = " ".join(shown.out.split())
-        assert text.count("the move budget 1 is spent") == 1, shown.out
-        assert "Full balance is not reachable: max_moves" in text
+        assert text.count("the move budget of 1 moves is spent") == 1, shown.out
+        assert "Full balance is not reachable: --max-moves" in text
         assert "is not within" not in text  # the same fact, per resource, left out
         assert "best_effort (full balance out of reach: the closest found)" in text
 

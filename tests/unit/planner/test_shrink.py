@@ -96,5 +96,5 @@ def test_a_move_budget_plan_keeps_the_budget_and_says_it_binds() -> None:
     goals = Goals(tolerance=0.10)
     result = plan(topology, goals, Budget(max_moves=120, time_limit_s=6))
     assert len(result.moves) <= 120
-    assert result.binding and "max_moves" in result.binding[0]
+    assert result.binding and "--max-moves" in result.binding[0]
     assert _spread(result.after) < _spread(topology)

@@ -91,7 +91,7 @@ def test_byte_budget_binds_and_is_kept() -> None:
     result = plan(topology, goals, Budget(max_bytes=budget, time_limit_s=1.5))
     assert result.status is SolverStatus.BEST_EFFORT
     assert result.bytes_moved <= budget
-    assert any(note.startswith("max_bytes") for note in result.binding)
+    assert any(note.startswith("--max-bytes: the byte budget of ") for note in result.binding)
     valid(topology, goals, result)
 
 
@@ -101,7 +101,7 @@ def test_move_budget_binds_and_is_kept() -> None:
     result = plan(topology, goals, Budget(max_moves=10, time_limit_s=1.5))
     assert result.status is SolverStatus.BEST_EFFORT
     assert len(result.moves) <= 10
-    assert any(note.startswith("max_moves") for note in result.binding)
+    assert any(note.startswith("--max-moves: the move budget of ") for note in result.binding)
     valid(topology, goals, result)
 
 
