@@ -149,19 +149,19 @@ def onto_cordoned(moves: Sequence[Move], admin: KafkaAdmin, live: frozenset[int]
     (KIP-1066): the cordon may be newer than the plan. (An offline receiver is refused apart.)"""
     receivers = {b for m in moves for b in m.added_brokers} & live
     cordoned = admin.cordoned_brokers(receivers) if receivers else frozenset()
-    onto = sorted(m.name for m in moves if cordoned & set(m.added_brokers))
+    onto = frozenset(m.key for m in moves if cordoned & set(m.added_brokers))
     if not onto:
         return []
     return [f"broker(s) {sorted(cordoned)} are cordoned (cordoned.log.dirs) and {len(onto)} "
-            f"move(s) would add a replica there ({', '.join(onto[:5])}"
-            f"{' and more' if len(onto) > 5 else ''}); make a new plan, or uncordon them"]
+            f"move(s) would add a replica there ({_names(onto, 5)}); make a new plan, or "
+            "uncordon them"]
 
 
 def _offline_faults(view: ClusterView) -> frozenset[TopicPartition]:
-    """Partitions under-replicated only because brokers are offline."""
-    live = view.live_broker_ids
-    return frozenset(k for k, p in view.partitions.items()
-                     if (missing := set(p.replicas) - set(p.isr)) and not missing & live)
+    """Partitions under-replicated only because brokers are offline: under-replicated, and
+    not for a live broker's replica."""
+    partitions = view.partitions.values()
+    return under_replicated(partitions) - under_replicated(partitions, view.live_broker_ids)
 
 
 def _heals(move: Move, live: frozenset[int]) -> bool:

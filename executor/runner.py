@@ -103,8 +103,7 @@ class Executor:
         """Preflight `plan` (nothing changes if it fails), then create its journal."""
         view = ClusterView.read(ports.admin)
         check = validator(plan) if validator is not None else PlanCheck()
-        refused, burst = _quota_checks(ports, config, view, plan.moves)
-        refused += onto_cordoned(plan.moves, ports.admin, view.live_broker_ids)
+        refused, burst = _receiver_checks(ports, config, view, plan.moves)
         require_preflight(preflight_problems(
             plan, view, allow_under_replicated=config.allow_under_replicated,
             validation=check.errors) + refused)
@@ -141,8 +140,7 @@ class Executor:
         own = frozenset(m.key for m in run.unfinished if run.state_of(m.name) is not S.PENDING)
         view = ClusterView.read(ports.admin)
         pending = run.in_state(frozenset({S.PENDING}))
-        refused, burst = _quota_checks(ports, config, view, pending, _own_entries(run))
-        refused += onto_cordoned(pending, ports.admin, view.live_broker_ids)
+        refused, burst = _receiver_checks(ports, config, view, pending, _own_entries(run))
         require_preflight(preflight_problems(
             ExecutionPlan(tuple(run.unfinished)), view,
             allow_under_replicated=config.allow_under_replicated, own_in_flight=own,
@@ -421,8 +419,7 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
             validator: PlanValidator | None = None) -> Preview:
     """What a run would do (for --dry-run), reading the cluster only."""
     view = ClusterView.read(ports.admin)
-    refused, burst = _quota_checks(ports, config, view, plan.moves)
-    refused += onto_cordoned(plan.moves, ports.admin, view.live_broker_ids)
+    refused, burst = _receiver_checks(ports, config, view, plan.moves)
     check = validator(plan) if validator is not None else PlanCheck()
     problems = preflight_problems(
         plan, view, allow_under_replicated=config.allow_under_replicated,
@@ -436,16 +433,19 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     return Preview(problems, warnings, throttles)
 
 
-def _quota_checks(ports: Ports, config: ExecutorConfig, view: ClusterView,
-                  moves: Sequence[Move], own_entries: frozenset[tuple[str, str]] = frozenset()
-                  ) -> tuple[list[str], list[str]]:
-    """Warm follower quotas on the brokers `moves` add replicas to: refusals, or warnings
-    when the operator accepts the burst (--allow-quota-burst)."""
+def _receiver_checks(ports: Ports, config: ExecutorConfig, view: ClusterView,
+                     moves: Sequence[Move],
+                     own_entries: frozenset[tuple[str, str]] = frozenset()
+                     ) -> tuple[list[str], list[str]]:
+    """What the live cluster says of the brokers `moves` add replicas to: refusals (a
+    cordoned receiver; a warm follower quota) and warnings (a warm quota the operator accepts
+    with --allow-quota-burst)."""
     if not any(m.added_brokers for m in moves):
         return [], []
+    cordoned = onto_cordoned(moves, ports.admin, view.live_broker_ids)
     found = warm_follower_quotas(view, moves, read_follower_lists(ports.admin, view, moves),
                                  own_entries)
-    return ([], found) if config.allow_quota_burst else (found, [])
+    return (cordoned, found) if config.allow_quota_burst else (cordoned + found, [])
 
 
 def _own_entries(run: RunState) -> frozenset[tuple[str, str]]:
