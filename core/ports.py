@@ -12,6 +12,9 @@ from typing import Protocol
 
 from core.names import TopicPartition
 
+# The dynamic broker config of KIP-1066 (Kafka 4.3): log dirs that get no new replica, "*" for
+# all of the broker's. The admin port reads it (`cordoned_brokers`); a drain run sets it.
+CORDONED_LOG_DIRS = "cordoned.log.dirs"
 
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from core.errors import ClusterError, ExecutionError, LeaseLost
+from core.ports import CORDONED_LOG_DIRS
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
 from executor.guard import SloGuard
 from executor.journal import (
@@ -48,7 +49,6 @@ from executor.tickreads import TickReads
 from planner.result import Move
 
 S = MoveState
-CORDON = "cordoned.log.dirs"  # KIP-1066: no new replica on the broker's log dirs
 
 
 @dataclass(frozen=True)
@@ -326,10 +326,10 @@ class Executor:
         if not brokers:
             return
         admin = self.ports.admin
-        priors = {b: values.get(CORDON) for b, values in
-                  admin.broker_configs(sorted(brokers), [CORDON]).items()}
+        priors = {b: values.get(CORDONED_LOG_DIRS) for b, values in
+                  admin.broker_configs(sorted(brokers), [CORDONED_LOG_DIRS]).items()}
         self.journal.cordon(priors, True, self.ports.clock.now())
-        admin.alter_broker_configs({b: {CORDON: "*"} for b in sorted(brokers)})
+        admin.alter_broker_configs({b: {CORDONED_LOG_DIRS: "*"} for b in sorted(brokers)})
         self._note(f"cordoned broker(s) {sorted(brokers)} for the drain (cordoned.log.dirs=*): "
                    "topics created meanwhile stay off them; a cancel restores their value")
 
@@ -340,7 +340,7 @@ class Executor:
         if outcome is RunOutcome.CANCELLED:
             try:
                 self.ports.admin.alter_broker_configs(
-                    {b: {CORDON: value} for b, value in sorted(priors.items())})
+                    {b: {CORDONED_LOG_DIRS: value} for b, value in sorted(priors.items())})
             except ClusterError as exc:
                 self._note(f"could not restore cordoned.log.dirs on broker(s) "
                            f"{sorted(priors)}: {exc}; set it back by hand (kafka-configs)")

@@ -32,7 +32,13 @@ from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KpTopicPartition
 
 from core.errors import ClusterError
-from core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
+from core.ports import (
+    CORDONED_LOG_DIRS,
+    BrokerInfo,
+    ConfigChanges,
+    PartitionInfo,
+    ReassignmentState,
+)
 from topology.bootstrap import bootstrap_string, parse_bootstrap
 from topology.model import TopicPartition
 from topology.security import SecuritySettings
@@ -249,28 +255,32 @@ class KafkaClusterAdmin:
 
     # -- configs -----------------------------------------------------------------------
 
-    def _describe(self, resources: list[ConfigResource], names: Sequence[str],
-                  dynamic: ConfigSource) -> dict[str, dict[str, str | None]]:
+    def _described(self, resources: list[ConfigResource]
+                   ) -> dict[str, Mapping[str, ConfigEntry]]:
+        """Every config entry of each resource, by resource name (a deleted topic left out)."""
         if not resources:
             return {}
-        out: dict[str, dict[str, str | None]] = {}
+        out: dict[str, Mapping[str, ConfigEntry]] = {}
         with self._calling("describe configs"):
             # every batch is sent before any answer is awaited: one round trip, not one per broker
             futures = [f for batch in _batches(resources) for f in
                        self._admin.describe_configs(batch, request_timeout=self._timeout_s).items()]
             for resource, future in futures:
                 try:
-                    entries: Mapping[str, ConfigEntry] = self._config_result(
-                        resource, future, "describe configs")
+                    out[resource.name] = self._config_result(resource, future,
+                                                             "describe configs")
                 except KafkaException as exc:
                     err = _kafka_error(exc)
                     if (resource.restype == ResourceType.TOPIC and err is not None
                             and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
                         continue  # a deleted topic has no configs left to read or restore
                     raise
-                out[resource.name] = {name: _dynamic_value(entries.get(name), dynamic)
-                                      for name in names}
         return out
+
+    def _describe(self, resources: list[ConfigResource], names: Sequence[str],
+                  dynamic: ConfigSource) -> dict[str, dict[str, str | None]]:
+        return {resource: {name: _dynamic_value(entries.get(name), dynamic) for name in names}
+                for resource, entries in self._described(resources).items()}
 
     def broker_configs(self, broker_ids: Iterable[int], names: Sequence[str]) -> dict[
         int, dict[str, str | None]
@@ -284,16 +294,8 @@ class KafkaClusterAdmin:
         """Brokers whose `cordoned.log.dirs` (at any level) is "*" or names each of their
         log dirs (`log.dirs`, else `log.dir`)."""
         resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(broker_ids))]
-        out: set[int] = set()
-        with self._calling("describe configs"):
-            futures = [f for batch in _batches(resources) for f in
-                       self._admin.describe_configs(batch, request_timeout=self._timeout_s).items()]
-            for resource, future in futures:
-                entries: Mapping[str, ConfigEntry] = self._config_result(
-                    resource, future, "describe configs")
-                if _cordoned(entries):
-                    out.add(int(resource.name))
-        return frozenset(out)
+        return frozenset(int(name) for name, entries in self._described(resources).items()
+                         if _cordoned(entries))
 
     def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[
         str, dict[str, str | None]
@@ -447,7 +449,7 @@ def _cordoned(entries: Mapping[str, ConfigEntry]) -> bool:
     def value(name: str) -> str:
         entry = entries.get(name)
         return str(entry.value or "") if entry is not None else ""
-    cordoned = {d.strip() for d in value("cordoned.log.dirs").split(",") if d.strip()}
+    cordoned = {d.strip() for d in value(CORDONED_LOG_DIRS).split(",") if d.strip()}
     if "*" in cordoned:
         return True
     dirs = {d.strip() for d in (value("log.dirs") or value("log.dir")).split(",") if d.strip()}
