@@ -6,7 +6,7 @@ small in-memory fakes under tests/; nothing here does I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -15,6 +15,11 @@ from core.names import TopicPartition
 # The dynamic broker config of KIP-1066 (Kafka 4.3): log dirs that get no new replica, "*" for
 # all of the broker's. The admin port reads it (`cordoned_brokers`); a drain run sets it.
 CORDONED_LOG_DIRS = "cordoned.log.dirs"
+
+# What a claim of the run lease decides from (executor.lease.LeaseStore): the latest lease
+# value (None: never written) and how many seconds ago it was written by the store's own clock
+# (None: the store cannot tell) -> the value to write.
+LeaseDecision = Callable[[bytes | None, float | None], bytes]
 
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 from core.errors import LeaseLost, LeaseRefused
+from core.ports import LeaseDecision
 
 TTL_SECONDS = 45.0
 HEARTBEAT_SECONDS = 10.0
@@ -78,19 +79,14 @@ def claim_problem(current: LeaseRecord | None, run_id: str, age: float,
             f"good, pass --take-over-lease {current.run_id}")
 
 
-# What a claim decides from: the latest lease value (None: never written) and how many seconds
-# ago it was written by the store's own clock (None: the store cannot tell; the record's `at`
-# against this machine's clock is the fallback).
-Decide = Callable[[bytes | None, float | None], bytes]
-
-
 class LeaseStore(Protocol):
     """Where the lease lives. `claim` fences every other claimant, reads the latest value and
     writes what `decide` returns, atomically with respect to other claims; `decide` raises to
-    refuse (nothing is written). A claim, a heartbeat and the release all go through it, so
-    each is a compare-and-set on the lease as it is in the cluster."""
+    refuse (nothing is written). Without the store's age of the lease, `decide` falls back on
+    the record's `at` against this machine's clock. A claim, a heartbeat and the release all go
+    through it, so each is a compare-and-set on the lease as it is in the cluster."""
 
-    def claim(self, decide: Decide) -> None: ...
+    def claim(self, decide: LeaseDecision) -> None: ...
 
     def close(self) -> None: ...
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import (
@@ -41,13 +40,11 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from core.errors import ClusterError, LeaseRefused
+from core.ports import LeaseDecision
 from topology.bootstrap import bootstrap_string, parse_bootstrap
 from topology.security import SecuritySettings
 
 LEASE_TOPIC = "__kafka_rebalance_lease"
-# A claim's decision, as executor.lease.LeaseStore defines it: the latest lease value and
-# seconds since it was written (cluster's clock) -> the value to write.
-Decide = Callable[[bytes | None, float | None], bytes]
 LEASE_KEY = b"cluster"
 PROBE_KEY = b"clock"  # the claim's probe: its append time is the cluster's "now"
 APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
@@ -177,7 +174,7 @@ class KafkaLeaseStore:
         finally:
             consumer.close()
 
-    def claim(self, decide: Decide) -> None:
+    def claim(self, decide: LeaseDecision) -> None:
         self._ensure_topic()
         try:
             for attempt in Retrying(retry=retry_if_exception_type(_Busy), reraise=True,
@@ -189,7 +186,7 @@ class KafkaLeaseStore:
             raise ClusterError(f"cannot take the cluster's run lease: {busy}; nothing "
                                "was changed, try again") from None
 
-    def _claim_once(self, decide: Decide) -> None:
+    def _claim_once(self, decide: LeaseDecision) -> None:
         """One claim: fence every earlier claimant, read the lease, stamp the cluster's time
         with a probe and write ours in a transaction. _Busy when the broker said to try again
         before anything was committed."""
