@@ -297,9 +297,16 @@ def _rack_overflow(arrays: ClusterArrays, r: int, max_utilization: float) -> str
     return "; ".join(out)
 
 
-def _rack_rule_least(arrays: ClusterArrays) -> str:
+def _common_rule(arrays: ClusterArrays) -> tuple[int, int, int]:
+    """The rack rule for the most common RF: (RF, the most replicas a rack may hold, the
+    fewest it must hold); racks must be in use."""
     rf = int(np.bincount(arrays.rf).argmax())
-    least = max(rf - -(-rf // arrays.rack_count) * (arrays.rack_count - 1), 0)
+    limit = -(-rf // arrays.rack_count)
+    return rf, limit, max(rf - limit * (arrays.rack_count - 1), 0)
+
+
+def _rack_rule_least(arrays: ClusterArrays) -> str:
+    rf, _, least = _common_rule(arrays)
     return f"{least} replica{'s' if least != 1 else ''} (RF {rf} over {arrays.rack_count} racks)"
 
 
@@ -309,11 +316,10 @@ def _brokers(count: int) -> str:
 
 def _rack_rule(arrays: ClusterArrays, name: str, below: bool) -> str:
     """What the rack rule makes `name` hold, for the most common RF."""
-    rf = int(np.bincount(arrays.rf).argmax())
     if arrays.rack_count == 0:
+        rf = int(np.bincount(arrays.rf).argmax())
         return f"{name} holds its share of RF {rf} with at most one replica per broker"
-    limit = -(-rf // arrays.rack_count)
-    least = max(rf - limit * (arrays.rack_count - 1), 0)
+    rf, limit, least = _common_rule(arrays)
     rule = f"(RF {rf} over {arrays.rack_count} racks)"
     replicas = f"replica{'s' if limit != 1 else ''}"
     if least == limit:
