@@ -55,10 +55,8 @@ def _candidates(state: SolverState, source: int, dests: list[int]) -> list[Candi
         return []
     cols = _columns_of(state, parts, source)
     found: list[Candidate] = []
-    for dest in dests:
-        cordoned = state.arrays.cordoned
-        if cordoned is not None and cordoned[dest]:
-            continue  # takes no new replica
+    cordoned = state.arrays.cordoned  # a cordoned destination takes no new replica
+    for dest in (d for d in dests if cordoned is None or not cordoned[d]):
         eff = _score_moves(state, source, dest, parts, cols)
         keep = np.flatnonzero(np.isfinite(eff))
         if keep.size > 4 * SESSION_MOVES:
