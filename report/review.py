@@ -221,14 +221,19 @@ def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
     """The ETA in words, one at a time and side by side; the gate can add more when the
     cluster is slow to settle."""
     eta = review_eta(plan, rate_bytes_per_sec)
-    one = eta.one_at_a_time
-    return (f"{human_duration(one.eta_seconds)} one move at a time "
-            f"({human_duration(one.start_seconds)} start-up + "
-            f"{human_duration(one.copy_seconds)} copying at {COPY_EFFICIENCY:.0%} of the rate + "
-            f"{human_duration(eta.between_moves_seconds)} of gates and waits between moves); "
+    return (f"{human_duration(eta.one_at_a_time.eta_seconds)} one move at a time "
+            f"({_one_at_a_time_parts(eta)}); "
             f"{human_duration(eta.side_by_side.eta_seconds)} with --concurrency auto "
             f"(no plan runs faster than {human_duration(eta.limit_seconds)} at this rate: "
             "the busiest broker's bytes)")
+
+
+def _one_at_a_time_parts(eta: PlanEta) -> str:
+    """What the one-at-a-time ETA is made of: start-up, copying, the waits between moves."""
+    one = eta.one_at_a_time
+    return (f"{human_duration(one.start_seconds)} start-up + "
+            f"{human_duration(one.copy_seconds)} copying at {COPY_EFFICIENCY:.0%} of the rate + "
+            f"{human_duration(eta.between_moves_seconds)} of gates and waits between moves")
 
 
 def totals_table(plan: PlanFile, rate_bytes_per_sec: float, width: int | None = None) -> Table:
@@ -255,14 +260,10 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float, width: int | None = 
     table.add_row("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
                            f"{len(plan.moves) - plan.data_moves} leadership only)")
     eta = review_eta(plan, rate_bytes_per_sec)
-    one = eta.one_at_a_time
-    table.add_row("ETA, one at a time", f"{human_duration(one.eta_seconds)} "
-                  + (f"({human_duration(eta.between_moves_seconds)} of it between moves)"
-                     if compact else
-                     f"({human_duration(one.start_seconds)} start-up + "
-                     f"{human_duration(one.copy_seconds)} copying at {COPY_EFFICIENCY:.0%} of "
-                     f"the rate + {human_duration(eta.between_moves_seconds)} of gates and "
-                     "waits between moves)"))
+    parts = (f"{human_duration(eta.between_moves_seconds)} of it between moves" if compact
+             else _one_at_a_time_parts(eta))
+    table.add_row("ETA, one at a time",
+                  f"{human_duration(eta.one_at_a_time.eta_seconds)} ({parts})")
     table.add_row("ETA, concurrency auto", human_duration(eta.side_by_side.eta_seconds))
     table.add_row("no plan is faster than", f"{human_duration(eta.limit_seconds)} (the "
                   "busiest broker's bytes at this rate)")
