@@ -317,11 +317,10 @@ def status(plan_path: PlanArg = None, journal: JournalOpt = None,
 def _check_plan_of_journal(plan_path: Path, journal: Path,
                            records: Sequence[Record]) -> None:
     """PLAN and --journal both given: the journal must be a run of that plan."""
-    from executor.plan import ExecutionPlan
+    from executor.journal import runs_plan
     from files.planfile import read_plan
 
-    if records and ExecutionPlan.of(read_plan(plan_path).moves).plan_id != records[0].get(
-            "plan_id"):
+    if records and not runs_plan(records, read_plan(plan_path).moves):
         raise InputError(f"{journal} is the journal of another plan than {plan_path} (other "
                          "moves); give the journal's own plan, or only --journal")
 

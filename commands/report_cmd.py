@@ -117,7 +117,7 @@ def write_status_html(path: Path, journal: Path, records: Sequence[Record],
 def _plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record],
                  notices: list[str]) -> PlanFile | None:
     """The plan file of the run, when it is there and holds the journal's moves."""
-    from executor.plan import ExecutionPlan
+    from executor.journal import runs_plan
     from files.planfile import read_plan
 
     candidate = plan_path
@@ -133,7 +133,7 @@ def _plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record
         notices.append(f"The plan {candidate} could not be read ({exc}): the page shows the "
                        "run only.")
         return None
-    if ExecutionPlan.of(plan_file.moves).plan_id != records[0].get("plan_id"):
+    if not runs_plan(records, plan_file.moves):
         notices.append(f"The plan {candidate} holds other moves than the journal's run: the "
                        "page shows the run only.")
         return None

@@ -110,6 +110,12 @@ def header_settings(records: Sequence[Record]) -> dict[str, Any]:
     return dict(settings) if isinstance(settings, dict) else {}
 
 
+def runs_plan(records: Sequence[Record], moves: Sequence[Move]) -> bool:
+    """The journal of `records` is a run of the plan of `moves`: its header keeps their plan
+    id (the same moves, partition, current and target replicas)."""
+    return bool(records) and records[0].get("plan_id") == ExecutionPlan.of(moves).plan_id
+
+
 def new_run_id() -> str:
     """A fresh run id: unique across machines, short enough to type."""
     return uuid.uuid4().hex[:16]
