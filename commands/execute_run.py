@@ -58,15 +58,14 @@ def eta_model(run: RunState, records: list[Record]) -> tuple[dict[str, float], E
     """What the live panel's ETA rests on: each unfinished move's bytes to copy, and the
     status's own model of the time they take (executor.timeline.remaining_seconds with the
     run's concurrency and settle wait, from its journal header)."""
-    from executor.timeline import remaining_seconds
+    from executor.timeline import remaining_seconds, to_copy
 
-    unfinished = [m for m in run.unfinished
-                  if run.state_of(m.name) not in (MoveState.DONE, MoveState.CANCELLING)]
+    unfinished = run.unfinished
     concurrency, settle = journal_concurrency(records), journal_pace(records)[1]
 
     def seconds(left: Mapping[str, float], rate: float) -> float:
         return remaining_seconds(unfinished, left, rate, concurrency, settle)[0]
-    return {m.name: float(m.bytes_moved) for m in unfinished}, seconds
+    return {m.name: float(m.bytes_moved) for m in to_copy(run)}, seconds
 
 
 INTERRUPTED = ("interrupted: the journal {journal} keeps the run (a move in flight keeps "

@@ -159,16 +159,21 @@ def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_se
     if not unfinished or rate is None or rate <= 0:
         return None
     left: dict[str, float] = {}  # what each move still has to copy
-    for move in unfinished:
-        state = run.state_of(move.name)
-        if state in COPIED or state is S.CANCELLING:
-            continue  # in place, or being reverted: nothing more to copy
+    for move in to_copy(run):
         copying_at = times.of(move.name).copying_at
-        done = rate * (now - copying_at) if state is S.COPYING and copying_at else 0.0
+        copying = run.state_of(move.name) is S.COPYING
+        done = rate * (now - copying_at) if copying and copying_at else 0.0
         left[move.name] = max(0.0, move.bytes_moved - done)
     seconds, waits = remaining_seconds(unfinished, left, rate, concurrency, settle_seconds)
     return Eta(seconds, round(sum(left.values())), rate, observed, waits,
                concurrency if concurrency != 1 and left else 1)
+
+
+def to_copy(run: RunState) -> list[Move]:
+    """The unfinished moves with bytes still to copy: not in place yet (COPIED) and not being
+    reverted."""
+    return [m for m in run.unfinished
+            if run.state_of(m.name) not in COPIED and run.state_of(m.name) is not S.CANCELLING]
 
 
 def remaining_seconds(unfinished: Sequence[Move], left: Mapping[str, float], rate: float,
