@@ -27,10 +27,8 @@ from commands.render import (
     err_console,
     note,
     spread_table,
+    stdout_width,
     topology_table,
-)
-from commands.render import (
-    stdout_width as _stdout_width,
 )
 from commands.sandbox_cmd import app as sandbox_app
 from core.errors import RebalanceError
@@ -119,7 +117,7 @@ HELP_PANELS_WIDTH = 140  # narrower, rich's help panels cut long flag names ("--
 
 def _narrow() -> bool:
     """The terminal (or COLUMNS, or 120 in a pipe) is narrower than HELP_PANELS_WIDTH."""
-    return _stdout_width() < HELP_PANELS_WIDTH
+    return stdout_width() < HELP_PANELS_WIDTH
 
 
 def _tidy_option(option: TyperOption) -> None:

@@ -93,16 +93,20 @@ class ProgressState:
     def bytes_moved(self) -> int:
         return self.bytes_before + self.done_bytes + sum(f.done for f in self.flight.values())
 
+    def _rates(self) -> list[float]:
+        """Each copy in flight's rate, where measurable."""
+        return [r for f in self.flight.values() if (r := f.rate()) is not None]
+
     def rate(self) -> float | None:
         """The copies in flight together (bytes/s), each over its recent samples; None before
         any is measurable."""
-        rates = [r for f in self.flight.values() if (r := f.rate()) is not None]
+        rates = self._rates()
         return sum(rates) if rates else None
 
     def copy_rate(self) -> float | None:
         """The mean rate of one copy now (bytes/s): what the remaining copies are timed at."""
-        rates = [r for f in self.flight.values() if (r := f.rate()) is not None and r > 0]
-        return sum(rates) / len(rates) if rates else None
+        moving = [r for r in self._rates() if r > 0]
+        return sum(moving) / len(moving) if moving else None
 
     def eta_seconds(self) -> float:
         """Until every move is done: the remaining copies at the measured rate per copy (the

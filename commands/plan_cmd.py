@@ -63,7 +63,7 @@ RateMbps = Annotated[float, typer.Option(
 
 
 def check_review_flags(rate_mbps: float, show_moves: int) -> None:
-    """--rate-mbps (the ETA's copy rate) and --show-moves, checked before any file is read."""
+    """--max-mbps (the ETA's copy rate) and --show-moves, checked before any file is read."""
     if not 0 < rate_mbps < math.inf:
         raise InputError(f"--max-mbps must be a positive finite number, got {rate_mbps}")
     if show_moves < 0:
