@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from commands.run_lines import RunLines
+from core.names import listed
 from executor.config import Event, EventKind
 from executor.state import MoveState
 from executor.units import duration_text, rate_text, size_text
@@ -166,9 +167,8 @@ def render_progress(p: ProgressState) -> Table:
     cap = rate_text(p.cap_bytes_per_sec)
     flying = sorted(p.flight.items(), key=lambda item: item[1].index)
     if len(flying) > 1:
-        shown = ", ".join(f"{name} ({f.state}, {_share(f)})" for name, f in flying[:3])
-        more = f" and {len(flying) - 3} more" if len(flying) > 3 else ""
-        table.add_row("moves", escape(f"{len(flying)} in flight: {shown}{more}"))
+        shown = listed([f"{name} ({f.state}, {_share(f)})" for name, f in flying], 3)
+        table.add_row("moves", escape(f"{len(flying)} in flight: {shown}"))
     else:
         table.add_row("move", escape(f"{p.current_index} of {p.total_moves}: {p.current or '-'} "
                                      f"({p.state})"))

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from commands.render import console, err_console, note, say
 from core.errors import InputError, SandboxError
+from core.names import listed
 from report.text import human_bytes
 from sandbox import cluster, teardown
 from sandbox.config import DEFAULT_BASE_PORT
@@ -56,9 +57,9 @@ def check_up_dir(sandbox_dir: Path, force: bool) -> None:
                          "for the sandbox (it is created if missing)")
     clash = replaced_entries(sandbox_dir)
     if clash and not force and not is_sandbox_dir(sandbox_dir.resolve()):
-        shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
-        raise InputError(f"--dir {sandbox_dir} is not a sandbox but holds {shown}, which `up` "
-                         "would overwrite or delete; choose another --dir, or pass --force")
+        raise InputError(f"--dir {sandbox_dir} is not a sandbox but holds {listed(clash, 5)}, "
+                         "which `up` would overwrite or delete; choose another --dir, or pass "
+                         "--force")
 
 
 def _dir_flag(sandbox_dir: Path) -> list[str]:

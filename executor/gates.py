@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from core.errors import InputError
+from core.names import listed
 from executor.units import rate_text
 from topology.model import TopicPartition
 
@@ -130,9 +131,8 @@ def gate_decision(policy: GatePolicy, baseline: NetworkSample, reading: GateRead
     details: list[str] = []
     other_urp = sorted(reading.under_replicated - moving, key=lambda tp: (tp.topic, tp.partition))
     if other_urp:
-        names = ", ".join(str(tp) for tp in other_urp[:5])
-        more = f" and {len(other_urp) - 5} more" if len(other_urp) > 5 else ""
-        details.append(f"{len(other_urp)} under-replicated partition(s): {names}{more}")
+        details.append(f"{len(other_urp)} under-replicated partition(s): "
+                       f"{listed([str(tp) for tp in other_urp], 5)}")
     if slo is not None and reading.produce_p99_ms is not None and reading.produce_p99_ms > slo:
         details.append(f"produce p99 {reading.produce_p99_ms:.1f} ms > SLO {slo:.1f} ms")
     details.extend(_unsettled(policy, baseline, reading.network))

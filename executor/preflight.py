@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from core.errors import ExecutionError
+from core.names import listed
 from core.ports import BrokerInfo, KafkaAdmin, PartitionInfo, ReassignmentState
 from executor.plan import ExecutionPlan
 from executor.readings import under_replicated
@@ -74,9 +75,7 @@ def planner_validator(before: Topology, goals: Goals, *,
 
 
 def _names(keys: Iterable[TopicPartition], limit: int = 10) -> str:
-    ordered = sorted(keys, key=lambda k: (k.topic, k.partition))
-    shown = ", ".join(str(k) for k in ordered[:limit])
-    return shown + (f" and {len(ordered) - limit} more" if len(ordered) > limit else "")
+    return listed([str(k) for k in sorted(keys, key=lambda k: (k.topic, k.partition))], limit)
 
 
 def stale_moves(moves: Iterable[Move], view: ClusterView) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from core.errors import PlanError
+from core.names import listed
 from planner.arrays import ClusterArrays, FloatArray, to_arrays
 from planner.balance import WORSE_MARGIN, Targets, deviation, targets_or_average
 from planner.goals import Goals
@@ -208,9 +209,8 @@ def exposure_warnings(before: Topology, moves: Sequence[Move]) -> list[str]:
     alive = set(before.broker_ids) - set(offline)
     healed = sum(1 for m in moves if m.key in short and set(m.target) <= alive)
     last = sorted((k for k, n in short.items() if n <= 1), key=lambda k: (k.topic, k.partition))
-    shown = ", ".join(str(k) for k in last[:5]) + (f" and {len(last) - 5} more"
-                                                   if len(last) > 5 else "")
-    lone = (f"; {len(last)} are down to one live replica or none ({shown}): one more failure "
+    lone = (f"; {len(last)} are down to one live replica or none "
+            f"({listed([str(k) for k in last], 5)}): one more failure "
             "loses their data, and producers with acks=all wait on them" if last else "")
     return [f"{len(short)} partition(s) have replicas on offline broker(s) {offline}{lone}. "
             f"The plan heals {healed} of them, their moves first, the fewest live replicas "

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import InputError, PlanError
+from core.names import listed
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder, order_moves, short_of_replicas
 from planner.result import PlanResult, SolverStatus
@@ -181,8 +182,8 @@ def build_demotion(topology: Topology, brokers: Sequence[int], settings: PlanSet
                            untouched_breaks_are_errors=False)
     report.raise_if_invalid()
     stuck = ([f"{len(demotion.stuck)} partition(s) stay led by the demoted broker(s): no other "
-              f"live replica may lead them ({', '.join(demotion.stuck[:5])}"
-              f"{' and more' if len(demotion.stuck) > 5 else ''})"] if demotion.stuck else [])
+              f"live replica may lead them ({listed(demotion.stuck, 5)})"]
+             if demotion.stuck else [])
     return make_plan_file(topology, demotion.moves, goals, settings.budget,
                           SolverInfo(SolverStatus.LEADERS_ONLY, 0),
                           created_at or datetime.now(UTC).isoformat(timespec="seconds"),
