@@ -17,12 +17,12 @@ from rich.table import Table
 from rich.text import Text
 
 from core.errors import RebalanceError
-from report.layout import fit
+from report.layout import WIDE, fit
 from report.text import human_bytes
 from topology.load import balance, broker_loads
 from topology.model import RESOURCES, Resource, Topology
 
-PIPE_WIDTH = 120  # to a file or a pipe without COLUMNS: the review's full layout
+PIPE_WIDTH = WIDE  # to a file or a pipe without COLUMNS: the review's full layout
 
 
 def _console(stderr: bool = False) -> Console:

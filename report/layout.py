@@ -21,9 +21,9 @@ def fit(width: int | None, layouts: Sequence[Callable[[], Table]]) -> Table:
     if width is None:
         return layouts[0]()
     measure = Console(width=10_000, file=io.StringIO())
-    table = layouts[0]()
-    for make in layouts:
+    *wider, last = layouts
+    for make in wider:
         table = make()
         if measure.measure(table).maximum <= width:
             return table
-    return table
+    return last()
