@@ -21,8 +21,8 @@ from rich.markup import escape
 from rich.text import Text
 from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from commands import auto_cmd, execute_cmd, history_cmd, plan_cmd, snapshot_cmd
-from commands.render import (
+from kafka_rebalance.commands import auto_cmd, execute_cmd, history_cmd, plan_cmd, snapshot_cmd
+from kafka_rebalance.commands.render import (
     console,
     err_console,
     note,
@@ -30,8 +30,8 @@ from commands.render import (
     stdout_width,
     topology_table,
 )
-from commands.sandbox_cmd import app as sandbox_app
-from core.errors import RebalanceError
+from kafka_rebalance.commands.sandbox_cmd import app as sandbox_app
+from kafka_rebalance.core.errors import RebalanceError
 from topology.capacities import read_capacities
 from topology.snapshot import read_snapshot
 

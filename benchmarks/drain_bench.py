@@ -26,8 +26,8 @@ from pathlib import Path
 
 from benchmarks.executor_bench import MB, ROOT, LatencyProducer, create_topic, plan_file
 from benchmarks.links_bench import peak_in, read_back, shaped_sandbox
-from sandbox import cluster
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import SandboxInfo
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

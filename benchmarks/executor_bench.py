@@ -29,8 +29,8 @@ import requests
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sandbox import cluster
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import SandboxInfo
 
 MB = 1_000_000
 RECORD_BYTES = 10_000
@@ -119,7 +119,7 @@ def plan_file(info: SandboxInfo, path: Path, topic: str, targets: list[list[int]
     live snapshot."""
     from datetime import UTC, datetime
 
-    from files.planfile import write_plan
+    from kafka_rebalance.files.planfile import write_plan
     from planner.goals import Budget, Goals
     from planner.planfile import SolverInfo, make_plan_file
     from planner.result import Move, SolverStatus

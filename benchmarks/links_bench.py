@@ -46,8 +46,8 @@ from benchmarks.executor_bench import (
     rates,
     run_kafka_tool,
 )
-from sandbox import cluster
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import SandboxInfo
 
 TARGET_TOTAL, TARGET_PEAK, TARGET_ETA = 1.25, 1.10, 0.15
 REASSIGNMENT_IN = "kafka_broker_reassignment_bytes_in_total"

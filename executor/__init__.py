@@ -34,5 +34,5 @@ Design (pure core, ports at the edge):
 - `status`: a run's summary from its journal alone; `exporter`: optional prometheus-client
   metrics of the executor itself, fed as a reporter of the run's events.
 
-Nothing here imports a Kafka or Prometheus client: adapters implement `core.ports`.
+Nothing here imports a Kafka or Prometheus client: adapters implement `kafka_rebalance.core.ports`.
 """

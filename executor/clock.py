@@ -9,7 +9,7 @@ import time
 
 
 class SystemClock:
-    """`core.ports.Clock` over the process's clock."""
+    """`kafka_rebalance.core.ports.Clock` over the process's clock."""
 
     def now(self) -> float:
         return time.time()

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from core.errors import ExecutionError, InputError
-from core.ports import Clock, KafkaAdmin, MetricsSource
 from executor.gates import GatePolicy
 from executor.readings import GateQueries
 from executor.slo import SloPolicy
+from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.core.ports import Clock, KafkaAdmin, MetricsSource
 from topology.model import Capacity
 
 # Kafka's default replication quota window: replication.quota.window.num (11) x

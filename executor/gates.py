@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from core.errors import InputError
-from core.names import listed
 from executor.units import rate_text
+from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.core.names import listed
 from topology.model import TopicPartition
 
 

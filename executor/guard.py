@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.errors import MetricsError
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import held_ends
 from executor.journal import Journal
@@ -13,6 +12,7 @@ from executor.readings import read_slo
 from executor.slo import SloReading, breaches, next_levels
 from executor.state import MoveState
 from executor.steps import MoveDriver
+from kafka_rebalance.core.errors import MetricsError
 from planner.result import Move
 
 S = MoveState

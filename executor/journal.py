@@ -19,7 +19,6 @@ from typing import IO, Any, Protocol
 
 from pydantic import ValidationError
 
-from core.errors import ExecutionError
 from executor.gates import NetworkSample
 from executor.plan import ExecutionPlan
 from executor.records import (
@@ -41,6 +40,7 @@ from executor.records import (
 )
 from executor.state import TERMINAL, MoveState, transition
 from executor.throttle import ThrottlePlan
+from kafka_rebalance.core.errors import ExecutionError
 from planner.planfile_schema import MOVES_ADAPTER, NOUNS, MoveEntry, moves_from_entries
 from planner.result import Move
 from topology.documents import decode_json

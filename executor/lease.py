@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
-from core.errors import LeaseLost, LeaseRefused
-from core.ports import LeaseDecision
+from kafka_rebalance.core.errors import LeaseLost, LeaseRefused
+from kafka_rebalance.core.ports import LeaseDecision
 
 TTL_SECONDS = 45.0
 HEARTBEAT_SECONDS = 10.0

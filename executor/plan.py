@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from core.errors import PlanError
+from kafka_rebalance.core.errors import PlanError
 from planner.result import Move, MoveTotals
 from topology.model import TopicPartition
 

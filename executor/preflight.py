@@ -9,9 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from core.errors import ExecutionError
-from core.names import listed
-from core.ports import BrokerInfo, KafkaAdmin, PartitionInfo, ReassignmentState
 from executor.plan import ExecutionPlan
 from executor.readings import under_replicated
 from executor.throttle import (
@@ -21,6 +18,9 @@ from executor.throttle import (
     is_wildcard,
     parse_replica_list,
 )
+from kafka_rebalance.core.errors import ExecutionError
+from kafka_rebalance.core.names import listed
+from kafka_rebalance.core.ports import BrokerInfo, KafkaAdmin, PartitionInfo, ReassignmentState
 from planner.goals import Goals
 from planner.result import Move
 from planner.validate import validate_plan

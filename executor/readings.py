@@ -12,11 +12,11 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from core.errors import ClusterError, InputError, MetricsError
-from core.ports import KafkaAdmin, MetricsSource, PartitionInfo
 from executor import slo
 from executor.gates import GateReading, NetworkSample
 from executor.slo import SloReading
+from kafka_rebalance.core.errors import ClusterError, InputError, MetricsError
+from kafka_rebalance.core.ports import KafkaAdmin, MetricsSource, PartitionInfo
 from topology import promql
 from topology.model import TopicPartition
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from core.errors import ClusterError, ExecutionError, LeaseLost
-from core.ports import CORDONED_LOG_DIRS
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
 from executor.guard import SloGuard
 from executor.journal import (
@@ -46,6 +44,8 @@ from executor.state import MoveState
 from executor.steps import MoveDriver
 from executor.throttle import ThrottlePlan, capped_throttle, plan_throttle
 from executor.tickreads import TickReads
+from kafka_rebalance.core.errors import ClusterError, ExecutionError, LeaseLost
+from kafka_rebalance.core.ports import CORDONED_LOG_DIRS
 from planner.result import Move
 
 S = MoveState

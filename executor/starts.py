@@ -12,8 +12,6 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import replace
 
-from core.errors import MetricsError
-from core.ports import KafkaAdmin
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import (
     SCAN_LIMIT,
@@ -32,6 +30,8 @@ from executor.journal import Journal
 from executor.readings import copies_in_over
 from executor.state import THROTTLES_MAY_BE_SET, MoveState
 from executor.steps import MoveDriver, Started
+from kafka_rebalance.core.errors import MetricsError
+from kafka_rebalance.core.ports import KafkaAdmin
 from planner.result import Move
 from topology.model import TopicPartition
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from core.errors import ExecutionError
+from kafka_rebalance.core.errors import ExecutionError
 
 
 class MoveState(StrEnum):

@@ -10,8 +10,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from enum import Enum
 
-from core.errors import ClusterError, ExecutionError, MetricsError
-from core.ports import PartitionInfo
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.decide import Action, Observation, Step, Tracking, decide
 from executor.flows import Direction, End, baseline_for, end_text, ends_of_baseline
@@ -40,6 +38,8 @@ from executor.throttle import (
     uniform_rates,
 )
 from executor.units import rate_text
+from kafka_rebalance.core.errors import ClusterError, ExecutionError, MetricsError
+from kafka_rebalance.core.ports import PartitionInfo
 from planner.result import Move
 
 S = MoveState

@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from core.errors import ExecutionError, InputError
-from core.ports import ConfigChanges
+from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.core.ports import ConfigChanges
 from planner.result import Move
 from topology.model import Capacity
 

@@ -16,9 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from core.errors import ClusterError
-from core.names import TopicPartition
-from core.ports import BrokerInfo, ConfigChanges, KafkaAdmin, PartitionInfo, ReassignmentState
+from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.core.names import TopicPartition
+from kafka_rebalance.core.ports import (
+    BrokerInfo,
+    ConfigChanges,
+    KafkaAdmin,
+    PartitionInfo,
+    ReassignmentState,
+)
 
 T = TypeVar("T")
 K = TypeVar("K", int, str)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from planner.goals import Goals
 from planner.result import Move
 from topology.model import Topology

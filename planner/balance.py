@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.linear_solver import pywraplp
 
-from core.errors import PlanError
+from kafka_rebalance.core.errors import PlanError
 from planner.arrays import (
     DISK,
     NET_OUT,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from planner.result import Move
 from topology.load import leader_net_out
 from topology.model import Partition, Topology

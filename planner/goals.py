@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import Any, NotRequired, Required
 from pydantic import ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
-from core.errors import PlanError
+from kafka_rebalance.core.errors import PlanError
 from planner.result import Move
 from topology.schema import (
     BROKER_IDS,

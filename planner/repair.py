@@ -11,7 +11,7 @@ from collections import Counter
 
 import numpy as np
 
-from core.errors import InputError, PlanError
+from kafka_rebalance.core.errors import InputError, PlanError
 from planner.arrays import NO_RACK, ClusterArrays, rack_ok
 from planner.state import SolverState
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from core.errors import PlanError
+from kafka_rebalance.core.errors import PlanError
 from topology.model import (
     INT32_MAX,
     TOPIC_NOUN,

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from core.errors import PlanError
+from kafka_rebalance.core.errors import PlanError
 from planner import exact
 from planner.arrays import (
     DISK,

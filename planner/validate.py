@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from core.errors import PlanError
-from core.names import listed
+from kafka_rebalance.core.errors import PlanError
+from kafka_rebalance.core.names import listed
 from planner.arrays import ClusterArrays, FloatArray, to_arrays
 from planner.balance import WORSE_MARGIN, Targets, deviation, targets_or_average
 from planner.goals import Goals

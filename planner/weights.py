@@ -1,4 +1,5 @@
-"""Partition weights applied to a topology (files.weights reads them from the Spark job's output).
+"""Partition weights applied to a topology (kafka_rebalance.files.weights reads them from the Spark
+job's output).
 
 The weights replace a snapshot's instantaneous rates with measured averages, and can project
 sizes `horizon_days` ahead by each partition's growth.
@@ -10,7 +11,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.model import Partition, TopicPartition, Topology
 
 WEIGHT_COLUMNS = ("topic", "partition", "bytes_in_per_sec", "bytes_out_per_sec", "size_bytes",

@@ -58,10 +58,10 @@ fi
 for tool in java mvn; do
     command -v "$tool" >/dev/null 2>&1 || { echo "install: $tool is not on PATH" >&2; exit 1; }
 done
-if .venv/bin/python -c "import sys; from sandbox.jars import jar_dir, jars_present; sys.exit(not jars_present(jar_dir()))"; then
+if .venv/bin/python -c "import sys; from kafka_rebalance.sandbox.jars import jar_dir, jars_present; sys.exit(not jars_present(jar_dir()))"; then
     log "kafka jars cached in $JAR_CACHE"
 else
     log "fetching kafka $KAFKA_VERSION jars with maven into $JAR_CACHE"
-    .venv/bin/python -m sandbox.jars --fetch
+    .venv/bin/python -m kafka_rebalance.sandbox.jars --fetch
 fi
 log "done"

@@ -16,7 +16,7 @@ cleanup() {
     .venv/bin/python - "$TEST_TMP" <<'PY' || true
 import sys
 from pathlib import Path
-from sandbox.cluster import down
+from kafka_rebalance.sandbox.cluster import down
 left = down(Path(sys.argv[1]))
 if left:
     print(f"[test] stopped leftover sandbox processes: {left}", file=sys.stderr)

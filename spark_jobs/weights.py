@@ -70,7 +70,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from core.errors import InputError, RebalanceError
+from kafka_rebalance.core.errors import InputError, RebalanceError
 from spark_jobs.aggregates import KEYS, MICROS_PER_DAY, MICROS_PER_HOUR, per_hour, per_partition
 from spark_jobs.grid import (
     epoch_micros,

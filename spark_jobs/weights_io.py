@@ -32,7 +32,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampNTZType, TimestampType
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.documents import decode_json
 
 NOTES_FILE = "_notes.json"

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from core.errors import InputError, problems_message
+from kafka_rebalance.core.errors import InputError, problems_message
 
 FORM = "HOST:PORT[,HOST:PORT...], e.g. localhost:9092 or [::1]:9092"
 _PORT = re.compile(r"[0-9]{1,5}")

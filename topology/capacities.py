@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from core.errors import InputError, problems_message
+from kafka_rebalance.core.errors import InputError, problems_message
 from topology.documents import parse_yaml, read_text
 from topology.model import INT32_MAX, Broker, Capacity, Topology, is_kafka_id
 from topology.units import MAX_DISK_BYTES, MAX_NET_BYTES_PER_SEC, parse_bytes

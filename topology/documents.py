@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pydantic_core import from_json
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 
 
 def read_text(path: Path, what: str, kind: str = "JSON") -> str:

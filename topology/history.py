@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from core.errors import InputError, MetricsError
+from kafka_rebalance.core.errors import InputError, MetricsError
 from topology import promql
 
 MAX_POINTS_PER_SERIES = 11_000

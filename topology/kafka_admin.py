@@ -31,8 +31,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KpTopicPartition
 
-from core.errors import ClusterError
-from core.ports import (
+from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.core.ports import (
     CORDONED_LOG_DIRS,
     BrokerInfo,
     ConfigChanges,

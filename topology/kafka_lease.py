@@ -39,8 +39,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from core.errors import ClusterError, LeaseRefused
-from core.ports import LeaseDecision
+from kafka_rebalance.core.errors import ClusterError, LeaseRefused
+from kafka_rebalance.core.ports import LeaseDecision
 from topology.bootstrap import bootstrap_string, parse_bootstrap
 from topology.security import SecuritySettings
 

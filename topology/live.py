@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import InputError
-from core.ports import BrokerInfo, KafkaAdmin, MetricsSource, PartitionInfo
+from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.core.ports import BrokerInfo, KafkaAdmin, MetricsSource, PartitionInfo
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.model import Partition, TopicPartition
 from topology.promql import (

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import lru_cache
 
-from core.errors import InputError, problems_message
-from core.names import (
+from kafka_rebalance.core.errors import InputError, problems_message
+from kafka_rebalance.core.names import (
     TopicPartition as TopicPartition,  # the model's name for a partition, re-exported
 )
 

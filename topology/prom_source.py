@@ -13,7 +13,7 @@ import requests
 from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 
-from core.errors import InputError, MetricsError
+from kafka_rebalance.core.errors import InputError, MetricsError
 
 DEFAULT_TIMEOUT_S = 10
 

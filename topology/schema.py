@@ -20,7 +20,7 @@ from pydantic import Strict as _Strict
 from pydantic_core import ErrorDetails
 from typing_extensions import get_type_hints, is_typeddict
 
-from core.errors import MAX_PROBLEMS
+from kafka_rebalance.core.errors import MAX_PROBLEMS
 from topology.model import INT32_MAX, TOPIC_CHARS, TOPIC_MAX_LENGTH, TOPIC_NOUN
 from topology.units import MAX_QUANTITY
 

@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.documents import parse_yaml
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.documents import bulk_objects, read_text, write_json_atomic
 from topology.model import Broker, Partition, Topology

@@ -15,7 +15,7 @@ from typing import Any, Required, cast
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict
 
-from core.errors import InputError, problems_message
+from kafka_rebalance.core.errors import InputError, problems_message
 from topology.capacities import CAPACITY_KEYS, Capacities, implausible_capacity
 from topology.documents import parse_json
 from topology.model import (

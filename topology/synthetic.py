@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.model import Broker, Capacity, Partition, Topology
 
 _CLASS_SCALE = np.array([1.0, 1.5, 2.0])

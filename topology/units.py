@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 
 _UNITS = {
     "": 1, "b": 1,

@@ -19,8 +19,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from kafka_rebalance.sandbox.jars import ensure_jars
 from planner.goals import Goals
-from sandbox.jars import ensure_jars
 from topology.model import TopicPartition, Topology, replace_replicas
 from topology.snapshot import write_snapshot
 

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from sandbox import cluster
-from sandbox.state import SandboxInfo, read_state
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import SandboxInfo, read_state
 from tests.integration import executor_support, kafka_topics
 from topology.kafka_admin import KafkaClusterAdmin
 
 SESSION_BROKERS = 4
 SESSION_RACKS = 2
-# Room for brokers the tests add with sandbox.cluster.add_broker.
+# Room for brokers the tests add with kafka_rebalance.sandbox.cluster.add_broker.
 SPARE_BROKER_IDS = 8
 
 

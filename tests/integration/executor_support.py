@@ -23,11 +23,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from executor.journal import RunState, read_journal
 from executor.state import MoveState
 from executor.throttle import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
-from files.planfile import write_plan
+from kafka_rebalance.files.planfile import write_plan
+from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
-from sandbox.state import SandboxInfo
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.live import read_live_topology

@@ -26,7 +26,6 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from autobalance.imbalance import imbalance_verdict
 from executor.journal import parse_lines, read_journal
 from executor.records import RunOutcome
 from executor.state import MoveState
@@ -37,11 +36,12 @@ from executor.throttle import (
     LEADER_RATE,
     TOPIC_THROTTLE_CONFIGS,
 )
-from files.planfile import read_plan
+from kafka_rebalance.autobalance.imbalance import imbalance_verdict
+from kafka_rebalance.files.planfile import read_plan
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import BrokerInfo, SandboxInfo
 from planner.goals import Goals
 from planner.planfile import PlanFile
-from sandbox import cluster
-from sandbox.state import BrokerInfo, SandboxInfo
 from tests.integration.executor_support import (
     CALM_SLO,
     ThrottleConfigs,

@@ -16,8 +16,8 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
 )
 
-from core.errors import ClusterError
-from sandbox.state import SandboxInfo
+from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 import yaml
 
-from report.dashboard import queries
-from sandbox import ready
-from sandbox.state import SandboxInfo
+from kafka_rebalance.report.dashboard import queries
+from kafka_rebalance.sandbox import ready
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     ROOT,
     create_topic,

@@ -10,7 +10,7 @@ import pytest
 
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,

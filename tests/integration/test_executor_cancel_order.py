@@ -16,8 +16,8 @@ import pytest
 
 from executor.journal import read_journal
 from executor.state import MoveState
-from sandbox import cluster
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,

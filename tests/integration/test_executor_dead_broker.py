@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ClusterError
 from executor.journal import read_journal, read_records
 from executor.records import RunOutcome
-from sandbox import cluster
-from sandbox.state import SandboxInfo
+from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,

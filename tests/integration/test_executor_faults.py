@@ -19,9 +19,9 @@ import pytest
 from executor.journal import read_journal
 from executor.records import RunOutcome
 from executor.state import MoveState
+from kafka_rebalance.sandbox import cluster, process
+from kafka_rebalance.sandbox.state import SandboxInfo, read_state, write_state
 from planner.result import Move
-from sandbox import cluster, process
-from sandbox.state import SandboxInfo, read_state, write_state
 from tests.integration.executor_support import (
     Layout,
     ThrottleConfigs,

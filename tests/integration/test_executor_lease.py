@@ -16,7 +16,7 @@ import pytest
 from executor.journal import read_journal
 from executor.records import RunOutcome
 from executor.state import MoveState
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,
@@ -97,7 +97,7 @@ def test_a_killed_runs_lease_goes_to_its_resume_not_to_another_run(
 CLAIM = """
 import sys, time
 from executor.lease import LeaseKeeper
-from core.errors import LeaseRefused
+from kafka_rebalance.core.errors import LeaseRefused
 from topology.kafka_lease import KafkaLeaseStore
 bootstrap, start_at, topic, run = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 keeper = LeaseKeeper(KafkaLeaseStore(bootstrap, topic=topic))
@@ -139,8 +139,8 @@ def test_the_leases_age_is_read_on_the_clusters_clock_not_the_holders(
     from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
     import executor.lease
-    from core.errors import LeaseRefused
     from executor.lease import LeaseKeeper, LeaseRecord
+    from kafka_rebalance.core.errors import LeaseRefused
     from topology.kafka_lease import KafkaLeaseStore
 
     topic = "lease-clock-skew"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from executor.throttle import FOLLOWER_REPLICAS
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,

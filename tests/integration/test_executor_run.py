@@ -23,8 +23,8 @@ from confluent_kafka import TopicPartition as CTP
 
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.result import Move
-from sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     BrokerConfigs,
     create_topic,

@@ -11,7 +11,7 @@ import pytest
 
 from executor.journal import read_journal
 from executor.throttle import LEADER_RATE
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,

@@ -16,7 +16,7 @@ from executor.journal import read_journal
 from executor.records import RunOutcome
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, LEADER_REPLICAS
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
     execute_args,

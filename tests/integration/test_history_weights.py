@@ -22,7 +22,7 @@ import requests
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox.state import SandboxInfo
 
 pytestmark = pytest.mark.integration
 

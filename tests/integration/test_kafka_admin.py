@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
-from core.errors import ClusterError
-from core.ports import PartitionInfo
-from sandbox.state import SandboxInfo
+from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.core.ports import PartitionInfo
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.kafka_topics import (
     create_topic,
     disk_size,

@@ -17,10 +17,10 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from files.planfile import read_plan
+from kafka_rebalance.files.planfile import read_plan
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.validate import validate_plan
-from sandbox import cluster
-from sandbox.state import SandboxInfo
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
 from topology.snapshot import read_snapshot

@@ -20,10 +20,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from executor.throttle import BROKER_THROTTLE_CONFIGS
-from files.planfile import read_plan
+from kafka_rebalance.files.planfile import read_plan
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.validate import validate_plan
-from sandbox import cluster
-from sandbox.state import SandboxInfo
 from tests.integration.executor_support import execute_args, rebalance
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import Resource

@@ -15,9 +15,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sandbox import cluster, process
-from sandbox.process import port_in_use
-from sandbox.state import SandboxInfo
+from kafka_rebalance.sandbox import cluster, process
+from kafka_rebalance.sandbox.process import port_in_use
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.prometheus_query import prom_query
 
 pytestmark = pytest.mark.integration

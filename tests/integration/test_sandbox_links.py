@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sandbox import cluster, links, ready
-from sandbox.produce import ProduceRequest, produce
-from sandbox.state import SandboxInfo, read_state
+from kafka_rebalance.sandbox import cluster, links, ready
+from kafka_rebalance.sandbox.produce import ProduceRequest, produce
+from kafka_rebalance.sandbox.state import SandboxInfo, read_state
 from tests.integration.prometheus_query import prom_query
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from sandbox import cluster
-from sandbox.state import MARKER_FILE
+from kafka_rebalance.sandbox import cluster
+from kafka_rebalance.sandbox.state import MARKER_FILE
 
 pytestmark = pytest.mark.integration
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ClusterError
-from sandbox.cluster import new_cluster_id
-from sandbox.state import SandboxInfo
+from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.sandbox.cluster import new_cluster_id
+from kafka_rebalance.sandbox.state import SandboxInfo
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.security import ENV_KEYS, load_security
 

@@ -19,8 +19,8 @@ import pytest
 import requests
 from confluent_kafka import Consumer
 
-from core.errors import ClusterError
-from sandbox.state import SandboxInfo
+from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.kafka_topics import create_topic, disk_size, free_port, produce, wait_in_sync
 from topology import promql
 from topology.prom_source import PrometheusMetrics

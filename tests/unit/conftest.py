@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from core.errors import RebalanceError
+from kafka_rebalance.core.errors import RebalanceError
 
 Rebalance = Callable[..., tuple[int, str]]
 

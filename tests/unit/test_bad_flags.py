@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from files.planfile import write_plan
+from kafka_rebalance.files.planfile import write_plan
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import cli
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}

@@ -12,15 +12,6 @@ from typing import Any
 import pytest
 from rich.console import Console, RenderableType
 
-from commands import render
-from commands.execute_render import (
-    ProgressState,
-    preview_table,
-    render_progress,
-    report_lines,
-)
-from commands.run_report import StatusView, status_table
-from commands.sandbox_cmd import _brokers_table
 from executor.journal import RunState
 from executor.plan import ExecutionPlan
 from executor.records import RunOutcome
@@ -29,7 +20,16 @@ from executor.state import MoveState
 from executor.status import MoveStatus, RunStatus
 from executor.throttle import ThrottlePlan, ThrottlePriors
 from executor.timeline import RunTimeline
-from sandbox.state import BrokerInfo, SandboxInfo
+from kafka_rebalance.commands import render
+from kafka_rebalance.commands.execute_render import (
+    ProgressState,
+    preview_table,
+    render_progress,
+    report_lines,
+)
+from kafka_rebalance.commands.run_report import StatusView, status_table
+from kafka_rebalance.commands.sandbox_cmd import _brokers_table
+from kafka_rebalance.sandbox.state import BrokerInfo, SandboxInfo
 
 Rebalance = Callable[..., tuple[int, str]]
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}

@@ -13,7 +13,7 @@ import pytest
 import typer.main
 
 import cli
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 
 
 def run_cli(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:

@@ -12,9 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from commands.execute_render import ProgressState, render_progress
-from commands.execute_setup import config_from_flags, journal_for, parse_finish_by
-from core.errors import ExecutionError, InputError
 from executor.config import Event, EventKind, ExecutorConfig, RunOverrides
 from executor.journal import (
     JournalFile,
@@ -25,6 +22,9 @@ from executor.journal import (
 )
 from executor.plan import ExecutionPlan
 from executor.state import MoveState
+from kafka_rebalance.commands.execute_render import ProgressState, render_progress
+from kafka_rebalance.commands.execute_setup import config_from_flags, journal_for, parse_finish_by
+from kafka_rebalance.core.errors import ExecutionError, InputError
 from planner.result import Move
 
 runner = CliRunner()
@@ -211,7 +211,7 @@ def test_progress_view_on_a_terminal_and_in_a_pipe() -> None:
 
     from rich.console import Console
 
-    from commands.execute_render import ProgressView
+    from kafka_rebalance.commands.execute_render import ProgressView
 
     for terminal in (True, False):
         out = io.StringIO()

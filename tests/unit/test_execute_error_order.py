@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from core.errors import ExecutionError
 from executor import runner
 from executor.clock import SystemClock
-from files.planfile import write_plan
+from kafka_rebalance.core.errors import ExecutionError
+from kafka_rebalance.files.planfile import write_plan
+from kafka_rebalance.usecases import run as run_usecase
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
 from topology.model import Topology
 from topology.snapshot import topology_from_dict
-from usecases import run as run_usecase
 
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
 CONN = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1", "--max-mbps", "5",

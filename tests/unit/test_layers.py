@@ -1,6 +1,8 @@
-"""The layering, checked on the source: data flows core -> topology -> planner -> executor, the
-use cases drive it, and only the CLI talks to people through commands/. A module importing a
-package its layer may not see fails here, naming the file and the import."""
+"""The layering, checked on the source: data flows core -> topology -> planner -> executor, the use
+cases drive it, and only the CLI talks to people through the commands. A module importing a
+package its layer may not see fails here, naming the file and the import. The design card's
+packages sit at the top level; the rest live under kafka_rebalance/, so that an install puts no
+generic top-level name into site-packages."""
 
 from __future__ import annotations
 
@@ -28,6 +30,18 @@ MAY_IMPORT: dict[str, set[str]] = {
                  "usecases", "sandbox", "spark_jobs"},
 }
 PROJECT = set(MAY_IMPORT) | {"cli"}
+# The top level, as the design card prescribes; every other package is under kafka_rebalance/.
+TOP_LEVEL = {"topology", "planner", "executor", "spark_jobs"}
+HOME = "kafka_rebalance"
+
+
+def package_dir(package: str) -> Path:
+    return ROOT / package if package in TOP_LEVEL else ROOT / HOME / package
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if parts[0] == HOME and len(parts) > 1 else parts[0]
 
 
 def imported_packages(source: str) -> set[str]:
@@ -35,22 +49,23 @@ def imported_packages(source: str) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
+            found.add(_layer(node.module))
         elif isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(_layer(alias.name) for alias in node.names)
     return found & PROJECT
 
 
 def test_imports_are_found_in_every_form() -> None:
-    source = "import core.errors\nfrom planner import solve\nimport os, executor.plan as p\n"
-    assert imported_packages(source) == {"core", "planner", "executor"}
+    source = ("import kafka_rebalance.core.errors\nfrom planner import solve\n"
+              "import os, executor.plan as p\nfrom kafka_rebalance.report import text\n")
+    assert imported_packages(source) == {"core", "planner", "executor", "report"}
 
 
 @pytest.mark.parametrize("package", sorted(MAY_IMPORT))
 def test_a_package_imports_only_the_layers_below_it(package: str) -> None:
     allowed = MAY_IMPORT[package] | {package}
     wrong = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
+    for path in sorted(package_dir(package).rglob("*.py")):
         beyond = imported_packages(path.read_text()) - allowed
         if beyond:
             wrong[str(path.relative_to(ROOT))] = sorted(beyond)
@@ -58,13 +73,28 @@ def test_a_package_imports_only_the_layers_below_it(package: str) -> None:
 
 
 def test_every_product_package_is_in_the_map() -> None:
-    packages = {p.name for p in ROOT.iterdir()
-                if (p / "__init__.py").exists() and p.name not in {"tests", "benchmarks"}}
-    assert packages == set(MAY_IMPORT)
+    top = {p.name for p in ROOT.iterdir()
+           if (p / "__init__.py").exists() and p.name not in {"tests", "benchmarks"}}
+    home = {p.name for p in (ROOT / HOME).iterdir() if (p / "__init__.py").exists()}
+    assert top == TOP_LEVEL | {HOME}
+    assert TOP_LEVEL | home == set(MAY_IMPORT)
+
+
+def test_the_wheel_installs_only_distinctive_top_level_names() -> None:
+    """What `pip install` puts into site-packages: the design card's packages, cli.py and
+    kafka_rebalance, and no generic name such as core, files or report."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    setuptools = project["tool"]["setuptools"]
+    included = {pattern.rstrip("*") for pattern in setuptools["packages"]["find"]["include"]}
+    assert included == TOP_LEVEL | {HOME}
+    assert setuptools["py-modules"] == ["cli"]
 
 
 def test_the_planner_reads_and_writes_no_file() -> None:
-    """Plan and weights files are read and written in files/; planner/ takes and returns values."""
+    """Plan and weights files are read and written in kafka_rebalance/files/; planner/ takes and
+    returns values."""
     io = {"pathlib", "pyarrow", "pandas", "json"}
     for path in sorted((ROOT / "planner").glob("*.py")):
         source = path.read_text()

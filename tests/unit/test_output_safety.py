@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from commands import outputs, sandbox_cmd
-from core.errors import ClusterError, MetricsError, SandboxError
-from usecases import plan as plan_usecase
+from kafka_rebalance.commands import outputs, sandbox_cmd
+from kafka_rebalance.core.errors import ClusterError, MetricsError, SandboxError
+from kafka_rebalance.usecases import plan as plan_usecase
 
 Rebalance = Callable[..., tuple[int, str]]
 

@@ -12,15 +12,15 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from commands import render
-from core.errors import InputError, PlanError
-from files.planfile import read_plan
+from kafka_rebalance.commands import render
+from kafka_rebalance.core.errors import InputError, PlanError
+from kafka_rebalance.files.planfile import read_plan
+from kafka_rebalance.usecases import plan as plan_usecase
 from planner.goals import Budget, Goals
 from planner.result import Move, PlanResult, SolverStatus
 from planner.validate import validate_plan
 from topology.model import Topology, replace_replicas
 from topology.snapshot import read_snapshot
-from usecases import plan as plan_usecase
 
 ROOT = Path(__file__).resolve().parents[2]
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
@@ -89,7 +89,7 @@ def test_unknown_removed_broker_is_named(tmp_path: Path) -> None:
 
 
 def test_broker_flags_take_comma_lists_like_kafkas_tools(tmp_path: Path) -> None:
-    from commands.plan_cmd import broker_ids
+    from kafka_rebalance.commands.plan_cmd import broker_ids
 
     assert broker_ids(["13,14", "15"], "--add-broker") == (13, 14, 15)
     assert broker_ids([" 7 , 8"], "--remove-broker") == (7, 8)

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError
-from files.planfile import read_plan
+from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.files.planfile import read_plan
+from kafka_rebalance.report.review import REVIEW_FORMAT, review_eta
+from kafka_rebalance.usecases import plan as plan_usecase
 from planner.goals import Budget, Goals
 from planner.result import Move, PlanResult, SolverStatus
-from report.review import REVIEW_FORMAT, review_eta
 from tests.unit.conftest import RebalanceMain
 from topology.model import Topology, replace_replicas
-from usecases import plan as plan_usecase
 
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
 # Brokers 1, 3 on rack a and 2, 4 on rack b; broker 4 holds nothing.

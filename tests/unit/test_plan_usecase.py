@@ -1,5 +1,5 @@
-"""Making a plan without the CLI (`usecases.plan`): a stand-in solver, real validation and
-ordering; the cluster read from a snapshot with its notes; a saved plan rechecked."""
+"""Making a plan without the CLI (`kafka_rebalance.usecases.plan`): a stand-in solver, real
+validation and ordering; the cluster read from a snapshot with its notes; a saved plan rechecked."""
 
 from __future__ import annotations
 
@@ -9,14 +9,20 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError, PlanError
+from kafka_rebalance.core.errors import InputError, PlanError
+from kafka_rebalance.usecases.plan import (
+    PlanInputs,
+    PlanSettings,
+    build_plan,
+    read_cluster,
+    recheck,
+)
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder
 from planner.result import Move, PlanResult, SolverStatus
 from planner.validate import validate_plan
 from topology.model import Topology, replace_replicas
 from topology.snapshot import topology_from_dict
-from usecases.plan import PlanInputs, PlanSettings, build_plan, read_cluster, recheck
 
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
 # Brokers 1, 3 on rack a and 2, 4 on rack b; broker 4 holds nothing.
@@ -114,7 +120,7 @@ def test_a_plan_reports_where_its_time_went() -> None:
     together never more than the whole, and the plan file keeps them."""
     import time as clock
 
-    from files.planfile import plan_from_dict, plan_to_dict
+    from kafka_rebalance.files.planfile import plan_from_dict, plan_to_dict
     from topology.synthetic import generate_cluster
 
     topology = generate_cluster(brokers=6, new_brokers=2, racks=3, partitions=300, seed=5)

@@ -1,11 +1,11 @@
-"""The run as a log (commands.run_lines): events that repeat every poll add a line only when
-something changed, in human units; a resumed move is timed from the journal."""
+"""The run as a log (kafka_rebalance.commands.run_lines): events that repeat every poll add a line
+only when something changed, in human units; a resumed move is timed from the journal."""
 
 from __future__ import annotations
 
-from commands.run_lines import RunLines
 from executor.config import Event, EventKind
 from executor.timeline import MoveTiming, RunTimeline
+from kafka_rebalance.commands.run_lines import RunLines
 from planner.result import Move
 
 MB = 1_000_000

@@ -1,6 +1,6 @@
-"""`rebalance auto` without a cluster: flag errors, the lock against a second process, the
-state directory's bookkeeping, and the loop of cycles (`usecases.auto.auto_loop`) with a fake
-cycle and clock."""
+"""`rebalance auto` without a cluster: flag errors, the lock against a second process, the state
+directory's bookkeeping, and the loop of cycles (`kafka_rebalance.usecases.auto.auto_loop`) with a
+fake cycle and clock."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from autobalance.cycle import Action, Decision, RunLeft
-from autobalance.orchestrator import CycleResult
-from autobalance.statedir import StateDir, run_left_of, state_lock
-from core.errors import ClusterError, ExecutionError, InputError, RebalanceError
 from executor.journal import header_record, replay, state_record
 from executor.plan import ExecutionPlan
 from executor.state import MoveState
+from kafka_rebalance.autobalance.cycle import Action, Decision, RunLeft
+from kafka_rebalance.autobalance.orchestrator import CycleResult
+from kafka_rebalance.autobalance.statedir import StateDir, run_left_of, state_lock
+from kafka_rebalance.core.errors import ClusterError, ExecutionError, InputError, RebalanceError
+from kafka_rebalance.usecases.auto import LoopSettings, auto_loop
 from planner.result import Move
-from usecases.auto import LoopSettings, auto_loop
 
 runner = CliRunner()
 CONN = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1", "--max-mbps", "5"]

@@ -6,8 +6,8 @@ from datetime import UTC
 
 import pytest
 
-from commands.auto_cmd import Lines
 from executor.config import Event, EventKind
+from kafka_rebalance.commands.auto_cmd import Lines
 
 
 def test_a_gate_is_logged_when_its_verdict_changes(capsys: pytest.CaptureFixture[str]) -> None:

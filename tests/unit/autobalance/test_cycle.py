@@ -7,10 +7,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from autobalance.cycle import Action, Pace, RunLeft, decide_cycle
-from autobalance.imbalance import Verdict
-from autobalance.windows import parse_schedule
-from core.errors import InputError
+from kafka_rebalance.autobalance.cycle import Action, Pace, RunLeft, decide_cycle
+from kafka_rebalance.autobalance.imbalance import Verdict
+from kafka_rebalance.autobalance.windows import parse_schedule
+from kafka_rebalance.core.errors import InputError
 
 ZONE = ZoneInfo("Europe/Berlin")
 SCHEDULE = parse_schedule(["Mon-Fri 01:00-05:00"], ZONE)

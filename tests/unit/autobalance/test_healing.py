@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autobalance.healing import healing, offline_since
+from kafka_rebalance.autobalance.healing import healing, offline_since
 from topology.model import Broker, Capacity, Partition, Topology
 
 CAP = Capacity(1e12, 1e9, 1e9)

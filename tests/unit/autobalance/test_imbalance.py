@@ -3,7 +3,7 @@ balanced cluster gets none."""
 
 from __future__ import annotations
 
-from autobalance.imbalance import imbalance_verdict
+from kafka_rebalance.autobalance.imbalance import imbalance_verdict
 from planner.goals import Budget, Goals
 from planner.solve import plan
 from topology.model import Broker, Capacity, Partition, Topology, replace_replicas

@@ -10,16 +10,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from autobalance.cycle import Action, Pace
-from autobalance.orchestrator import AutoSettings, CycleResult, Edge, run_cycle
-from autobalance.statedir import StateDir
-from autobalance.windows import parse_schedule
-from core.errors import ExecutionError
 from executor.config import Event, EventKind
 from executor.journal import read_journal
 from executor.records import RunOutcome
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
+from kafka_rebalance.autobalance.cycle import Action, Pace
+from kafka_rebalance.autobalance.orchestrator import AutoSettings, CycleResult, Edge, run_cycle
+from kafka_rebalance.autobalance.statedir import StateDir
+from kafka_rebalance.autobalance.windows import parse_schedule
+from kafka_rebalance.core.errors import ExecutionError
 from planner.goals import Budget, Goals
 from planner.planfile import PlanFile, SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus

@@ -3,8 +3,8 @@ differs from the run's journal header (this process's cap) is named with both va
 
 from __future__ import annotations
 
-from autobalance.resume_flags import resume_line, setting_changes
 from executor.config import ExecutorConfig, RunOverrides
+from kafka_rebalance.autobalance.resume_flags import resume_line, setting_changes
 
 STARTED = ExecutorConfig(max_bytes_per_sec=2_000_000, cooldown_seconds=0.0,
                          quota_window_seconds=11.0).to_journal()

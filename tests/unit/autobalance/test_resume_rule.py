@@ -16,15 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from autobalance.cycle import Action
-from autobalance.orchestrator import run_cycle
-from commands import execute_cmd
 from executor.config import ExecutorConfig
 from executor.lease import LeaseHold
 from executor.runner import Executor
+from kafka_rebalance.autobalance.cycle import Action
+from kafka_rebalance.autobalance.orchestrator import run_cycle
+from kafka_rebalance.commands import execute_cmd
+from kafka_rebalance.usecases import run as run_usecase
 from tests.unit.autobalance.test_orchestrator import MONDAY_1344, setup
 from tests.unit.executor.fakes import MB
-from usecases import run as run_usecase
 
 WINDOW_END = datetime(1970, 1, 13, 13, 47, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from autobalance.windows import (
+from kafka_rebalance.autobalance.windows import (
     is_open,
     next_start,
     parse_schedule,
@@ -16,7 +16,7 @@ from autobalance.windows import (
     window_at,
     window_end,
 )
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

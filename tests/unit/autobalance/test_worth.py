@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from autobalance.worth import deviation, gains, judge_plan
-from core.errors import InputError
+from kafka_rebalance.autobalance.worth import deviation, gains, judge_plan
+from kafka_rebalance.core.errors import InputError
 from planner.goals import Budget, Goals
 from planner.planfile import ClusterStats, PlanFile, ResourceStats, SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus

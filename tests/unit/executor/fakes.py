@@ -8,8 +8,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import ClusterError, MetricsError
-from core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from executor.config import Event, EventKind, ExecutorConfig, Ports
 from executor.gates import GatePolicy
 from executor.plan import ExecutionPlan
@@ -21,6 +19,8 @@ from executor.throttle import (
     LEADER_REPLICAS,
     parse_replica_list,
 )
+from kafka_rebalance.core.errors import ClusterError, MetricsError
+from kafka_rebalance.core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from planner.result import Move
 from topology.model import TopicPartition
 

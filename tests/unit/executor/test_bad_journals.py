@@ -208,7 +208,7 @@ def test_malformed_settings_in_the_header(tmp_path: Path, rebalance: Rebalance,
 
 
 def _plan_file(tmp_path: Path) -> Path:
-    from files.planfile import write_plan
+    from kafka_rebalance.files.planfile import write_plan
     from planner.goals import Budget, Goals
     from planner.planfile import SolverInfo, make_plan_file
     from planner.result import SolverStatus

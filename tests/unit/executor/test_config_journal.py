@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from core.errors import ExecutionError, InputError
 from executor.config import ExecutorConfig, RunOverrides
 from executor.gates import GatePolicy
 from executor.journal import JournalFile, header_record, header_settings
 from executor.plan import ExecutionPlan
 from executor.readings import GateQueries
 from executor.slo import SloPolicy
+from kafka_rebalance.core.errors import ExecutionError, InputError
 from planner.result import Move
 from topology.model import Capacity
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExecutionError
 from executor.journal import JournalFile, header_record
 from executor.records import RunOutcome
 from executor.runner import Executor, clear_throttles_from
 from executor.state import TERMINAL
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE, LEADER_REPLICAS
+from kafka_rebalance.core.errors import ExecutionError
 from tests.unit.executor.fakes import Crash, World, make_world
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ExecutionError
 from executor.config import AUTO, EventKind
 from executor.records import RunOutcome
 from executor.runner import Executor
+from kafka_rebalance.core.errors import ExecutionError
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
 from topology.model import TopicPartition

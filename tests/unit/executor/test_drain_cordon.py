@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from core.ports import CORDONED_LOG_DIRS as CORDON
 from executor.config import Event, EventKind
 from executor.journal import replay
 from executor.records import RunOutcome
 from executor.runner import Executor
+from kafka_rebalance.core.ports import CORDONED_LOG_DIRS as CORDON
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
 

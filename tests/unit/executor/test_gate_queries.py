@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from commands.execute_setup import read_queries
-from core.errors import InputError
 from executor.config import ExecutorConfig, RunOverrides
 from executor.journal import header_record
 from executor.plan import ExecutionPlan
 from executor.readings import GateQueries, window_for_scrape_interval
+from kafka_rebalance.commands.execute_setup import read_queries
+from kafka_rebalance.core.errors import InputError
 from planner.result import Move
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InputError
 from executor.gates import (
     GateDecision,
     GatePolicy,
@@ -14,6 +13,7 @@ from executor.gates import (
     gate_decision,
     start_decision,
 )
+from kafka_rebalance.core.errors import InputError
 from topology.model import TopicPartition
 
 BROKERS = (1, 2)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExecutionError
 from executor.gates import NetworkSample
 from executor.journal import (
     Journal,
@@ -21,6 +20,7 @@ from executor.plan import ExecutionPlan
 from executor.records import RunOutcome
 from executor.state import IllegalTransition, MoveState
 from executor.throttle import ThrottlePriors, plan_throttle, uniform_rates
+from kafka_rebalance.core.errors import ExecutionError
 from tests.unit.executor.fakes import standard_moves
 
 S = MoveState

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from core.errors import LeaseLost, LeaseRefused
 from executor.lease import TTL_SECONDS, LeaseKeeper, LeaseRecord, claim_problem
+from kafka_rebalance.core.errors import LeaseLost, LeaseRefused
 
 NOW = 1_000_000.0
 LIVE = LeaseRecord("run-a", "host-1 pid 7, journal /x/plan.json.journal", NOW - 5)

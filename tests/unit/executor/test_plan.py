@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import PlanError
 from executor.plan import ExecutionPlan
 from executor.preflight import planner_validator
+from kafka_rebalance.core.errors import PlanError
 from planner.goals import Goals
 from planner.result import Move
 from topology.model import Broker, Capacity, Partition, Topology
@@ -47,10 +47,10 @@ def test_planner_validator_hook_reports_hard_violations() -> None:
 def test_a_run_judges_the_plan_by_the_capacities_it_was_made_with() -> None:
     """Without --capacities, preflight takes each broker's capacity from the plan file; a
     broker the plan does not know gets the plan's average."""
+    from kafka_rebalance.usecases.run import capacities_of_plan
     from planner.goals import Budget
     from planner.planfile import SolverInfo, make_plan_file
     from planner.result import SolverStatus
-    from usecases.run import capacities_of_plan
 
     small, large = Capacity(1e12, 1e8, 1e8), Capacity(3e12, 3e8, 3e8)
     before = Topology((Broker(1, "r1", small), Broker(2, "r2", large)),

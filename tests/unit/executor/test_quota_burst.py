@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ExecutionError
-from core.ports import PartitionInfo
 from executor.preflight import ClusterView, warm_follower_quotas
 from executor.runner import Executor, preview
 from executor.throttle import FOLLOWER_REPLICAS
+from kafka_rebalance.core.errors import ExecutionError
+from kafka_rebalance.core.ports import PartitionInfo
 from planner.result import Move
 from tests.unit.executor.fakes import make_world
 from topology.model import TopicPartition

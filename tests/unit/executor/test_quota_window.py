@@ -8,11 +8,11 @@ import itertools
 
 import pytest
 
-from core.errors import InputError
 from executor.config import EventKind, ExecutorConfig
 from executor.flows import Direction, QuotaWindows, move_ends
 from executor.records import RunOutcome
 from executor.runner import Executor
+from kafka_rebalance.core.errors import InputError
 from planner.result import Move
 from tests.unit.executor.fakes import MB, FakeClock, World, make_world
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from core.errors import MetricsError
-from core.ports import PartitionInfo
 from executor.readings import GateQueries, per_broker, read_gate, read_network, under_replicated
+from kafka_rebalance.core.errors import MetricsError
+from kafka_rebalance.core.ports import PartitionInfo
 from tests.unit.executor.fakes import FakeAdmin, FakeClock
 from topology.model import TopicPartition
 

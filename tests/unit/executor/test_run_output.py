@@ -2,9 +2,9 @@
 stderr (no line per poll), a summary on stdout however the run ends, and the exit code that says
 how (0 completed, 8 cancelled as asked, 6 stopped, 130 interrupted).
 
-The cluster is the in-memory fake (copies at the throttled rate over fake time); only the ports
-are swapped, at the run use case's edge (usecases.run): the command, the use case, the executor
-and the journal are the real ones.
+The cluster is the in-memory fake (copies at the throttled rate over fake time); only the ports are
+swapped, at the run use case's edge (kafka_rebalance.usecases.run): the command, the use case, the
+executor and the journal are the real ones.
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from typing import Any
 
 import pytest
 
-from commands import execute_run
-from core.errors import ExecutionError
 from executor import runner
 from executor.config import Event, EventKind, Reporter
 from executor.journal import read_journal, request_cancel
 from executor.records import RunOutcome
-from files.planfile import write_plan
+from kafka_rebalance.commands import execute_run
+from kafka_rebalance.core.errors import ExecutionError
+from kafka_rebalance.files.planfile import write_plan
+from kafka_rebalance.usecases import run as run_usecase
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
 from tests.unit.executor.fakes import MB, World, make_world
 from topology.model import Topology
 from topology.snapshot import topology_from_dict
-from usecases import run as run_usecase
 
 CAP = {"disk_bytes": 10**12, "net_in_bytes_per_sec": 10**9, "net_out_bytes_per_sec": 10**9}
 # t-1 shares no broker end with t-0 (2 sends to 4, 1 sent to 3): it starts after t-0's gate

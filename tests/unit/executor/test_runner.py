@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ExecutionError
 from executor.config import Event, EventKind
 from executor.gates import GatePolicy
 from executor.journal import replay
@@ -13,6 +12,7 @@ from executor.records import RunOutcome
 from executor.runner import Executor, clear_throttles_from
 from executor.state import MoveState
 from executor.throttle import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
+from kafka_rebalance.core.errors import ExecutionError
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
 from topology.model import TopicPartition
@@ -307,7 +307,7 @@ def test_transient_cluster_errors_are_retried() -> None:
 
 
 def test_a_cluster_that_stays_unreachable_stops_the_run_resumably() -> None:
-    from core.errors import ClusterError
+    from kafka_rebalance.core.errors import ClusterError
     from tests.unit.executor.fakes import FlakyAdmin
     world = make_world()
     flaky = FlakyAdmin(world.clock, parts=world.admin.parts)
@@ -538,7 +538,7 @@ def test_a_cancel_waits_for_metadata_that_still_shows_the_replicas_in_flight() -
 
 
 def test_a_run_whose_lease_passed_to_another_process_stops_and_changes_nothing_more() -> None:
-    from core.errors import LeaseLost
+    from kafka_rebalance.core.errors import LeaseLost
 
     world = make_world()
     executor = start(world)

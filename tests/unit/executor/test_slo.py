@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InputError
 from executor.slo import (
     CONSUMER_LAG,
     FETCH_P99,
@@ -16,6 +15,7 @@ from executor.slo import (
     guarded,
     next_levels,
 )
+from kafka_rebalance.core.errors import InputError
 
 MB = 1_000_000
 CAP = 8 * MB

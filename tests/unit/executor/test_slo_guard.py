@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import pytest
 
-from commands.run_report import summary_head
 from executor.config import Event, EventKind
 from executor.journal import replay
 from executor.records import RunOutcome
@@ -17,6 +16,7 @@ from executor.runner import Executor
 from executor.slo import SloPolicy
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
 from executor.timeline import timeline
+from kafka_rebalance.commands.run_report import summary_head
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
 

@@ -6,7 +6,6 @@ import itertools
 
 import pytest
 
-from core.errors import ExecutionError
 from executor.state import (
     TERMINAL,
     TRANSITIONS,
@@ -15,6 +14,7 @@ from executor.state import (
     can_transition,
     transition,
 )
+from kafka_rebalance.core.errors import ExecutionError
 
 S = MoveState
 

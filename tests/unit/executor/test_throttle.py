@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InputError
 from executor.throttle import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -25,6 +24,7 @@ from executor.throttle import (
     restore_changes,
     uniform_rates,
 )
+from kafka_rebalance.core.errors import InputError
 from planner.result import Move
 from topology.model import Capacity
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ClusterError
 from executor.config import AUTO
 from executor.records import RunOutcome
 from executor.runner import Executor
 from executor.tickreads import TickReads
+from kafka_rebalance.core.errors import ClusterError
 from tests.unit.executor.fakes import FakeAdmin, FakeClock, make_world
 from topology.model import TopicPartition
 

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from files.planfile import plan_to_dict
-from files.weights import read_weights
+from kafka_rebalance.files.planfile import plan_to_dict
+from kafka_rebalance.files.weights import read_weights
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.errors import PlanError
+from kafka_rebalance.core.errors import PlanError
 from planner.arrays import DISK, NET_IN, NET_OUT, to_arrays
 from planner.balance import achievable_targets, aim, band, deviation
 from planner.goals import Goals

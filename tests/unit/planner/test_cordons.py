@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExecutionError, InputError
 from executor.runner import Executor
+from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.usecases.plan import PlanSettings, build_plan
 from planner.goals import Budget, Goals
 from planner.result import Move
 from planner.validate import validate_plan
@@ -18,7 +19,6 @@ from tests.unit.executor.fakes import MB, make_world
 from topology.model import Topology
 from topology.snapshot import topology_from_dict, topology_to_dict
 from topology.synthetic import generate_cluster
-from usecases.plan import PlanSettings, build_plan
 
 
 def cluster(cordoned: set[int]) -> Topology:
@@ -88,7 +88,7 @@ def test_cordon_drained_needs_a_plan_that_drains(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from files.planfile import write_plan
+    from kafka_rebalance.files.planfile import write_plan
     from planner.planfile import SolverInfo, make_plan_file
     from planner.result import SolverStatus
 

@@ -7,14 +7,14 @@ from collections import Counter
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.usecases.plan import PlanSettings, build_demotion
 from planner.demote import demote
 from planner.goals import Budget, Goals
 from planner.result import SolverStatus
 from topology.load import leader_net_out
 from topology.model import Broker, Capacity, Partition, Topology
 from topology.synthetic import generate_cluster
-from usecases.plan import PlanSettings, build_demotion
 
 CAP = Capacity(1e12, 1e9, 1e9)
 

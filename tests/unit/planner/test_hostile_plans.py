@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from core.errors import PlanError
-from files.planfile import plan_to_dict
+from kafka_rebalance.core.errors import PlanError
+from kafka_rebalance.files.planfile import plan_to_dict
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError
-from files.planfile import plan_from_dict, plan_to_dict, read_plan, write_plan
+from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.files.planfile import plan_from_dict, plan_to_dict, read_plan, write_plan
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import PlanError
+from kafka_rebalance.core.errors import PlanError
 from planner.goals import Budget, Goals
 from planner.result import PlanResult, SolverStatus
 from planner.solve import plan

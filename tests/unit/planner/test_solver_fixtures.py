@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from planner.goals import Budget, Goals
 from planner.result import PlanResult, SolverStatus
 from planner.solve import plan

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.errors import PlanError
 from executor.plan import ExecutionPlan
 from executor.preflight import planner_validator
+from kafka_rebalance.core.errors import PlanError
 from planner.goals import Goals
 from planner.result import Move
 from planner.validate import validate_plan
@@ -299,8 +299,8 @@ def test_draining_an_offline_broker_may_worsen_balance_with_a_warning() -> None:
 def test_draining_an_offline_broker_is_never_put_back() -> None:
     """The planner drains both partitions of offline broker 3 (the tiny one too: the no-worse
     guard put the smallest back on the offline broker when the drain worsened a resource)."""
+    from kafka_rebalance.usecases.plan import PlanSettings, build_plan
     from planner.goals import Budget
-    from usecases.plan import PlanSettings, build_plan
 
     brokers = (Broker(1, "a", CAP), Broker(2, "b", CAP), Broker(3, "a", CAP, alive=False),
                Broker(4, "b", CAP), Broker(5, "a", CAP))

@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from core.errors import InputError
-from files.weights import read_weights
+from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.files.weights import read_weights
 from planner.weights import PartitionWeight, apply_weights
 from topology.model import Broker, Capacity, Partition, TopicPartition, Topology
 

@@ -12,7 +12,13 @@ from prometheus_client import CollectorRegistry
 from executor.config import Event, EventKind
 from executor.exporter import ExecutorMetrics
 from executor.readings import GateQueries
-from report.dashboard import BROKER_SELECTOR, WINDOW_VAR, dashboard, queries, to_json
+from kafka_rebalance.report.dashboard import (
+    BROKER_SELECTOR,
+    WINDOW_VAR,
+    dashboard,
+    queries,
+    to_json,
+)
 from topology import promql
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -22,7 +28,7 @@ DASHBOARD = ROOT / "dashboards" / "kafka-rebalance.json"
 def test_the_committed_dashboard_is_the_generated_one() -> None:
     assert DASHBOARD.read_text() == to_json(dashboard()), (
         "dashboards/kafka-rebalance.json is stale: regenerate it with "
-        "`python -m report.dashboard > dashboards/kafka-rebalance.json`")
+        "`python -m kafka_rebalance.report.dashboard > dashboards/kafka-rebalance.json`")
 
 
 def test_every_executor_metric_it_names_is_exported() -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.records import Record
+from kafka_rebalance.report import charts
+from kafka_rebalance.report.files import is_report_file, write_report
+from kafka_rebalance.report.page import render_report
+from kafka_rebalance.report.plan_view import plan_view, resource_view
+from kafka_rebalance.report.run_view import run_view
 from planner.planfile import PlanFile
-from report import charts
-from report.files import is_report_file, write_report
-from report.page import render_report
-from report.plan_view import plan_view, resource_view
-from report.run_view import run_view
 from topology.model import Resource
 
 RATE = 50e6

@@ -6,10 +6,10 @@ from rich.console import Console
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.schedule import START_SECONDS
+from kafka_rebalance.report.plan_view import PlanView, flow_matrix, plan_view, resource_view
+from kafka_rebalance.report.review import review
+from kafka_rebalance.report.text import human_duration
 from planner.planfile import PlanFile
-from report.plan_view import PlanView, flow_matrix, plan_view, resource_view
-from report.review import review
-from report.text import human_duration
 from topology.model import RESOURCES, Resource
 
 RATE = 50e6

@@ -24,11 +24,11 @@ from selenium.webdriver.remote.webelement import WebElement
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.records import Record
+from kafka_rebalance.report.files import write_report
+from kafka_rebalance.report.page import render_report
+from kafka_rebalance.report.plan_view import plan_view
+from kafka_rebalance.report.run_view import run_view
 from planner.planfile import PlanFile
-from report.files import write_report
-from report.page import render_report
-from report.plan_view import plan_view
-from report.run_view import run_view
 
 pytestmark = pytest.mark.browser
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from executor.records import Record
-from files.planfile import write_plan
+from kafka_rebalance.files.planfile import write_plan
+from kafka_rebalance.report.files import is_report_file
 from planner.planfile import PlanFile
-from report.files import is_report_file
 
 Rebalance = Callable[..., tuple[int, str]]
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ExecutionError
 from executor.records import Record, RunOutcome
 from executor.state import MoveState
-from report.charts import copy_rate_chart
-from report.run_view import CapSegment, CopySegment, GuardSegment, Phase, run_view
+from kafka_rebalance.core.errors import ExecutionError
+from kafka_rebalance.report.charts import copy_rate_chart
+from kafka_rebalance.report.run_view import CapSegment, CopySegment, GuardSegment, Phase, run_view
 
 MB = 1_000_000
 S = MoveState

@@ -16,11 +16,11 @@ from executor.schedule import (
     plan_eta,
     schedule,
 )
+from kafka_rebalance.report.plan_view import table_view
+from kafka_rebalance.report.review import eta_text, moves_table
+from kafka_rebalance.report.text import human_duration
 from planner.planfile import PlanFile
 from planner.result import Move
-from report.plan_view import table_view
-from report.review import eta_text, moves_table
-from report.text import human_duration
 
 RATE = 50e6
 

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from sandbox import cluster
+from kafka_rebalance.sandbox import cluster
 
 
 def test_an_id_starting_with_a_dash_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import SandboxError
-from sandbox import config
+from kafka_rebalance.core.errors import SandboxError
+from kafka_rebalance.sandbox import config
 
 CONTRACT = {
     "kafka_topic_bytes_in_total", "kafka_topic_bytes_out_total",

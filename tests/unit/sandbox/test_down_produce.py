@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from commands.sandbox_cmd import check_up_dir, next_commands
-from core.errors import InputError, SandboxError
-from report.text import human_bytes
-from sandbox import cluster, teardown
-from sandbox.produce import (
+from kafka_rebalance.commands.sandbox_cmd import check_up_dir, next_commands
+from kafka_rebalance.core.errors import InputError, SandboxError
+from kafka_rebalance.report.text import human_bytes
+from kafka_rebalance.sandbox import cluster, teardown
+from kafka_rebalance.sandbox.produce import (
     MB,
     ProduceRequest,
     _layout,
@@ -21,7 +21,7 @@ from sandbox.produce import (
     message_sizes,
     needed_disk_bytes,
 )
-from sandbox.state import (
+from kafka_rebalance.sandbox.state import (
     MARKER_FILE,
     BrokerInfo,
     SandboxInfo,
@@ -215,7 +215,7 @@ def test_up_prints_the_loop_with_its_own_ports_and_dir(tmp_path: Path,
 
 
 def test_the_capacities_file_up_writes_is_read_by_the_tool(tmp_path: Path) -> None:
-    from sandbox.config import capacities_yaml
+    from kafka_rebalance.sandbox.config import capacities_yaml
     from topology.capacities import read_capacities
 
     path = tmp_path / "capacities.yaml"

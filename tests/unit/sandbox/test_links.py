@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputError, SandboxError
-from sandbox import cluster, config, links, network
-from sandbox.links import BrokerLink
-from sandbox.state import BrokerInfo, SandboxInfo, read_state, write_state
+from kafka_rebalance.core.errors import InputError, SandboxError
+from kafka_rebalance.sandbox import cluster, config, links, network
+from kafka_rebalance.sandbox.links import BrokerLink
+from kafka_rebalance.sandbox.state import BrokerInfo, SandboxInfo, read_state, write_state
 from tests.unit.conftest import Rebalance
 
 NET = ipaddress.IPv4Network

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from core.errors import ClusterError
-from sandbox.produce import _create
+from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.sandbox.produce import _create
 
 
 class Admin:

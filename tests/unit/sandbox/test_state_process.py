@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import SandboxError
-from sandbox import process
-from sandbox.state import BrokerInfo, SandboxInfo, read_state, write_state
+from kafka_rebalance.core.errors import SandboxError
+from kafka_rebalance.sandbox import process
+from kafka_rebalance.sandbox.state import BrokerInfo, SandboxInfo, read_state, write_state
 
 
 def make_info(tmp_path: Path) -> SandboxInfo:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from tests.unit.conftest import RebalanceMain
 from topology import history
 from topology.history import (

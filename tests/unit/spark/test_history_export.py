@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from core.errors import InputError, MetricsError
+from kafka_rebalance.core.errors import InputError, MetricsError
 from topology.history import (
     HISTORY_ARROW_SCHEMA,
     NOTES_FILE,

@@ -18,7 +18,7 @@ from pyspark.sql.types import (
     TimestampNTZType,
 )
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from spark_jobs.weights import (
     HISTORY_SCHEMA,
     HistoryInputError,

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from files.weights import read_weights
+from kafka_rebalance.files.weights import read_weights
 from planner.weights import PartitionWeight, apply_weights
 from spark_jobs.weights import WeightsParams, run
 from topology.model import Broker, Capacity, Partition, TopicPartition, Topology

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.bootstrap import BootstrapServer, bootstrap_string, parse_bootstrap
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.kafka_lease import KafkaLeaseStore

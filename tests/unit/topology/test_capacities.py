@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.capacities import parse_capacities, read_capacities
 from topology.model import Broker, Capacity, Topology
 from topology.units import parse_bytes

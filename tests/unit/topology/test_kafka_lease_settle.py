@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from core.errors import LeaseRefused
+from kafka_rebalance.core.errors import LeaseRefused
 from topology.kafka_lease import KafkaLeaseStore
 
 UNNAMED = KafkaError(KafkaError.UNKNOWN, "EndTxn commit failed: Unknown broker error",
@@ -53,7 +53,7 @@ def test_a_retriable_commit_error_commits_again_and_the_lease_read_back_decides(
 
 
 def test_a_lease_that_cannot_be_read_back_is_a_cluster_error_not_a_claim() -> None:
-    from core.errors import ClusterError
+    from kafka_rebalance.core.errors import ClusterError
 
     def unreadable() -> bytes | None:
         raise ClusterError("cannot read the run lease topic")

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pytest
 
-from core.errors import InputError
-from core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
+from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from topology.capacities import parse_capacities
 from topology.live import (
     broker_entries,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.model import (
     Broker,
     Capacity,

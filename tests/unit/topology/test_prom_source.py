@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from core.errors import InputError, MetricsError
+from kafka_rebalance.core.errors import InputError, MetricsError
 from topology.prom_source import PrometheusMetrics, parse_vector
 from topology.promql import TEMPLATES, TOPIC_BYTES_IN_RATE, render
 

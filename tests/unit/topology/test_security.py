@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.security import (
     SaslMechanism,
     Secret,
@@ -192,7 +192,7 @@ def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_snapshot_source_strips_credentials_from_the_prometheus_url() -> None:
-    from usecases.snapshot import source as snapshot_source
+    from kafka_rebalance.usecases.snapshot import source as snapshot_source
 
     source = snapshot_source("k:9092", f"https://ops:{PASSWORD}@prom.example:9443/api", "5m")
     assert source["prometheus"] == "https://prom.example:9443/api"

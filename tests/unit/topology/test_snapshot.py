@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.capacities import parse_capacities
 from topology.model import Resource
 from topology.snapshot import read_snapshot, topology_to_dict, write_snapshot

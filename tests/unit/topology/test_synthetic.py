@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from core.errors import InputError
+from kafka_rebalance.core.errors import InputError
 from topology.load import broker_loads
 from topology.synthetic import generate_cluster
 

@@ -1,0 +1,197 @@
+"""Output-path safety for every command that writes a file, checked before any work is done.
+
+Three rules: an output is never one of the command's own input files (same resolved path, or
+the same inode when both exist); an existing file is replaced only when it is a file of the
+kind the command writes (a plan by `plan`, a snapshot by `snapshot`, ...) or `--force` is
+given; and directories, devices and pipes are never replaced. Each refusal is an InputError
+(exit code 2) naming the path and the way out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafka_rebalance.core.errors import InputError
+
+# A plan or snapshot of this tool is far smaller: a bigger file is not read to recognize it.
+MAX_RECOGNIZED_BYTES = 1 << 30
+
+FORCE_HELP = ("Replace an existing --out file even if it is not a {what} this tool wrote "
+              "(an input file of the command, a directory or a device is never replaced).")
+
+InputFiles = Mapping[str, Path | None]
+"""A command's input files by flag, e.g. {"--snapshot": Path("snap.json")}."""
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """A file a command is about to write: its flag, what it holds, and how to recognize one
+    this tool wrote (`ours`), which may be replaced without --force."""
+
+    path: Path
+    flag: str
+    what: str
+    ours: Callable[[Path], bool]
+
+
+def same_file(first: Path, second: Path) -> bool:
+    """True when both name one file: the same inode if both exist (hard and symbolic links
+    included), else the same fully resolved path."""
+    try:
+        if first.exists() and second.exists():
+            return os.path.samefile(first, second)
+    except OSError:
+        pass
+    return os.path.realpath(first) == os.path.realpath(second)
+
+
+def refuse_inputs(output: Output, inputs: InputFiles) -> None:
+    """The output must not be any of the command's input files."""
+    for input_flag, path in sorted(inputs.items()):
+        if path is not None and same_file(output.path, path):
+            raise InputError(f"{output.flag} {output.path} is the {input_flag} file "
+                             f"{path}: writing the {output.what} there would overwrite an input "
+                             f"of this command; choose another {output.flag} path")
+
+
+def check_output(output: Output, inputs: InputFiles, force: bool) -> None:
+    """Refuse, before any work, an output that would overwrite an input, a directory, a device
+    or (without --force) an existing file of another kind than the command writes."""
+    refuse_inputs(output, inputs)
+    path, flag = output.path, output.flag
+    if path.exists() and not output.ours(path):
+        if path.is_dir():
+            raise InputError(f"{flag} {path}: it is a directory; give a file path for the "
+                             f"{output.what} (a directory is never replaced)")
+        if not path.is_file():
+            raise InputError(f"{flag} {path} is not a regular file (a device, pipe or socket); "
+                             f"give a file path for the {output.what}")
+        if not force:
+            raise InputError(f"{flag} {path} exists and is not a {output.what} written by "
+                             f"rebalance; choose another {flag} path, or pass --force to "
+                             "replace it")
+    check_writable(path, flag)
+
+
+def check_writable(path: Path, flag: str) -> None:
+    """The nearest existing directory above `path` must be a writable directory."""
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError(f"{flag} {path}: {parent} is not a directory; choose a writable path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {path}: the directory {parent} is not writable; choose a "
+                         "writable path")
+
+
+def check_new_directory(path: Path, flag: str) -> None:
+    """An output directory must be new or empty (nothing in it is ever replaced)."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise InputError(f"{flag} {path} exists and is not an empty directory; choose another")
+    check_writable(path, flag)
+
+
+# ---- recognizing the files this tool writes -------------------------------------------------
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    """The file's top-level JSON object, or None when it is not one (or is too big)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_RECOGNIZED_BYTES:
+            return None
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def is_plan_file(path: Path) -> bool:
+    """A plan file of this tool: version 1 with Kafka's partitions, moves and a fingerprint."""
+    doc = _json_object(path)
+    return (doc is not None and doc.get("version") == 1
+            and isinstance(doc.get("partitions"), list) and isinstance(doc.get("moves"), list)
+            and isinstance(doc.get("fingerprint"), str))
+
+
+def is_snapshot_file(path: Path) -> bool:
+    """A snapshot file of this tool: version 1 with brokers and partitions (and no moves)."""
+    doc = _json_object(path)
+    return (doc is not None and doc.get("version") == 1 and "moves" not in doc
+            and isinstance(doc.get("brokers"), list)
+            and isinstance(doc.get("partitions"), list))
+
+
+def plan_output(path: Path) -> Output:
+    return Output(path, "--out", "plan", is_plan_file)
+
+
+def snapshot_output(path: Path) -> Output:
+    return Output(path, "--out", "snapshot", is_snapshot_file)
+
+
+def check_plan_journal(path: Path) -> None:
+    """A plan must not be written where a run's journal (PLAN.json.journal) still exists:
+    `execute` of the new plan would be refused, and the old run would lose its plan's name."""
+    from executor.journal import journal_in_use
+    from kafka_rebalance.commands.execute_setup import journal_for
+
+    journal = journal_for(path, None)
+    if not journal.exists():
+        return
+    running = " and an executor is running on it" if journal_in_use(journal) else ""
+    raise InputError(
+        f"--out {path}: the journal {journal} of a run of that plan exists{running}, so "
+        f"`rebalance execute {path}` would be refused; write the plan to another --out, or "
+        f"finish (`rebalance resume`) or cancel (`rebalance cancel`) that run and move "
+        f"{journal} away (`rebalance status --journal {journal}` shows where it stands)")
+
+
+def is_weights_output(path: Path) -> bool:
+    """A weights output of this tool: a directory holding only what a Spark write leaves, or a
+    file with the weights columns (its Parquet schema, or its first JSON line)."""
+    from planner.weights import WEIGHT_COLUMNS
+    from spark_jobs.weights_io import replaceable_output
+
+    if path.is_dir():
+        return replaceable_output(path)
+    return set(WEIGHT_COLUMNS) <= _columns(path)
+
+
+def _columns(path: Path) -> set[str]:
+    """Column names of a Parquet file, or keys of the first line of a JSON lines file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with path.open("rb") as fh:
+            if fh.read(4) == b"PAR1":
+                return set(pq.read_schema(path).names)
+            fh.seek(0)
+            first = json.loads(fh.readline(1 << 20).decode("utf-8"))
+    except (OSError, ValueError, RecursionError, pa.ArrowException):
+        return set()
+    return {str(key) for key in first} if isinstance(first, dict) else set()
+
+
+def weights_output(path: Path) -> Output:
+    return Output(path, "--out", "weights file", is_weights_output)
+
+
+@contextmanager
+def no_empty_directory_left(path: Path) -> Iterator[None]:
+    """If the block fails, remove `path` when it did not exist before and is still empty: a
+    refused or failed export leaves nothing behind."""
+    existed = path.exists()
+    try:
+        yield
+    except BaseException:
+        if not existed and path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+        raise

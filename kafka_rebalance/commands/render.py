@@ -1,0 +1,152 @@
+"""Rich rendering helpers shared by the commands (tables, human-readable units, notes).
+
+Every string from a user or a cluster (paths, rack and topic names, messages) reaches rich
+escaped (`rich.markup.escape`) or as plain text (`say`, `note`, `Text`): a rack named "[/]x"
+must print as written, not break or restyle the output.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from kafka_rebalance.core.errors import RebalanceError
+from kafka_rebalance.report.layout import WIDE, fit
+from kafka_rebalance.report.text import human_bytes
+from topology.load import balance, broker_loads
+from topology.model import RESOURCES, Resource, Topology
+
+PIPE_WIDTH = WIDE  # to a file or a pipe without COLUMNS: the review's full layout
+
+
+def _console(stderr: bool = False) -> Console:
+    """The terminal's width; to a file or a pipe, COLUMNS when set, else PIPE_WIDTH (a log
+    keeps every column)."""
+    probe = Console(stderr=stderr)
+    if probe.is_terminal or "COLUMNS" in os.environ:
+        return probe
+    return Console(stderr=stderr, width=PIPE_WIDTH)
+
+
+def stdout_width() -> int:
+    """Standard output's width now, as `console` would have it if made now."""
+    return _console().width
+
+
+console = _console()
+err_console = _console(stderr=True)
+
+
+def say(text: str, target: Console | None = None) -> None:
+    """Print `text` exactly as given (no markup, no highlighting), on stdout by default."""
+    (target or console).print(Text(text), highlight=False, soft_wrap=True)
+
+
+class NoteHold:
+    """Notes held back by `notes_held()`; `release()` prints them and stops holding."""
+
+    def __init__(self) -> None:
+        self.lines: list[Text] = []
+
+    def release(self) -> None:
+        if self in _holds:
+            _holds.remove(self)
+        lines, self.lines = self.lines, []
+        for line in lines:
+            _emit(line)
+
+
+_holds: list[NoteHold] = []
+
+
+def note(message: str, label: str = "note", style: str = "yellow") -> None:
+    """A 'note: message' line on stderr, the message printed as written. Inside `notes_held()`
+    it waits until the block ends or releases it."""
+    _emit(Text.assemble((f"{label}:", style), " ", message) if label else Text(message))
+
+
+def _emit(line: Text) -> None:
+    if _holds:
+        _holds[-1].lines.append(line)
+    else:
+        err_console.print(line, highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def notes_held() -> Iterator[NoteHold]:
+    """Hold the notes of a block so that a refusal's error line comes first on stderr: on a
+    RebalanceError they ride on the error (`add_note`; `cli.main` prints them after the error
+    line); otherwise they are printed when the block ends or calls `release()`."""
+    hold = NoteHold()
+    _holds.append(hold)
+    try:
+        yield hold
+    except RebalanceError as exc:
+        for line in hold.lines:
+            exc.add_note(line.plain)
+        hold.lines = []
+        raise
+    finally:
+        hold.release()
+
+
+_RESOURCE_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in", Resource.NET_OUT: "net out"}
+
+
+def topology_table(topology: Topology, title: str = "Brokers",
+                   width: int | None = None) -> Table:
+    """Per-broker table grouped by rack: replicas, leaders, load and utilization per resource
+    (narrower than that: utilization only, then without leaders)."""
+    return fit(width, [lambda: _topology_table(topology, title, True, True),
+                       lambda: _topology_table(topology, title, False, True),
+                       lambda: _topology_table(topology, title, False, False)])
+
+
+def _topology_table(topology: Topology, title: str, amounts: bool,
+                    leaders: bool) -> Table:
+    loads = broker_loads(topology)
+    bal = balance(topology)
+    replicas = {b.id: 0 for b in topology.brokers}
+    leading = dict(replicas)
+    for p in topology.partitions:
+        leading[p.replicas[0]] += 1
+        for r in p.replicas:
+            replicas[r] += 1
+    table = Table(title=escape(title) + ("" if amounts else " (utilization)"))
+    for header in ("rack", "broker", "replicas", *(["leaders"] if leaders else [])):
+        table.add_column(header, justify="right" if header != "rack" else "left",
+                         overflow="fold")
+    for res in RESOURCES:
+        if amounts:
+            table.add_column(_RESOURCE_TITLES[res], justify="right", no_wrap=True)
+        table.add_column("util" if amounts else _RESOURCE_TITLES[res], justify="right",
+                         no_wrap=True)
+    for rack in topology.racks:
+        for b in (b for b in topology.brokers if b.rack == rack):
+            load = loads[b.id]
+            row = [escape(str(rack)), str(b.id) + ("" if b.alive else " (offline)"),
+                   str(replicas[b.id]), *([str(leading[b.id])] if leaders else [])]
+            for res in RESOURCES:
+                util = bal[res].utilization.get(b.id)
+                if amounts:
+                    row.append(human_bytes(load.of(res), "B" if res is Resource.DISK else "B/s"))
+                row.append(f"{util:.1%}" if util is not None else "-")
+            table.add_row(*row)
+    return table
+
+
+def spread_table(topology: Topology) -> Table:
+    """Spread per resource: capacity-weighted average utilization, max/avg and min/avg."""
+    table = Table(title="Balance")
+    for header in ("resource", "avg util", "max/avg", "min/avg"):
+        table.add_column(header, justify="right")
+    for res, rb in balance(topology).items():
+        table.add_row(_RESOURCE_TITLES[res], f"{rb.average:.1%}",
+                      f"{rb.max_over_avg:.3f}", f"{rb.min_over_avg:.3f}")
+    return table

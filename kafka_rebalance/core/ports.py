@@ -1,0 +1,143 @@
+"""Ports (typing.Protocol) the core talks to: the Kafka admin, a metrics source, a clock.
+
+Real adapters: topology/kafka_admin.py (Kafka), topology/prom_source.py (Prometheus). Unit tests use
+small in-memory fakes under tests/; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kafka_rebalance.core.names import TopicPartition
+
+# The dynamic broker config of KIP-1066 (Kafka 4.3): log dirs that get no new replica, "*" for
+# all of the broker's. The admin port reads it (`cordoned_brokers`); a drain run sets it.
+CORDONED_LOG_DIRS = "cordoned.log.dirs"
+
+# What a claim of the run lease decides from (executor.lease.LeaseStore): the latest lease
+# value (None: never written) and how many seconds ago it was written by the store's own clock
+# (None: the store cannot tell) -> the value to write.
+LeaseDecision = Callable[[bytes | None, float | None], bytes]
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """A broker as the cluster metadata reports it."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """A partition's live state: assigned replicas (preferred leader first), ISR and leader."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int | None  # None or -1 when offline
+
+    @property
+    def key(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignmentState:
+    """An in-flight reassignment (KIP-455): full replica set, and who is being added/removed."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+ConfigChanges = Mapping[str, str | None]
+"""Config name -> new value, or None to delete the dynamic override (incremental alter)."""
+
+
+class KafkaAdmin(Protocol):
+    """The admin operations the tool needs, behind one port (one real adapter module)."""
+
+    def brokers(self) -> list[BrokerInfo]:
+        """Live brokers with racks."""
+        ...
+
+    def registered_racks(self) -> dict[int, str | None]:
+        """The rack of every broker registered with the controller, fenced (offline) ones
+        included (KIP-1073): a dead broker's rack is still known there."""
+        ...
+
+    def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
+        """Every partition (or those of `topics`), internal topics included."""
+        ...
+
+    def log_dir_sizes(self, broker_ids: Iterable[int]) -> dict[tuple[TopicPartition, int], int]:
+        """Size in bytes of each replica, keyed by (partition, broker id) (DescribeLogDirs)."""
+        ...
+
+    def broker_configs(self, broker_ids: Iterable[int], names: Sequence[str]) -> dict[
+        int, dict[str, str | None]
+    ]:
+        """Dynamic per-broker values of `names` (None when not set on that broker)."""
+        ...
+
+    def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
+        """Those of `broker_ids` whose every log dir is cordoned (KIP-1066): they get no new
+        replica. A broker that does not know `cordoned.log.dirs` is not cordoned."""
+        ...
+
+    def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[
+        str, dict[str, str | None]
+    ]:
+        """Dynamic values of `names` per topic (None when not set); unknown topics left out."""
+        ...
+
+    def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
+        """Incrementally set (or delete with None) per-broker dynamic configs."""
+        ...
+
+    def alter_topic_configs(self, changes: Mapping[str, ConfigChanges]) -> None:
+        """Incrementally set (or delete with None) topic configs."""
+        ...
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> None:
+        """Submit reassignments (AlterPartitionReassignments); None cancels one in flight."""
+        ...
+
+    def list_partition_reassignments(self) -> dict[TopicPartition, ReassignmentState]:
+        """Reassignments in flight (ListPartitionReassignments)."""
+        ...
+
+    def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> None:
+        """Run preferred leader election for `partitions` (already-preferred is not an error)."""
+        ...
+
+    def close(self) -> None:
+        """Release client resources."""
+        ...
+
+
+class MetricsSource(Protocol):
+    """Instant PromQL queries: one float per label set."""
+
+    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
+        """Evaluate `promql` now; raises MetricsError when Prometheus cannot answer."""
+        ...
+
+
+class Clock(Protocol):
+    """Time, so the executor's waits can be driven by tests."""
+
+    def now(self) -> float:
+        """Seconds since the epoch."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait."""
+        ...

@@ -1,0 +1,311 @@
+"""The plan file on disk: JSON writing and reading with every field checked.
+
+`version` and `partitions` are Kafka's reassignment format; the reader (its schema is in
+planfile_schema) names every problem of a damaged or hand-edited file, up to a cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from kafka_rebalance.core.errors import InputError, problems_message
+from planner.goals import Budget, Goals
+from planner.planfile import (
+    PLAN_VERSION,
+    BrokerStats,
+    ClusterStats,
+    PlanFile,
+    ResourceStats,
+    SolverInfo,
+    TargetInfo,
+)
+from planner.planfile_schema import (
+    NOUNS,
+    PLAN_ADAPTER,
+    TOP_LEVEL_KEYS,
+    BudgetEntry,
+    GoalsEntry,
+    PlanDocument,
+    ReassignmentEntry,
+    SolverEntry,
+    StatsEntry,
+    TargetsEntry,
+    moves_from_entries,
+)
+from planner.result import Move, SolverStatus
+from topology.documents import bulk_objects, parse_json, read_text, write_json_atomic
+from topology.model import RESOURCES, Capacity, Load, is_kafka_id, is_topic_name
+from topology.schema import Labeler, Loc, describe, near_misses
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def _move_dict(move: Move) -> dict[str, Any]:
+    return {"topic": move.topic, "partition": move.partition, "current": list(move.current),
+            "target": list(move.target), "size_bytes": move.size_bytes,
+            "bytes_moved": move.bytes_moved}
+
+
+def _stats_dict(stats: ClusterStats) -> dict[str, Any]:
+    return {
+        "resources": {r.resource.value: {"average": r.average, "max_over_avg": r.max_over_avg,
+                                         "min_over_avg": r.min_over_avg,
+                                         "within_tolerance": r.within_tolerance,
+                                         "deviation": r.deviation, "forced": r.forced}
+                      for r in stats.resources},
+        "brokers": [{"id": b.id, "rack": b.rack, "alive": b.alive, "replicas": b.replicas,
+                     "leaders": b.leaders,
+                     "load": {res.value: b.load.of(res) for res in RESOURCES},
+                     "capacity": {res.value: b.capacity.of(res) for res in RESOURCES}}
+                    for b in stats.brokers],
+    }
+
+
+def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
+    """The plan file document (Kafka's `version` + `partitions` first)."""
+    g, b, s = plan.goals, plan.budget, plan.solver
+    return {
+        "version": PLAN_VERSION,
+        "partitions": [{"topic": m.topic, "partition": m.partition, "replicas": list(m.target)}
+                       for m in plan.moves],
+        "moves": [_move_dict(m) for m in plan.moves],
+        "fingerprint": plan.fingerprint,
+        "goals": {"tolerance": g.tolerance, "max_utilization": g.max_utilization,
+                  "add_brokers": sorted(g.add_brokers), "remove_brokers": sorted(g.remove_brokers),
+                  "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders,
+                  **({"cordoned_brokers": sorted(g.cordoned_brokers)}
+                     if g.cordoned_brokers else {})},
+        "budget": {"max_bytes": b.max_bytes, "max_moves": b.max_moves,
+                   "time_limit_s": b.time_limit_s, "seed": b.seed},
+        "before": _stats_dict(plan.before),
+        "after": _stats_dict(plan.after),
+        # "gap" keeps its name (plan files already written, their readers): excess over the bound
+        "solver": {"status": s.status.value, "gap": s.excess_over_bound,
+                   "lower_bound_bytes": s.lower_bound_bytes, "seconds": s.seconds,
+                   "binding": list(s.binding), "proven_gap": s.proven_gap,
+                   "disk_lower_bound_bytes": s.disk_lower_bound_bytes,
+                   "phases": dict(s.phase_seconds)},
+        "totals": {"bytes_moved": plan.bytes_moved, "moves": len(plan.moves),
+                   "data_moves": plan.data_moves},
+        "warnings": list(plan.warnings),
+        "created_at": plan.created_at,
+        **({"targets": _targets_dict(plan.targets)} if plan.targets is not None else {}),
+    }
+
+
+def _targets_dict(targets: TargetInfo) -> dict[str, Any]:
+    return {"forced": {res.value: targets.forced[i] for i, res in enumerate(RESOURCES)},
+            "reasons": list(targets.reasons),
+            "brokers": [{"id": broker_id, **{res.value: row[i] for i, res in enumerate(RESOURCES)}}
+                        for broker_id, row in sorted(targets.utilization.items())]}
+
+
+def write_plan(path: Path, plan: PlanFile) -> None:
+    """Write the plan file atomically (temp file, fsync, rename)."""
+    write_json_atomic(path, plan_to_dict(plan), indent=1)
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_plan(path: Path) -> PlanFile:
+    """Read and validate a plan file; InputError names the file and every problem (up to a cap).
+
+    A valid file is parsed and checked in one pass; a refused one is parsed again to name the
+    entries its problems are in.
+    """
+    text = read_text(path, "plan")
+    with bulk_objects():
+        try:
+            checked = PLAN_ADAPTER.validate_json(text)
+        except ValidationError:
+            raw = parse_json(text, str(path))
+            return _prefixed(path, lambda: plan_from_dict(raw))
+        return _prefixed(path, lambda: _plan_file(_enveloped(checked)))
+
+
+def plan_from_dict(doc: Any) -> PlanFile:
+    """Validate a plan document; InputError names every problem (up to a cap)."""
+    try:
+        checked = PLAN_ADAPTER.validate_python(_enveloped(doc))
+    except ValidationError as exc:
+        described, total = describe(exc, PlanDocument, _labeler(doc), NOUNS)
+        raise InputError(problems_message(described, total)) from None
+    return _plan_file(checked)
+
+
+def _prefixed(path: Path, read: Callable[[], PlanFile]) -> PlanFile:
+    try:
+        return read()
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+
+
+def _enveloped(doc: Any) -> Any:
+    """`doc` once it is a version-1 rebalance plan (not another file or a bare reassignment)."""
+    if not isinstance(doc, Mapping):
+        raise InputError("expected a JSON object with version, partitions, moves")
+    version = doc.get("version")
+    if version != PLAN_VERSION or isinstance(version, bool):
+        raise InputError(f"unsupported plan version {version!r} (expected {PLAN_VERSION})")
+    if "moves" not in doc and "brokers" in doc:
+        raise InputError("this is a cluster snapshot, not a plan; make a plan from it with "
+                         "`rebalance plan --snapshot FILE --out PLAN`")
+    if "moves" not in doc:
+        raise InputError("not a rebalance plan: it has no 'moves' (a bare Kafka reassignment "
+                         "file?); make one with `rebalance plan`")
+    problems = near_misses(doc.keys(), TOP_LEVEL_KEYS)
+    if problems:
+        raise InputError(problems_message(problems))
+    return doc
+
+
+def _labeler(doc: Mapping[str, Any]) -> Labeler:
+    """Names a move by its partition where the file's topic and number are valid."""
+
+    def label(loc: Loc) -> str | None:
+        moves = doc.get("moves")
+        if loc[:1] != ("moves",) or len(loc) != 2 or not isinstance(moves, list):
+            return None
+        entry = moves[int(loc[1])]
+        if not isinstance(entry, Mapping):
+            return None
+        topic, number = entry.get("topic"), entry.get("partition")
+        valid = isinstance(topic, str) and is_topic_name(topic) and is_kafka_id(number)
+        return f"move {topic}-{number}" if valid else None
+
+    return label
+
+
+def _plan_file(doc: PlanDocument) -> PlanFile:
+    """The PlanFile of a checked document; InputError names every inconsistency."""
+    problems: list[str] = []
+    moves = moves_from_entries(doc["moves"], problems)
+    _check_bytes(doc, moves, problems)
+    _check_partitions(doc["partitions"], moves, problems)
+    before = _stats(doc["before"])
+    _check_brokers(moves, before, problems)
+    goals, budget = _goals(doc["goals"], problems), _budget(doc.get("budget"), problems)
+    solver = _solver(doc["solver"], problems)
+    if problems or goals is None or budget is None or solver is None:
+        raise InputError(problems_message(problems))
+    targets = doc.get("targets")
+    return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
+                    before=before, after=_stats(doc["after"]), solver=solver,
+                    created_at=doc.get("created_at") or "",
+                    warnings=tuple(doc.get("warnings") or ()),
+                    targets=None if targets is None else _targets(targets))
+
+
+def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:
+    """The bytes a move copies follow from its size and replicas: a file that says otherwise
+    was edited, and the review would show numbers the file does not."""
+    edited = " (the plan was edited; make a new one with `rebalance plan`)"
+    stated = {(e["topic"], e["partition"]): e["bytes_moved"] for e in doc["moves"]}
+    for move in moves:
+        said = stated[(move.topic, move.partition)]
+        if said != move.bytes_moved:
+            problems.append(f"move {move.name}: 'bytes_moved' is {said}, but it copies "
+                            f"{move.bytes_moved} ({move.size_bytes} bytes to "
+                            f"{len(move.added_brokers)} new replica(s)){edited}")
+    total = doc.get("totals", {}).get("bytes_moved")
+    if total is not None and len(moves) == len(doc["moves"]) \
+            and total != sum(m.bytes_moved for m in moves):
+        problems.append(f"totals: 'bytes_moved' is {total}, but the moves copy "
+                        f"{sum(m.bytes_moved for m in moves)}{edited}")
+
+
+def _check_partitions(entries: Sequence[ReassignmentEntry], moves: Sequence[Move],
+                      problems: list[str]) -> None:
+    """Kafka's `partitions` must list exactly the moves' targets."""
+    targets = {(m.topic, m.partition): m.target for m in moves}
+    if len(targets) != len(moves):
+        problems.append("moves: a partition is moved more than once")
+    seen: set[tuple[str, int]] = set()
+    for index, entry in enumerate(entries):
+        key, name = (entry["topic"], entry["partition"]), f"{entry['topic']}-{entry['partition']}"
+        where = f"partitions[{index}]: partition {name}"
+        if key in seen:
+            problems.append(f"{where} is listed twice")
+        elif key not in targets:
+            problems.append(f"{where} has no entry in 'moves'")
+        elif targets[key] != tuple(entry["replicas"]):
+            problems.append(f"{where} replicas {entry['replicas']} do not match its entry in "
+                            "'moves'")
+        seen.add(key)
+    problems.extend(f"partitions: lacks {topic}-{number} that 'moves' lists"
+                    for topic, number in sorted(set(targets) - seen))
+
+
+def _check_brokers(moves: Sequence[Move], before: ClusterStats, problems: list[str]) -> None:
+    """Every broker a move names must be one of the cluster the plan was made for."""
+    known = {b.id for b in before.brokers}
+    for move in moves:
+        problems.extend(f"move {move.name}: broker {broker} is not in the cluster the plan was "
+                        f"made for (brokers {sorted(known)})"
+                        for broker in sorted(set(move.current + move.target) - known))
+
+
+def _goals(entry: GoalsEntry, problems: list[str]) -> Goals | None:
+    try:
+        return Goals(tolerance=entry["tolerance"], max_utilization=entry["max_utilization"],
+                     add_brokers=frozenset(entry["add_brokers"]),
+                     remove_brokers=frozenset(entry["remove_brokers"]),
+                     rack_aware=entry.get("rack_aware", True),
+                     balance_leaders=entry.get("balance_leaders", True),
+                     cordoned_brokers=frozenset(entry.get("cordoned_brokers", ())))
+    except InputError as exc:
+        problems.append(f"goals: {exc}")
+        return None
+
+
+def _budget(entry: BudgetEntry | None, problems: list[str]) -> Budget | None:
+    entry = entry or {}
+    time_limit = entry.get("time_limit_s")
+    try:
+        return Budget(entry.get("max_bytes"), entry.get("max_moves"),
+                      60.0 if time_limit is None else time_limit, entry.get("seed", 0))
+    except InputError as exc:
+        problems.append(f"budget: {exc}")
+        return None
+
+
+def _stats(entry: StatsEntry) -> ClusterStats:
+    resources = tuple(
+        ResourceStats(res, r["average"], r["max_over_avg"], r["min_over_avg"],
+                      r["within_tolerance"], r.get("deviation"), r.get("forced", False))
+        for res, r in ((res, entry["resources"][res.value]) for res in RESOURCES))
+    brokers = tuple(
+        BrokerStats(b["id"], b.get("rack"), b.get("alive", True), b["replicas"], b["leaders"],
+                    Load(*(b["load"][res.value] for res in RESOURCES)),
+                    Capacity(*(b["capacity"][res.value] for res in RESOURCES)))
+        for b in entry["brokers"])
+    return ClusterStats(brokers, resources)
+
+
+def _solver(entry: SolverEntry, problems: list[str]) -> SolverInfo | None:
+    try:
+        status = SolverStatus(entry["status"])
+    except ValueError:
+        known = ", ".join(s.value for s in SolverStatus)
+        problems.append(f"solver: unknown status {entry['status']!r} (expected one of {known})")
+        return None
+    # plans written before the bound was honest carry a negative excess: it meant nothing
+    excess, proven = entry.get("gap"), entry.get("proven_gap")
+    return SolverInfo(status, entry["lower_bound_bytes"],
+                      None if excess is None or excess < 0 else excess,
+                      entry.get("seconds") or 0.0, tuple(entry.get("binding") or ()),
+                      None if proven is None or proven < 0 else proven,
+                      entry.get("disk_lower_bound_bytes"),
+                      tuple((entry.get("phases") or {}).items()))
+
+
+def _targets(entry: TargetsEntry) -> TargetInfo:
+    forced = entry.get("forced", {})
+    rows = {row["id"]: (row["disk"], row["net_in"], row["net_out"]) for row in entry["brokers"]}
+    return TargetInfo(rows, (forced.get("disk", False), forced.get("net_in", False),
+                             forced.get("net_out", False)), tuple(entry.get("reasons") or ()))

@@ -1,0 +1,302 @@
+"""The report's charts, drawn with matplotlib into static SVG (no script, no network).
+
+Figures are built with the object API (`matplotlib.figure.Figure`, no pyplot state) and saved
+as SVG with text kept as text (`svg.fonttype: none`, small and selectable) and a hash salt per
+chart, so that element ids are stable across runs and unique within one page. Collections with
+thousands of bars are rasterized inside the SVG (one embedded image instead of thousands of
+paths), which keeps a 5,000-move report small.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator, PercentFormatter
+
+from executor.schedule import Schedule
+from kafka_rebalance.report.plan_view import FlowMatrix, ResourceView
+from kafka_rebalance.report.run_view import Phase, RunView
+from kafka_rebalance.report.text import human_bytes, human_duration
+
+BEFORE, AFTER, BAND, TARGET = "#a0aec0", "#2b6cb0", "#9ae6b4", "#dd6b20"
+CAP, COPY, MEASURED, GUARD = "#c53030", "#2b6cb0", "#38a169", "#d69e2e"
+PHASE_COLOURS = {Phase.PREPARING: "#cbd5e0", Phase.COPYING: "#3182ce",
+                 Phase.FINISHING: "#805ad5", Phase.GATE: "#ecc94b",
+                 Phase.CANCELLING: "#e53e3e"}
+RASTERIZE_ABOVE = 400  # bars; more are drawn as one embedded image
+LABEL_CHARS = 24
+Series = Mapping[int, Sequence[tuple[float, float]]]
+
+
+def label(text: str) -> str:
+    """A user string as matplotlib text: `$` would start mathtext, long names are cut."""
+    short = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "\u2026"
+    return short.replace("$", r"\$")
+
+
+def to_svg(fig: Figure, chart_id: str) -> str:
+    """The figure as an inline <svg> element (no XML prolog, no DOCTYPE)."""
+    buffer = io.StringIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": f"kafka-rebalance-{chart_id}"}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight", dpi=100,
+                    metadata={"Date": None, "Creator": "kafka-rebalance"})
+    text = buffer.getvalue()
+    svg = _scoped_ids(text[text.find("<svg"):], chart_id)
+    return svg.replace("<svg ", f'<svg id="{chart_id}" role="img" ', 1)
+
+
+_ID_USE = re.compile(r'(\bid="|url\(#|href="#)([^")]+)')
+
+
+def _scoped_ids(svg: str, prefix: str) -> str:
+    """Every element id in `svg` (and every reference to one) prefixed with the chart's id:
+    matplotlib names groups figure_1, axes_1, ... in every figure, and ids must be unique in
+    the page."""
+    return _ID_USE.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", svg)
+
+
+# Tick steps for time axes: round seconds, minutes, hours and days.
+_TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600,
+               43200, 86400, 172800, 604800)
+
+
+def time_step(span_seconds: float, ticks: int = 8) -> float:
+    """The smallest round step that puts at most `ticks` ticks on `span_seconds`."""
+    for step in _TIME_STEPS:
+        if span_seconds / step <= ticks:
+            return float(step)
+    return float(math.ceil(span_seconds / ticks / _TIME_STEPS[-1]) * _TIME_STEPS[-1])
+
+
+def short_duration(seconds: float) -> str:
+    """A tick label: 5400 -> '1h30m', 90 -> '1m30s', 0 -> '0s'."""
+    hours, rest = divmod(round(max(seconds, 0.0)), 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{value}{unit}" for value, unit in ((hours, "h"), (minutes, "m"), (secs, "s"))
+             if value]
+    return "".join(parts) or "0s"
+
+
+def _duration_axis(axis: Axes, span_seconds: float) -> None:
+    axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: short_duration(value)))
+    axis.xaxis.set_major_locator(MultipleLocator(time_step(span_seconds)))
+
+
+def _bytes_axis(axis: Axes, suffix: str = "B") -> None:
+    axis.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_bytes(v, suffix)))
+
+
+def _bars(axis: Axes, rows: Sequence[float], lefts: Sequence[float],
+          widths: Sequence[float], colour: str, height: float = 0.8) -> None:
+    """Horizontal bars as one collection (fast for thousands; rasterized when many)."""
+    if not rows:
+        return
+    y = np.asarray(rows, dtype=float)
+    x0 = np.asarray(lefts, dtype=float)
+    x1 = x0 + np.maximum(np.asarray(widths, dtype=float), 0.0)
+    half = height / 2
+    verts = np.stack([np.column_stack([x0, y - half]), np.column_stack([x0, y + half]),
+                      np.column_stack([x1, y + half]), np.column_stack([x1, y - half])],
+                     axis=1)
+    bars = PolyCollection(list(verts), facecolors=colour, edgecolors=colour, linewidths=0.3)
+    bars.set_rasterized(len(rows) > RASTERIZE_ABOVE)
+    axis.add_collection(bars)
+
+
+def _rack_labels(axis: Axes, racks: Sequence[str]) -> None:
+    """Rack names above each group of bars and a line between groups."""
+    start = 0
+    transform = axis.get_xaxis_transform()
+    for index in range(1, len(racks) + 1):
+        if index < len(racks) and racks[index] == racks[start]:
+            continue
+        if start > 0:
+            axis.axvline(start - 0.5, color="#4a5568", linewidth=0.8)
+        axis.text((start + index - 1) / 2, 1.01, label(racks[start]), transform=transform,
+                  ha="center", va="bottom", fontsize=8, color="#2d3748")
+        start = index
+
+
+def utilization_chart(view: ResourceView) -> str:
+    """Every broker's utilization before and after, grouped by rack, with the band around
+    the average after the plan and, where the hard rules force them, the targets."""
+    n = len(view.brokers)
+    fig = Figure(figsize=(min(24.0, max(7.0, 0.32 * n + 2)), 3.4))
+    ax = fig.add_subplot()
+    x = np.arange(n)
+    ax.bar(x - 0.2, [b.before for b in view.brokers], 0.4, color=BEFORE, label="before")
+    ax.bar(x + 0.2, [b.after for b in view.brokers], 0.4, color=AFTER, label="after")
+    lo, hi = view.band
+    ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
+               label=f"average after \u00b1{view.tolerance:.0%}")
+    ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
+    targets = [(i, b.target) for i, b in enumerate(view.brokers) if b.target is not None]
+    if targets:
+        tx = np.array([i for i, _ in targets]) + 0.2
+        ty = np.array([t for _, t in targets])
+        ax.errorbar(tx, ty, yerr=ty * view.tolerance, fmt="_", markersize=10, color=TARGET,
+                    elinewidth=1.2, capsize=3, label=f"target \u00b1{view.tolerance:.0%}")
+    ax.set_xticks(x, [label(b.label) for b in view.brokers],
+                  rotation=90 if n > 24 else 0, fontsize=7 if n > 24 else 8)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylabel(f"{view.title} utilization")
+    _rack_labels(ax, [b.rack for b in view.brokers])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    ax.grid(axis="y", linewidth=0.3)
+    return to_svg(fig, f"chart-util-{view.resource.value}")
+
+
+def flow_chart(flows: FlowMatrix) -> str:
+    """A heatmap of bytes from each source (row) to each receiving broker (column)."""
+    n = len(flows.broker_ids)
+    side = min(14.0, max(4.5, 0.38 * n + 2.5))
+    fig = Figure(figsize=(side + 1.2, side))
+    ax = fig.add_subplot()
+    cells = np.array(flows.bytes, dtype=float).reshape(n, n)
+    shown = np.ma.masked_where(cells <= 0, cells)
+    image = ax.imshow(shown, cmap="Blues", vmin=0, vmax=max(float(cells.max(initial=0)), 1.0),
+                      interpolation="nearest")
+    names = [label(f"{b} {r}") for b, r in zip(flows.broker_ids, flows.racks, strict=True)]
+    ax.set_xticks(np.arange(n), names, rotation=90, fontsize=7)
+    ax.set_yticks(np.arange(n), names, fontsize=7)
+    ax.set_xlabel("receives a new replica (broker, rack)")
+    ax.set_ylabel("sends it: the partition's leader")
+    for index in range(1, n):
+        if flows.racks[index] != flows.racks[index - 1]:
+            ax.axvline(index - 0.5, color="#4a5568", linewidth=0.8)
+            ax.axhline(index - 0.5, color="#4a5568", linewidth=0.8)
+    if n <= 14:
+        peak = float(cells.max(initial=0))
+        for (row, col), value in np.ndenumerate(cells):
+            if value > 0:
+                ax.text(col, row, human_bytes(value), ha="center", va="center", fontsize=6,
+                        color="white" if value > 0.6 * peak else "#1a202c")
+    bar = fig.colorbar(image, ax=ax, shrink=0.8)
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_bytes(v)))
+    return to_svg(fig, "chart-flows")
+
+
+def _lanes(moves: Iterable[tuple[float, float, tuple[int, ...]]]) -> tuple[
+    list[int], list[float], list[float], list[float]
+]:
+    """(brokers in lane order, rows, lefts, widths) of copy bars, one lane per receiver."""
+    items = list(moves)
+    brokers = sorted({b for _, _, targets in items for b in targets})
+    lane = {b: i for i, b in enumerate(brokers)}
+    rows, lefts, widths = [], [], []
+    for start, end, targets in items:
+        for broker in targets:
+            rows.append(float(lane[broker]))
+            lefts.append(start)
+            widths.append(end - start)
+    return brokers, rows, lefts, widths
+
+
+def timeline_chart(timeline: Schedule) -> str:
+    """Bytes copied over time at the review's rate and concurrency with the ETA, and each
+    receiving broker's copies as a lane."""
+    data = [m for m in timeline.moves if m.move.bytes_moved]
+    brokers, rows, lefts, widths = _lanes((m.start, m.copy_end, m.move.added_brokers)
+                                          for m in data)
+    fig = Figure(figsize=(11, 3.2 + min(6.0, 0.22 * len(brokers))))
+    top, bottom = fig.subplots(2, 1, sharex=True,
+                               height_ratios=[1.0, max(1.0, 0.12 * len(brokers))])
+    ends = sorted(m.copy_end for m in timeline.moves)
+    done = np.cumsum([m.move.bytes_moved for m in sorted(timeline.moves,
+                                                          key=lambda m: m.copy_end)])
+    top.step([0.0, *ends], [0, *done], where="post", color=AFTER)
+    top.axvline(timeline.eta_seconds, color=TARGET, linestyle="--",
+                label=f"ETA {human_duration(timeline.eta_seconds)}")
+    top.set_ylabel("bytes copied")
+    _bytes_axis(top)
+    top.legend(loc="upper left", fontsize=8, frameon=False)
+    top.grid(linewidth=0.3)
+    _bars(bottom, rows, lefts, widths, COPY)
+    bottom.set_yticks(range(len(brokers)), [str(b) for b in brokers], fontsize=7)
+    bottom.set_ylim(-0.7, max(len(brokers), 1) - 0.3)
+    bottom.set_ylabel("receiving broker")
+    bottom.set_xlim(0, max(timeline.eta_seconds, 1.0) * 1.02)
+    bottom.invert_yaxis()
+    _duration_axis(bottom, timeline.eta_seconds)
+    bottom.set_xlabel("time from the start")
+    return to_svg(fig, "chart-timeline")
+
+
+def run_chart(run: RunView) -> str:
+    """Each move's life (one row per move, plan order), coloured by phase."""
+    fig = Figure(figsize=(11, min(9.0, 2.0 + 0.18 * len(run.moves))))
+    ax = fig.add_subplot()
+    by_phase: dict[Phase, tuple[list[float], list[float], list[float]]] = {
+        p: ([], [], []) for p in Phase}
+    for move in run.moves:
+        for span in move.spans:
+            rows, lefts, widths = by_phase[span.phase]
+            rows.append(float(move.index))
+            lefts.append(span.start)
+            widths.append(span.end - span.start)
+    for phase, (rows, lefts, widths) in by_phase.items():
+        _bars(ax, rows, lefts, widths, PHASE_COLOURS[phase])
+    ax.set_xlim(0, max(run.elapsed, 1.0) * 1.02)
+    ax.set_ylim(len(run.moves) + 0.7, 0.3)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=12, integer=True))
+    ax.set_ylabel("move (plan order)")
+    ax.set_xlabel("time from the run's start")
+    _duration_axis(ax, run.elapsed)
+    ax.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p.value) for p in Phase],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    ax.grid(axis="x", linewidth=0.3)
+    return to_svg(fig, "chart-run")
+
+
+def copy_rate_chart(run: RunView, measured: Series | None = None) -> str:
+    """Per receiving broker: the follower throttle in force, the SLO guard's ceiling where it
+    held the broker below that, each finished copy's average rate, the run's cap and (when
+    Prometheus answered) the measured reassignment rate."""
+    brokers = run.target_brokers
+    cols = min(3, max(len(brokers), 1))
+    rows = max(1, math.ceil(len(brokers) / cols))
+    fig = Figure(figsize=(11, 2.4 * rows + 0.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, squeeze=False)).ravel()
+    cap = run.cap_bytes_per_sec
+    for ax, broker in zip(axes, brokers, strict=False):
+        for seg in (c for c in run.caps if c.broker == broker):
+            ax.hlines(seg.bytes_per_sec, seg.start, seg.end, color=CAP, linewidth=1.5)
+        for ceiling in (g for g in run.guard if g.broker == broker):
+            ax.hlines(ceiling.bytes_per_sec, ceiling.start, ceiling.end, color=GUARD,
+                      linewidth=1.5, linestyles="dashed")
+        for copy in (c for c in run.copies if c.broker == broker):
+            ax.hlines(copy.bytes_per_sec, copy.start, copy.end, color=COPY, linewidth=3)
+        if measured and measured.get(broker):
+            points = measured[broker]
+            ax.plot([t for t, _ in points], [v for _, v in points], color=MEASURED,
+                    linewidth=0.8)
+        if cap is not None:
+            ax.axhline(cap, color=CAP, linestyle=":", linewidth=0.8)
+        ax.set_title(f"broker {broker}", fontsize=9)
+        _bytes_axis(ax, "B/s")
+        ax.set_ylim(bottom=0)
+        ax.grid(linewidth=0.3)
+    for ax in axes[len(brokers):]:
+        ax.set_axis_off()
+    for ax in axes:
+        ax.set_xlim(0, max(run.elapsed, 1.0) * 1.02)
+        _duration_axis(ax, run.elapsed)
+    handles = [Patch(color=CAP, label="follower throttle set (dotted: --max-mbps cap)"),
+               Patch(color=COPY, label="copy rate (partition bytes / time listed)")]
+    if run.guard:
+        handles.append(Patch(color=GUARD, label="SLO guard ceiling (dashed)"))
+    if measured:
+        handles.append(Patch(color=MEASURED, label="reassignment bytes in (Prometheus)"))
+    fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=8,
+               frameon=False)
+    return to_svg(fig, "chart-rates")

@@ -1,0 +1,372 @@
+"""Start, resume or cancel a run, and restore the throttles a run left: the run use cases.
+
+Each takes typed, keyword-only settings and the cluster to reach (`ClusterAccess`), tells what
+happens through `RunHooks` (notes, the reporter of the run's events, a new run under way, and
+a context around the run loop where the CLI shows progress and handles Ctrl-C) and returns
+what came of it. Which settings a continued run uses is `ExecutorConfig.from_journal`; the
+journal is the run. Nothing here prints.
+
+The executor core (and the plan file's numpy) is imported inside the use cases, so that
+`rebalance` starts fast for every other command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
+from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.usecases.cluster import (
+    ClusterAccess,
+    cluster_lease,
+    live_topology,
+    real_ports,
+    with_scrape_window,
+)
+
+if TYPE_CHECKING:
+    from executor.journal import JournalFile, RunState
+    from executor.lease import LeaseHold
+    from executor.plan import ExecutionPlan
+    from executor.preflight import PlanValidator
+    from executor.records import Record
+    from executor.runner import Executor, Preview, RunReport
+    from kafka_rebalance.core.ports import Clock
+    from planner.planfile import PlanFile
+    from topology.capacities import Capacities
+    from topology.model import Capacity
+
+Notify = Callable[[str], None]
+"""Tells the operator something beside the run (a note on stderr, in the CLI)."""
+
+
+class RunHooks(Protocol):
+    """How a run use case shows what happens; the CLI renders, tests record."""
+
+    def note(self, message: str) -> None:
+        """Something worth knowing beside the run (the cluster changed since the plan, a lease
+        that could not be released)."""
+
+    def rate_window(self, window: str) -> None:
+        """The gates' rate window, derived from the Prometheus targets' scrape interval."""
+
+    def watch(self, run: RunState, cap: int, clock: Callable[[], float],
+              records: list[Record] | None) -> Reporter:
+        """The reporter of the run about to be driven: `run` as the journal has it (moves
+        done so far), `records` the journal so far (its header alone for a new run), `clock` the
+        executor's, which the journal's times are in."""
+
+    def started(self, journal: Path, run_id: str) -> None:
+        """A new run passed preflight and writes its journal."""
+
+    def running(self, executor: Executor, journal: Path) -> AbstractContextManager[None]:
+        """Around the run loop: what an interrupt or an error that stops it leaves to say."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartSettings:
+    """A new run: the plan file, its journal (which must not exist yet) and the executor's
+    settings; `derive_rate_window` takes the gates' rate window from the Prometheus targets'
+    scrape interval; `strict_balance` refuses a plan that now leaves some resource further
+    from balance than the cluster is (otherwise that drift is told); `take_over_lease` names a
+    killed run whose lease to take."""
+
+    plan: Path
+    journal: Path
+    config: ExecutorConfig
+    derive_rate_window: bool = False
+    strict_balance: bool = False
+    take_over_lease: str | None = None
+    cordon_drained: bool = False  # cordon the brokers the plan drains before the first move
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResumeSettings:
+    """Continue the run of `journal` with its own settings except `overrides`
+    (ExecutorConfig.from_journal); `retry_failed` starts its failed and cancelled moves again
+    like fresh ones."""
+
+    journal: Path
+    overrides: RunOverrides = field(default_factory=RunOverrides)
+    retry_failed: bool = False
+    take_over_lease: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JournalSettings:
+    """Cancel the run of `journal`, or restore the throttles it left."""
+
+    journal: Path
+    poll_seconds: float = 1.0
+    take_over_lease: str | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run the use case drove ended: the report, its journal, its cap (bytes/s) and the
+    executor's clock, which the journal's times are in."""
+
+    report: RunReport
+    journal: Path
+    cap: int
+    clock: Clock
+
+
+@dataclass(frozen=True)
+class RunPreview:
+    """What a new run would do now (a dry run): the preview of its `moves` moves."""
+
+    preview: Preview
+    moves: int
+
+
+@dataclass(frozen=True)
+class CancelAsked:
+    """The run is held by an executor running on its journal, which was asked to cancel."""
+
+    journal: Path
+
+
+@dataclass(frozen=True)
+class ThrottlesCleared:
+    """What `clear-throttles` could not restore (nothing: all restored), of how many moves."""
+
+    problems: list[str]
+    moves_checked: int
+
+
+def check_new_journal(path: Path) -> None:
+    """A new run's journal must not exist yet and its directory must (checked before the
+    cluster is contacted; creating it later refuses the same way)."""
+    if path.exists():
+        raise ExecutionError(f"journal {path} already exists: resume or cancel that run, "
+                             "or choose another --journal path")
+    if not path.parent.is_dir():
+        raise InputError(f"--journal {path}: the directory {path.parent} does not exist")
+
+
+@dataclass(frozen=True)
+class _Ready:
+    """A new run's plan checked against the live cluster, before anything changes."""
+
+    plan: ExecutionPlan
+    ports: Ports
+    config: ExecutorConfig
+    validator: PlanValidator
+
+
+@contextmanager
+def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
+           dry_run: bool) -> Iterator[_Ready]:
+    """Read the plan, open the ports, read the live cluster and make the validator."""
+    from executor.plan import ExecutionPlan
+    from executor.preflight import planner_validator
+    from kafka_rebalance.files.planfile import read_plan
+
+    plan_file = read_plan(settings.plan)
+    plan = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
+    drained = plan_file.goals.remove_brokers
+    if settings.cordon_drained and not drained:
+        raise InputError(f"--cordon-drained: {settings.plan} drains no broker (it was not made "
+                         "with --remove-broker); leave the flag out")
+    if not dry_run:
+        check_new_journal(settings.journal)
+    with real_ports(cluster.bootstrap, cluster.prometheus, cluster.command_config) as ports:
+        topology = live_topology(ports, cluster.bootstrap, cluster.capacities,
+                                 capacities_of_plan(plan_file))
+        config = replace(settings.config,
+                         capacities={b.id: b.capacity for b in topology.brokers},
+                         cordon_brokers=drained if settings.cordon_drained else frozenset())
+        if settings.derive_rate_window:
+            config = replace(config, queries=with_scrape_window(config.queries,
+                                                                cluster.prometheus))
+            hooks.rate_window(config.queries.window)
+        validator = planner_validator(topology, plan_file.goals,
+                                      strict_balance=settings.strict_balance)
+        if topology.fingerprint() != plan.fingerprint:
+            hooks.note("the cluster changed since the plan was made (fingerprint differs); "
+                       "preflight checks every move's partition")
+        yield _Ready(plan, ports, config, validator)
+
+
+def capacities_of_plan(plan_file: PlanFile) -> Capacities | None:
+    """The broker capacities the plan was made with (its model): preflight judges the plan
+    by them when no --capacities is given, not by equal brokers. A broker the plan does not
+    know gets the plan's average capacity."""
+    from topology.capacities import CAPACITY_KEYS, Capacities
+
+    stats = plan_file.before.brokers
+    if not stats:
+        return None
+    brokers = {s.id: {k: float(getattr(s.capacity, k)) for k in CAPACITY_KEYS} for s in stats}
+    default = {k: sum(b[k] for b in brokers.values()) / len(brokers) for k in CAPACITY_KEYS}
+    return Capacities(default=default, brokers=brokers)
+
+
+def preview_run(settings: StartSettings, *, cluster: ClusterAccess,
+                hooks: RunHooks) -> RunPreview:
+    """What starting the run would do now (preflight, each move's throttle), reading only."""
+    from executor.runner import preview
+
+    with _ready(settings, cluster, hooks, dry_run=True) as ready:
+        seen = preview(ready.plan, ready.ports, ready.config, validator=ready.validator)
+        return RunPreview(seen, len(ready.plan.moves))
+
+
+def start_run(settings: StartSettings, *, cluster: ClusterAccess,
+              hooks: RunHooks) -> RunResult | None:
+    """Preflight the plan against the live cluster, take the cluster's run lease, create the
+    journal and drive the run to its end; None when the plan has no moves."""
+    from executor.journal import JournalFile, header_record, new_run_id, replay
+    from executor.runner import Executor
+
+    with _ready(settings, cluster, hooks, dry_run=False) as ready:
+        if not ready.plan.moves:
+            return None
+        run_id = new_run_id()
+        config, journal = ready.config, settings.journal
+        header = header_record(ready.plan, config.to_journal())
+        reporter = hooks.watch(replay([header]), config.max_bytes_per_sec,
+                               ready.ports.clock.now, [header])
+        with cluster_lease(cluster.bootstrap, cluster.command_config, run_id, journal,
+                           settings.take_over_lease, hooks.note) as hold:
+            executor = Executor.start(ready.plan, ready.ports, config,
+                                      lambda header: JournalFile.create(journal, header),
+                                      validator=ready.validator, reporter=reporter,
+                                      run_id=run_id)
+            hooks.started(journal, run_id)
+            hold.started = True
+            report = _drive(executor, journal, hooks, hold)
+            hold.ended = True
+        return RunResult(report, journal, config.max_bytes_per_sec, ready.ports.clock)
+
+
+def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
+               hooks: RunHooks) -> RunResult:
+    """Reconcile the journal with the cluster (moves in flight, throttles present) and drive
+    the rest of the run with its own settings except `settings.overrides`. A corrupt journal,
+    or an adaptive run without capacities, is refused before the cluster is contacted."""
+    from executor.journal import header_settings, replay
+    from executor.runner import Executor
+
+    path = settings.journal
+    with _journal(path) as (sink, records):
+        config = ExecutorConfig.from_journal(header_settings(records),
+                                             overrides=settings.overrides)
+        if config.adaptive and cluster.capacities is None:
+            raise InputError("the run used --adaptive: pass --capacities FILE to keep it, or "
+                             "--no-adaptive to resume at --max-mbps on every broker")
+        with _connected(cluster, records, path, settings.take_over_lease,
+                        hooks.note) as (ports, hold):
+            if config.adaptive and cluster.capacities is not None:
+                config = replace(config, capacities=_capacities(ports, cluster.capacities))
+            reporter = hooks.watch(replay(records), config.max_bytes_per_sec, ports.clock.now,
+                                   records)
+            executor = Executor.resume(records, sink, ports, config, reporter,
+                                       retry_failed=settings.retry_failed)
+            hold.started = True
+            report = _drive(executor, path, hooks, hold)
+            hold.ended = True
+    return RunResult(report, path, config.max_bytes_per_sec, ports.clock)
+
+
+def cancel_run(settings: JournalSettings, *, cluster: ClusterAccess,
+               hooks: RunHooks) -> RunResult | CancelAsked:
+    """Cancel the run: revert the reassignment in flight (KIP-455) and restore the throttles.
+    An executor running on the journal is asked to do it itself (CancelAsked)."""
+    from executor.journal import journal_in_use, replay, request_cancel
+    from executor.runner import Executor
+
+    path = settings.journal
+    if journal_in_use(path):
+        request_cancel(path)
+        return CancelAsked(path)
+    with _journal(path) as (sink, records):
+        config = _own_config(records, settings)
+        with _connected(cluster, records, path, settings.take_over_lease,
+                        hooks.note) as (ports, hold):
+            reporter = hooks.watch(replay(records), config.max_bytes_per_sec, ports.clock.now,
+                                   records)
+            executor = Executor.for_cancel(records, sink, ports, config, reporter)
+            hold.started = True
+            executor.cancel()
+            report = _drive(executor, path, hooks, hold)
+            hold.ended = True
+    return RunResult(report, path, config.max_bytes_per_sec, ports.clock)
+
+
+def clear_run_throttles(settings: JournalSettings, *, cluster: ClusterAccess,
+                        note: Notify) -> ThrottlesCleared:
+    """Restore every throttle config the journal says its run may have left (operator values
+    that existed before the run are put back exactly)."""
+    from executor.journal import replay
+    from executor.runner import clear_throttles_from
+
+    with _journal(settings.journal) as (sink, records):
+        config = _own_config(records, settings)
+        with _connected(cluster, records, settings.journal, settings.take_over_lease,
+                        note) as (ports, hold):
+            problems = clear_throttles_from(records, sink, ports, config)
+            hold.ended = not problems
+    return ThrottlesCleared(problems, len(replay(records).plan.moves))
+
+
+@contextmanager
+def _journal(path: Path) -> Iterator[tuple[JournalFile, list[Record]]]:
+    """An existing run's journal, locked, and its records; a corrupt journal is refused here,
+    before the cluster is contacted."""
+    from executor.journal import JournalFile, replay
+
+    sink, records = JournalFile.open(path)
+    try:
+        replay(records)
+        yield sink, records
+    finally:
+        sink.close()
+
+
+@contextmanager
+def _connected(cluster: ClusterAccess, records: list[Record], journal: Path,
+               take_over_lease: str | None, note: Notify) -> Iterator[tuple[Ports, LeaseHold]]:
+    """The real ports and the cluster's run lease of the journal's run. The lease stays with
+    the run when this process stops while the journal has work left and the run held the
+    lease when this process took it (work under way on the cluster); otherwise a refusal (a
+    journal whose moves are not in place, a preflight that fails) gives it back, released."""
+    from executor.journal import leaves_work, run_id_of
+
+    with (real_ports(cluster.bootstrap, cluster.prometheus, cluster.command_config) as ports,
+          cluster_lease(cluster.bootstrap, cluster.command_config, run_id_of(records, journal),
+                        journal, take_over_lease, note) as hold):
+        hold.started = hold.inherited and leaves_work(records)
+        yield ports, hold
+
+
+def _own_config(records: list[Record], settings: JournalSettings) -> ExecutorConfig:
+    """The run's own settings for a cancel or a throttle restore (which start no copy, so
+    never at adaptive rates)."""
+    from executor.journal import header_settings
+
+    return ExecutorConfig.from_journal(
+        header_settings(records),
+        overrides=RunOverrides(adaptive=False, poll_seconds=settings.poll_seconds))
+
+
+def _capacities(ports: Ports, capacities: Path) -> dict[int, Capacity]:
+    """Each live broker's capacity from the capacities file (for adaptive rates)."""
+    from topology.capacities import read_capacities
+
+    caps = read_capacities(capacities)
+    return {b.id: caps.for_broker(b.id, b.rack) for b in ports.admin.brokers()}
+
+
+def _drive(executor: Executor, journal: Path, hooks: RunHooks, hold: LeaseHold) -> RunReport:
+    """Run to the end inside the hooks' context (progress, interrupts), stopping the moment
+    the lease `hold` passes to another process."""
+    executor.lease_lost = hold.lost
+    with hooks.running(executor, journal):
+        report = executor.run()
+    return report
