@@ -46,6 +46,23 @@ from planner.result import Move
 from topology.documents import decode_json
 from topology.schema import describe
 
+JOURNAL_SUFFIX = ".journal"
+
+
+def journal_of(plan: Path) -> Path:
+    """Where a plan's run keeps its journal: beside it, named after it (plan.json.journal)."""
+    return plan.with_name(plan.name + JOURNAL_SUFFIX)
+
+
+def plan_beside(journal: Path) -> Path | None:
+    """The plan a journal is named after (the rule of journal_of, backwards), when the name
+    follows it; the file may not exist."""
+    name = journal.name
+    if not name.endswith(JOURNAL_SUFFIX) or len(name) == len(JOURNAL_SUFFIX):
+        return None
+    return journal.with_name(name.removesuffix(JOURNAL_SUFFIX))
+
+
 JOURNAL_VERSION = 1
 
 

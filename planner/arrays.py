@@ -15,6 +15,7 @@ import numpy.typing as npt
 from kafka_rebalance.core.errors import InputError
 from planner.goals import Goals
 from planner.result import Move
+from topology.load import leader_out
 from topology.model import Topology
 
 FloatArray = npt.NDArray[np.float64]
@@ -115,7 +116,7 @@ def to_arrays(topology: Topology, goals: Goals) -> ClusterArrays:
     cordoned = (np.array([b.id in goals.cordoned_brokers for b in topology.brokers])
                 if goals.cordoned_brokers & known else None)
     return ClusterArrays(ids, rack, capacity, eligible, replicas, rf, size, net_in,
-                         net_out + net_in * (rf - 1), limit.astype(np.int64), rack_count,
+                         leader_out(net_out, net_in, rf), limit.astype(np.int64), rack_count,
                          rack_names, cordoned)
 
 

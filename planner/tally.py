@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from topology.load import ResourceBalance
+from topology.load import ResourceBalance, leader_out
 from topology.model import RESOURCES, Broker, Load, Partition, Resource, Topology
 
 IntArray = npt.NDArray[np.int64]
@@ -80,7 +80,7 @@ def tally_flat(arrays: FlatReplicas) -> Tally:
     leader = flat[arrays.first]
     disk = np.bincount(flat, weights=arrays.size[owner], minlength=b)
     rate_in = np.bincount(flat, weights=arrays.rate_in[owner], minlength=b)
-    rate_out = np.bincount(leader, weights=arrays.rate_out + arrays.rate_in * (arrays.rf - 1),
+    rate_out = np.bincount(leader, weights=leader_out(arrays.rate_out, arrays.rate_in, arrays.rf),
                            minlength=b)
     replicas = np.bincount(flat, minlength=b)
     leaders = np.bincount(leader, minlength=b)
@@ -103,7 +103,7 @@ def _add(rows: dict[int, list[float]], p: Partition, replicas: Sequence[int], si
         row[1] += rate_in
         row[3] += sign
     leader = rows[replicas[0]]
-    leader[2] += sign * p.bytes_out_per_sec + rate_in * (len(replicas) - 1)
+    leader[2] += sign * leader_out(p.bytes_out_per_sec, p.bytes_in_per_sec, len(replicas))
     leader[4] += sign
 
 

@@ -28,7 +28,7 @@ from planner.tally import (
     retally,
     tally_flat,
 )
-from topology.load import ROUNDING_SLACK, within_tolerance
+from topology.load import ROUNDING_SLACK, bytes_moved, within_tolerance
 from topology.model import (
     RESOURCES,
     Broker,
@@ -129,7 +129,7 @@ def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignmen
     arrays = flatten(before)
     changed = _check_partitions(before, arrays, changes, goals, errors,
                                 errors if untouched_breaks_are_errors else warnings)
-    moved = sum(p.size_bytes * len(set(r) - set(p.replicas)) for p, r in changed)
+    moved = sum(bytes_moved(p, r) for p, r in changed)
     errors.extend(_onto_cordoned(changed, goals.cordoned_brokers))
     resources: tuple[ResourceReport, ...] = ()
     known = set(before.broker_ids)

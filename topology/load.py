@@ -7,15 +7,27 @@ Utilization is load / capacity; balance compares it to the capacity-weighted ave
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from topology.model import RESOURCES, Broker, Load, Partition, Resource, Topology
 
+Rate = TypeVar("Rate", float, npt.NDArray[np.float64])
+
+
+def leader_out(bytes_out: Rate, bytes_in: Rate,
+               replication_factor: int | npt.NDArray[np.int64]) -> Rate:
+    """Bytes/s a leader sends: what consumers read plus one copy of what is produced to each
+    follower. The one definition, for one partition or an array of them."""
+    return bytes_out + bytes_in * (replication_factor - 1)  # type: ignore[return-value]
+
 
 def leader_net_out(partition: Partition) -> float:
-    """Bytes/s the preferred leader sends: consumers plus one copy per follower."""
-    return partition.bytes_out_per_sec + partition.bytes_in_per_sec * (
-        partition.replication_factor - 1
-    )
+    """Bytes/s the preferred leader of `partition` sends."""
+    return leader_out(partition.bytes_out_per_sec, partition.bytes_in_per_sec,
+                      partition.replication_factor)
 
 
 def replica_load(partition: Partition, is_leader: bool) -> Load:

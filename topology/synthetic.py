@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kafka_rebalance.core.errors import InputError
+from topology.load import leader_out
 from topology.model import Broker, Capacity, Partition, Topology
 
 _CLASS_SCALE = np.array([1.0, 1.5, 2.0])
@@ -120,8 +121,8 @@ def _capacities(classes: IntArray, size: FloatArray, bytes_in: FloatArray,
                 bytes_out: FloatArray, rf: int, utilization: float) -> FloatArray:
     """Capacity [brokers, 3] so the cluster averages `utilization` of each resource."""
     scale = _CLASS_SCALE[classes]
-    leader_out = bytes_out + bytes_in * (rf - 1)
-    totals = np.array([size.sum() * rf, bytes_in.sum() * rf, leader_out.sum()])
+    sent = leader_out(bytes_out, bytes_in, rf)
+    totals = np.array([size.sum() * rf, bytes_in.sum() * rf, sent.sum()])
     unit = totals / (utilization * scale.sum())
     caps: FloatArray = scale[:, None] * unit[None, :]
     return caps

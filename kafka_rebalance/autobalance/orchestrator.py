@@ -22,6 +22,7 @@ from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
 from executor.journal import (
     JournalFile,
     header_settings,
+    journal_of,
     leaves_work,
     new_run_id,
     replay,
@@ -247,7 +248,7 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
     edge.state.ensure()
     plan_path = edge.state.new_plan_path(datetime.fromtimestamp(edge.ports.clock.now(), UTC))
     write_plan(plan_path, plan_file)
-    journal = StateDir.journal_of(plan_path)
+    journal = journal_of(plan_path)
     edge.say(f"wrote {plan_path}; executing (journal {journal.name})")
     config = replace(settings.executor, finish_by=decision.finish_by.timestamp())
     sinks: list[JournalFile] = []

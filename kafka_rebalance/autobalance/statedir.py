@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from executor.journal import RunState, read_journal
+from executor.journal import RunState, journal_of, read_journal
 from executor.state import MoveState
 from kafka_rebalance.autobalance.cycle import RunLeft
 from kafka_rebalance.core.errors import ExecutionError, InputError
@@ -25,7 +25,6 @@ from kafka_rebalance.core.errors import ExecutionError, InputError
 LOCK_NAME = "auto.lock"
 OFFLINE_NAME = "offline.json"  # when each offline broker was first seen offline
 PLAN_PREFIX = "plan-"
-JOURNAL_SUFFIX = ".journal"
 
 
 def run_left_of(run: RunState | None) -> RunLeft:
@@ -55,14 +54,10 @@ class StateDir:
             return []
         return sorted(self.path.glob(f"{PLAN_PREFIX}*.json"))
 
-    @staticmethod
-    def journal_of(plan: Path) -> Path:
-        return plan.with_name(plan.name + JOURNAL_SUFFIX)
-
     def latest_journal(self) -> Path | None:
         """The journal of the newest plan that has one (older runs ended before it began)."""
         for plan in reversed(self.plans()):
-            journal = self.journal_of(plan)
+            journal = journal_of(plan)
             if journal.exists():
                 return journal
         return None
@@ -93,7 +88,7 @@ class StateDir:
         stamp = at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
         path = self.path / f"{PLAN_PREFIX}{stamp}.json"
         serial = 1
-        while path.exists() or self.journal_of(path).exists():
+        while path.exists() or journal_of(path).exists():
             path = self.path / f"{PLAN_PREFIX}{stamp}-{serial}.json"
             serial += 1
         return path

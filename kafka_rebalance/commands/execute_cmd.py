@@ -329,12 +329,10 @@ def _plan_of(plan_path: Path | None, journal: Path) -> str | None:
     """The plan file: as given, else the journal's name without .journal when that exists."""
     if plan_path is not None:
         return str(plan_path)
-    suffix = ".journal"
-    if journal.name.endswith(suffix) and len(journal.name) > len(suffix):
-        plan = journal.with_name(journal.name[:-len(suffix)])
-        if plan.is_file():
-            return str(plan)
-    return None
+    from executor.journal import plan_beside
+
+    plan = plan_beside(journal)
+    return str(plan) if plan is not None and plan.is_file() else None
 
 
 def resume(

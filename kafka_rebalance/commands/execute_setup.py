@@ -22,6 +22,7 @@ from executor.config import (
     adaptive_floor_for,
 )
 from executor.gates import GatePolicy
+from executor.journal import JOURNAL_SUFFIX, journal_of
 from executor.schedule import DEFAULT_GAP_SECONDS
 from executor.slo import (
     DEFAULT_EVERY_SECONDS,
@@ -39,15 +40,12 @@ if TYPE_CHECKING:
     from executor.readings import GateQueries
     from executor.records import Record
 
-JOURNAL_SUFFIX = ".journal"
-
-
 def journal_for(plan: Path | None, journal: Path | None) -> Path:
     """The journal path: --journal, else next to the plan, else the only one in the cwd."""
     if journal is not None:
         return journal
     if plan is not None:
-        return plan.with_name(plan.name + JOURNAL_SUFFIX)
+        return journal_of(plan)
     found = sorted(Path.cwd().glob("*" + JOURNAL_SUFFIX))
     if len(found) == 1:
         return found[0]

@@ -117,12 +117,10 @@ def write_status_html(path: Path, journal: Path, records: Sequence[Record],
 def _plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record],
                  notices: list[str]) -> PlanFile | None:
     """The plan file of the run, when it is there and holds the journal's moves."""
-    from executor.journal import runs_plan
+    from executor.journal import plan_beside, runs_plan
     from kafka_rebalance.files.planfile import read_plan
 
-    candidate = plan_path
-    if candidate is None and journal.name.endswith(".journal"):
-        candidate = journal.with_name(journal.name.removesuffix(".journal"))
+    candidate = plan_path if plan_path is not None else plan_beside(journal)
     if candidate is None or not candidate.is_file():
         notices.append("No plan file beside the journal (give PLAN.json): the page shows the "
                        "run only.")

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import cli
-from executor.journal import header_record, replay, state_record
+from executor.journal import header_record, journal_of, replay, state_record
 from executor.plan import ExecutionPlan
 from executor.state import MoveState
 from kafka_rebalance.autobalance.cycle import Action, Decision, RunLeft
@@ -88,10 +88,10 @@ def test_plans_are_named_by_time_and_the_latest_journal_is_found(tmp_path: Path)
     first.write_text("{}")
     assert state.new_plan_path(at).name == "plan-20261123T013000Z-1.json"
     assert state.latest_journal() is None
-    StateDir.journal_of(first).write_text("")
+    journal_of(first).write_text("")
     later = state.new_plan_path(datetime(2026, 11, 24, 1, 0, tzinfo=UTC))
     later.write_text("{}")  # a plan without a journal (e.g. the run was refused)
-    assert state.latest_journal() == StateDir.journal_of(first)
+    assert state.latest_journal() == journal_of(first)
 
 
 class _Stop(Exception):
