@@ -26,6 +26,7 @@ from kafka_rebalance.commands.render import (
     console,
     err_console,
     note,
+    say,
     spread_table,
     stdout_width,
     topology_table,
@@ -193,9 +194,8 @@ def show(
     """Summarize a snapshot: brokers by rack, utilization per resource, and the spread."""
     caps = read_capacities(capacities) if capacities else None
     topology = read_snapshot(snapshot, caps)
-    console.print(topology_table(topology, title=f"{snapshot} ({len(topology.partitions)} "
-                                 f"partitions, {len(topology.brokers)} brokers)",
-                                 width=console.width))
+    say(f"{snapshot}: {len(topology.partitions)} partitions, {len(topology.brokers)} brokers")
+    console.print(topology_table(topology, width=console.width))
     console.print(spread_table(topology))
     for message in topology.notes:
         note(message)

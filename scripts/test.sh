@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on this machine: installs what it needs (scripts/install.sh), then
-# ruff, mypy, and pytest over tests/ -- unit AND integration tests against a real local
-# Kafka + Prometheus sandbox. A skipped integration test, or no test collected, is a failure.
+# ruff, mypy, then pytest: the integration tests against a real local Kafka + Prometheus
+# sandbox, then the unit tests. A skipped integration test, or no test collected, is a failure.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,14 +28,23 @@ echo "[test] ruff"
 .venv/bin/ruff check .
 echo "[test] mypy"
 .venv/bin/mypy
-echo "[test] pytest (unit + integration)"
-start=$(date +%s)
-rc=0
-REBALANCE_REQUIRE_INTEGRATION=1 .venv/bin/pytest -q tests --basetemp "$TEST_TMP/pytest" \
-    --timeout 900 --durations 15 || rc=$?
-echo "[test] pytest finished in $(( $(date +%s) - start ))s with exit code $rc"
-if [ "$rc" -eq 5 ]; then
-    echo "[test] no tests were collected: failing" >&2
-    exit 1
-fi
-exit "$rc"
+# Integration tests first and alone: they share one real sandbox and measure rates on it, so
+# nothing else may load the machine meanwhile. Then the unit tests, on every core (pytest-xdist).
+run_pytest() {
+    local what="$1"; shift
+    local start rc=0
+    start=$(date +%s)
+    .venv/bin/pytest -q --basetemp "$TEST_TMP/pytest-$what" --timeout 900 --durations 15 "$@" \
+        || rc=$?
+    echo "[test] $what tests finished in $(( $(date +%s) - start ))s with exit code $rc"
+    if [ "$rc" -eq 5 ]; then
+        echo "[test] no $what tests were collected: failing" >&2
+        return 1
+    fi
+    return "$rc"
+}
+
+echo "[test] pytest: integration tests (real Kafka, Prometheus and Spark)"
+REBALANCE_REQUIRE_INTEGRATION=1 run_pytest integration tests/integration
+echo "[test] pytest: unit tests"
+run_pytest unit tests/unit -n "${REBALANCE_TEST_WORKERS:-auto}"

@@ -7,14 +7,15 @@ Utilization is load / capacity; balance compares it to the capacity-weighted ave
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, TypeVar
 
 from topology.model import RESOURCES, Broker, Load, Partition, Resource, Topology
 
-Rate = TypeVar("Rate", float, npt.NDArray[np.float64])
+if TYPE_CHECKING:  # numpy is not imported at run time: the CLI starts without it
+    import numpy as np
+    import numpy.typing as npt
+
+Rate = TypeVar("Rate", float, "npt.NDArray[np.float64]")
 
 
 def leader_out(bytes_out: Rate, bytes_in: Rate,

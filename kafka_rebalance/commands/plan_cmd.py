@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from kafka_rebalance.commands.outputs import (
     FORCE_HELP,
@@ -24,7 +23,7 @@ from kafka_rebalance.commands.outputs import (
     check_plan_journal,
     plan_output,
 )
-from kafka_rebalance.commands.render import console, err_console, note, notes_held
+from kafka_rebalance.commands.render import console, err_console, note, notes_held, say
 from kafka_rebalance.commands.report_cmd import HtmlOption, check_html, write_plan_html
 from kafka_rebalance.core.errors import InputError
 from kafka_rebalance.report.review import replicas_text, review, review_document
@@ -83,19 +82,19 @@ def _optional_bytes(value: str | None, flag: str) -> int | None:
 def _say_outcome(plan_file: PlanFile, out: Path | None) -> None:
     status = plan_file.solver.status
     if status is SolverStatus.ALREADY_BALANCED:
-        wrote = (f"Wrote an empty plan to {escape(str(out))}." if out is not None
+        wrote = (f"Wrote an empty plan to {out}." if out is not None
                  else "Nothing written (a preview).")
-        console.print(f"The cluster is already balanced within "
-                      f"+/-{plan_file.goals.tolerance:.0%} and meets every hard goal: nothing "
-                      f"to move. {wrote}", highlight=False)
+        say(f"The cluster is already balanced within +/-{plan_file.goals.tolerance:.0%} and "
+            f"meets every hard goal: nothing to move. {wrote}")
         return
     if out is None:
         console.print(f"A preview of {len(plan_file.moves)} move(s); nothing was written. Give "
                       "--out PLAN.json to keep the plan for `rebalance execute`.",
                       highlight=False)
         return
-    console.print(f"Wrote {len(plan_file.moves)} move(s) to {escape(str(out))}; review it "
-                  f"again with `rebalance diff {escape(str(out))}`.", highlight=False)
+    # soft wrap: the terminal folds a long path, no newline is put into it (it stays copyable)
+    say(f"Wrote {len(plan_file.moves)} move(s) to {out}; review it again with "
+        f"`rebalance diff {out}`.")
 
 
 def plan(

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+
+# pytest-xdist's workers inherit COLUMNS=80 from their launcher; the tests read the output as a
+# pipe without COLUMNS gets it (the full width), on one process or several. Tests of other
+# widths set COLUMNS themselves. Before `import cli`: its consoles read the width when made.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 import pytest
 from typer.testing import CliRunner
