@@ -40,7 +40,7 @@ from executor.records import (
 )
 from executor.state import TERMINAL, MoveState, transition
 from executor.throttle import ThrottlePlan
-from kafka_rebalance.core.errors import ExecutionError
+from kafka_rebalance.core.errors import ExecutionError, InputError
 from planner.planfile_schema import MOVES_ADAPTER, NOUNS, MoveEntry, moves_from_entries
 from planner.result import Move
 from topology.documents import decode_json
@@ -52,6 +52,23 @@ JOURNAL_SUFFIX = ".journal"
 def journal_of(plan: Path) -> Path:
     """Where a plan's run keeps its journal: beside it, named after it (plan.json.journal)."""
     return plan.with_name(plan.name + JOURNAL_SUFFIX)
+
+
+def find_journal(plan: Path | None, journal: Path | None) -> Path:
+    """A run's journal: --journal, else beside the plan, else the only one in the current
+    directory."""
+    if journal is not None:
+        return journal
+    if plan is not None:
+        return journal_of(plan)
+    found = sorted(Path.cwd().glob("*" + JOURNAL_SUFFIX))
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError("no journal given and no *.journal file here: pass --journal PATH "
+                         "or the plan file")
+    raise InputError("several journals here (" + ", ".join(p.name for p in found)
+                     + "): pass --journal PATH")
 
 
 def plan_beside(journal: Path) -> Path | None:

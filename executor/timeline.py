@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from executor.config import Concurrency
 from executor.journal import RunState
 from executor.records import Record, RecordKind
-from executor.schedule import COPY_EFFICIENCY, schedule
+from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, schedule
 from executor.state import MoveState
+from kafka_rebalance.core.errors import InputError
 from planner.result import Move
 
 S = MoveState
@@ -192,3 +193,31 @@ def remaining_seconds(unfinished: Sequence[Move], left: Mapping[str, float], rat
     waits = settle_seconds * sum(1 for m in unfinished[:-1] if m.bytes_moved)
     return sum(left.values()) / rate + waits, waits
 
+
+def run_pace(records: Sequence[Record]) -> tuple[float | None, float]:
+    """The run's cap (bytes/s per broker; None if the header has none) and the time after each
+    move that another follows (its gate and election, or the cooldown when that is longer)."""
+    from executor.journal import header_settings
+
+    settings = header_settings(records)
+
+    def number(key: str) -> float:
+        value = settings.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return 0.0
+        return float(value) if math.isfinite(value) and value > 0 else 0.0
+
+    cap = number("max_bytes_per_sec")
+    return (cap or None), max(number("cooldown_seconds"), DEFAULT_GAP_SECONDS)
+
+
+def run_concurrency(records: Sequence[Record]) -> Concurrency:
+    """The run's --concurrency from its journal header (1 when it has none it can read: an
+    odd value only costs the ETA's layout)."""
+    from executor.config import parse_concurrency
+    from executor.journal import header_settings
+
+    try:
+        return parse_concurrency(header_settings(records).get("concurrency", 1))
+    except InputError:
+        return 1

@@ -22,6 +22,7 @@ from executor.config import (
     RunOverrides,
     parse_concurrency,
 )
+from executor.journal import find_journal
 from executor.slo import (
     DEFAULT_EVERY_SECONDS,
     DEFAULT_FETCH_P99_MS,
@@ -34,9 +35,6 @@ from kafka_rebalance.commands.execute_run import RunScreen, conclude, print_summ
 from kafka_rebalance.commands.execute_setup import (
     check_metrics_port,
     config_from_flags,
-    journal_for,
-    journal_pace,
-    journal_records,
     new_cap,
     parse_finish_by,
     read_queries,
@@ -64,9 +62,7 @@ from kafka_rebalance.usecases.run import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
 
-    from executor.records import Record
     from kafka_rebalance.usecases.run import RunPreview
 
 # ---- shared options --------------------------------------------------------------------------
@@ -133,7 +129,9 @@ Poll = Annotated[float, typer.Option(help="Seconds between polls of the cluster.
                                      hidden=True)]
 RateWindow = Annotated[str, typer.Option(
     help="Rate window of the gate's PromQL queries, e.g. 30s or 2m. 'auto': four scrape "
-    "intervals of the Prometheus targets (at least 10s; 1m when they cannot be read).")]
+    "intervals of the Prometheus targets (at least 10s; 1m when they cannot be read). Short, "
+    "unlike snapshot's --rate-window (what the planner balances), so a copy's traffic is "
+    "seen to fade within seconds.")]
 QueriesFile = Annotated[Path | None, typer.Option(
     "--queries", help="YAML file overriding the gate's PromQL templates for exporters that "
     "name series differently: net_in, net_out (per broker, bytes/s), traffic_in, traffic_out "
@@ -251,7 +249,7 @@ def execute(
     deadline = parse_finish_by(finish_by, _local_now()) if finish_by is not None else None
     queries, derive_window = read_queries(rate_window, queries_file)
     settings = StartSettings(
-        plan=plan_path, journal=journal_for(plan_path, journal),
+        plan=plan_path, journal=find_journal(plan_path, journal),
         config=replace(config, finish_by=deadline, allow_quota_burst=allow_quota_burst,
                        queries=queries),
         derive_rate_window=derive_window, strict_balance=strict_balance,
@@ -290,49 +288,21 @@ def status(plan_path: PlanArg = None, journal: JournalOpt = None,
     """Show a run's progress from its journal (works while the run is going): whether an
     executor is running on it, moves and bytes done, the move in flight, and an ETA."""
     import json
-    import time
 
-    from executor.journal import journal_in_use
-    from kafka_rebalance.commands.run_report import status_document, status_table, status_view
+    from kafka_rebalance.commands.run_report import status_document, status_table
+    from kafka_rebalance.usecases.status import run_status
 
-    path = journal_for(plan_path, journal)
+    path = find_journal(plan_path, journal)
     check_status_html(html, prometheus, {"PLAN.json": plan_path, "--journal": path})
-    records = journal_records(path)
-    if plan_path is not None and journal is not None:
-        _check_plan_of_journal(plan_path, path, records)
-    running = journal_in_use(path)
-    cap, settle = journal_pace(records)
-    view = status_view(records, str(path), _plan_of(plan_path, path), running, cap, settle,
-                       time.time())
+    view, records = run_status(plan_path, journal)
     if html is not None:
         write_status_html(html, path, records, plan_path, prometheus)
     if as_json:
         typer.echo(json.dumps(status_document(view), indent=2))
         return
     console.print(status_table(view))
-    if running:
+    if view.running:
         console.print("an executor is running on this journal", highlight=False)
-
-
-def _check_plan_of_journal(plan_path: Path, journal: Path,
-                           records: Sequence[Record]) -> None:
-    """PLAN and --journal both given: the journal must be a run of that plan."""
-    from executor.journal import runs_plan
-    from kafka_rebalance.files.planfile import read_plan
-
-    if records and not runs_plan(records, read_plan(plan_path).moves):
-        raise InputError(f"{journal} is the journal of another plan than {plan_path} (other "
-                         "moves); give the journal's own plan, or only --journal")
-
-
-def _plan_of(plan_path: Path | None, journal: Path) -> str | None:
-    """The plan file: as given, else the journal's name without .journal when that exists."""
-    if plan_path is not None:
-        return str(plan_path)
-    from executor.journal import plan_beside
-
-    plan = plan_beside(journal)
-    return str(plan) if plan is not None and plan.is_file() else None
 
 
 def resume(
@@ -363,7 +333,7 @@ def resume(
     """Continue an interrupted or stopped run: reconcile the journal with the cluster (moves in
     flight, throttles present) and go on with the run's own settings."""
     check_metrics_port(metrics_port)
-    path = journal_for(plan_path, journal)
+    path = find_journal(plan_path, journal)
     overrides = RunOverrides(
         max_bytes_per_sec=new_cap(max_mbps), adaptive=adaptive,
         allow_under_replicated=allow_under_replicated, allow_quota_burst=allow_quota_burst,
@@ -397,7 +367,7 @@ def cancel(
 
     If an executor is running on the journal, it is asked to cancel and does the work itself.
     """
-    path = journal_for(plan_path, journal)
+    path = find_journal(plan_path, journal)
     outcome = cancel_run(JournalSettings(journal=path, poll_seconds=poll_seconds,
                                          take_over_lease=take_over_lease),
                          cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
@@ -426,7 +396,7 @@ def clear_throttles(
     """Restore every throttle config the journal says a run may have left on the cluster
     (operator values that existed before the run are put back exactly)."""
     cleared = clear_run_throttles(
-        JournalSettings(journal=journal_for(plan_path, journal),
+        JournalSettings(journal=find_journal(plan_path, journal),
                         take_over_lease=take_over_lease),
         cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
                               command_config=command_config),

@@ -14,20 +14,16 @@ from typing import TYPE_CHECKING
 import typer
 
 from executor.config import Reporter
+from executor.journal import read_records
 from executor.state import MoveState
+from executor.timeline import run_concurrency, run_pace
 from kafka_rebalance.commands.execute_render import (
     EtaModel,
     ProgressState,
     ProgressView,
     report_lines,
 )
-from kafka_rebalance.commands.execute_setup import (
-    both,
-    journal_concurrency,
-    journal_pace,
-    journal_records,
-    serve_metrics,
-)
+from kafka_rebalance.commands.execute_setup import both, serve_metrics
 from kafka_rebalance.commands.render import NoteHold, console, err_console, note, say
 from kafka_rebalance.core.errors import ExecutionError, RebalanceError
 
@@ -66,7 +62,7 @@ def eta_model(run: RunState, records: list[Record]) -> tuple[dict[str, float], E
     from executor.timeline import remaining_seconds, to_copy
 
     unfinished = run.unfinished
-    concurrency, settle = journal_concurrency(records), journal_pace(records)[1]
+    concurrency, settle = run_concurrency(records), run_pace(records)[1]
 
     def seconds(left: Mapping[str, float], rate: float) -> float:
         return remaining_seconds(unfinished, left, rate, concurrency, settle)[0]
@@ -86,7 +82,7 @@ def print_summary(journal: Path, ending: str, cap: float, now: float) -> None:
     from executor.timeline import timeline
     from kafka_rebalance.commands.run_report import run_summary
 
-    records = journal_records(journal)
+    records = read_records(journal)
     console.print(run_summary(replay(records), timeline(records), ending, cap, now),
                   highlight=False, soft_wrap=True)
 

@@ -22,8 +22,6 @@ from executor.config import (
     adaptive_floor_for,
 )
 from executor.gates import GatePolicy
-from executor.journal import JOURNAL_SUFFIX, journal_of
-from executor.schedule import DEFAULT_GAP_SECONDS
 from executor.slo import (
     DEFAULT_EVERY_SECONDS,
     DEFAULT_FETCH_P99_MS,
@@ -35,26 +33,8 @@ from executor.slo import (
 from kafka_rebalance.core.errors import InputError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
 
     from executor.readings import GateQueries
-    from executor.records import Record
-
-def journal_for(plan: Path | None, journal: Path | None) -> Path:
-    """The journal path: --journal, else next to the plan, else the only one in the cwd."""
-    if journal is not None:
-        return journal
-    if plan is not None:
-        return journal_of(plan)
-    found = sorted(Path.cwd().glob("*" + JOURNAL_SUFFIX))
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise InputError("no journal given and no *.journal file here: pass --journal PATH "
-                         "or the plan file")
-    raise InputError("several journals here (" + ", ".join(p.name for p in found)
-                     + "): pass --journal PATH")
-
 
 def check_metrics_port(port: int | None) -> None:
     """--metrics-port must be a TCP port; checked before the cluster is contacted."""
@@ -155,43 +135,6 @@ def _finite(*flags: tuple[str, float | None]) -> None:
     for flag, value in flags:
         if value is not None and not math.isfinite(value):
             raise InputError(f"{flag} must be a finite number, got {value}")
-
-
-def journal_records(path: Path) -> list[Record]:
-    """A journal's intact records, read without locking it (a run may hold it): for `status`
-    and the summary at the end of a run. Replay them to check them."""
-    from executor.journal import read_records
-
-    return read_records(path)
-
-
-def journal_pace(records: list[Record]) -> tuple[float | None, float]:
-    """The run's cap (bytes/s per broker; None if the header has none) and the time after each
-    move that another follows (its gate and election, or the cooldown when that is longer)."""
-    from executor.journal import header_settings
-
-    settings = header_settings(records)
-
-    def number(key: str) -> float:
-        value = settings.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return 0.0
-        return float(value) if math.isfinite(value) and value > 0 else 0.0
-
-    cap = number("max_bytes_per_sec")
-    return (cap or None), max(number("cooldown_seconds"), DEFAULT_GAP_SECONDS)
-
-
-def journal_concurrency(records: Sequence[Record]) -> Concurrency:
-    """The run's --concurrency from its journal header (1 when it has none it can read: an
-    odd value only costs the ETA's layout)."""
-    from executor.config import parse_concurrency
-    from executor.journal import header_settings
-
-    try:
-        return parse_concurrency(header_settings(records).get("concurrency", 1))
-    except InputError:
-        return 1
 
 
 def parse_finish_by(text: str, now: datetime) -> float:

@@ -139,10 +139,9 @@ def snapshot_output(path: Path) -> Output:
 def check_plan_journal(path: Path) -> None:
     """A plan must not be written where a run's journal (PLAN.json.journal) still exists:
     `execute` of the new plan would be refused, and the old run would lose its plan's name."""
-    from executor.journal import journal_in_use
-    from kafka_rebalance.commands.execute_setup import journal_for
+    from executor.journal import find_journal, journal_in_use
 
-    journal = journal_for(path, None)
+    journal = find_journal(path, None)
     if not journal.exists():
         return
     running = " and an executor is running on it" if journal_in_use(journal) else ""

@@ -9,7 +9,6 @@ what the journal alone tells.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -21,13 +20,11 @@ import typer
 from executor.config import AUTO, DEFAULT_QUOTA_WINDOW_SECONDS
 from kafka_rebalance.commands.outputs import InputFiles, Output, check_output, refuse_inputs
 from kafka_rebalance.commands.render import err_console, say
-from kafka_rebalance.core.errors import InputError, MetricsError, RebalanceError
+from kafka_rebalance.core.errors import InputError
 from kafka_rebalance.report.files import is_report_file
 
 if TYPE_CHECKING:
     from executor.records import Record
-    from kafka_rebalance.report.charts import Series
-    from kafka_rebalance.report.run_view import RunView
     from planner.planfile import PlanFile
 
 HtmlOption = Annotated[Path | None, typer.Option(
@@ -37,7 +34,6 @@ HtmlPrometheusOption = Annotated[str | None, typer.Option(
     "--prometheus", metavar="URL", help="With --html: draw each receiving broker's measured "
     "reassignment rate from this Prometheus (skipped, with a note on the page, when it does "
     "not answer).")]
-MEASURED_POINTS = 600  # Prometheus samples per broker series on a status page
 
 
 def html_output(path: Path) -> Output:
@@ -93,10 +89,11 @@ def write_status_html(path: Path, journal: Path, records: Sequence[Record],
     from kafka_rebalance.report.page import render_report
     from kafka_rebalance.report.plan_view import plan_view
     from kafka_rebalance.report.run_view import run_view
+    from kafka_rebalance.usecases.status import measured_copy_rates, plan_of_run
 
     run = run_view(records, now=time.time())
     notices: list[str] = []
-    plan_file = _plan_of_run(journal, plan_path, records, notices)
+    plan_file = plan_of_run(journal, plan_path, records, notices)
     view = None
     if plan_file is not None:
         rate = run.cap_bytes_per_sec or 50e6
@@ -107,66 +104,9 @@ def write_status_html(path: Path, journal: Path, records: Sequence[Record],
                              isinstance(concurrency, int) and concurrency >= 1) else 1,
                          quota_window_seconds=float(window)
                          if isinstance(window, int | float) else DEFAULT_QUOTA_WINDOW_SECONDS)
-    measured = _measured(prometheus, run, notices) if prometheus else None
+    measured = (measured_copy_rates(prometheus, run.started_at, run.elapsed, run.target_brokers,
+                                    run.settings, notices) if prometheus else None)
     page = render_report(title=f"Run of {journal.name}", plan=view, run=run, measured=measured,
                          notices=notices, generated_at=_now_text())
     write_report(path, page)
     say(f"report: {path}", err_console)
-
-
-def _plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record],
-                 notices: list[str]) -> PlanFile | None:
-    """The plan file of the run, when it is there and holds the journal's moves."""
-    from executor.journal import plan_beside, runs_plan
-    from kafka_rebalance.files.planfile import read_plan
-
-    candidate = plan_path if plan_path is not None else plan_beside(journal)
-    if candidate is None or not candidate.is_file():
-        notices.append("No plan file beside the journal (give PLAN.json): the page shows the "
-                       "run only.")
-        return None
-    try:
-        plan_file = read_plan(candidate)
-    except RebalanceError as exc:
-        notices.append(f"The plan {candidate} could not be read ({exc}): the page shows the "
-                       "run only.")
-        return None
-    if not runs_plan(records, plan_file.moves):
-        notices.append(f"The plan {candidate} holds other moves than the journal's run: the "
-                       "page shows the run only.")
-        return None
-    return plan_file
-
-
-def _measured(prometheus: str, run: RunView, notices: list[str]) -> Series | None:
-    """Reassignment bytes in per receiving broker over the run, seconds from its start."""
-    from topology import promql
-    from topology.history import PrometheusRange
-
-    if run.started_at is None or not run.target_brokers:
-        return None
-    queries = run.settings.get("queries")
-    queries = queries if isinstance(queries, dict) else {}
-    window = str(queries.get("window", promql.DEFAULT_RATE_WINDOW))
-    label = str(queries.get("broker_label", "broker_id"))
-    brokers = "|".join(str(b) for b in run.target_brokers)
-    query = promql.render(promql.BROKER_REASSIGNMENT_IN_RATE, window=window,
-                          selector=f'{label}=~"{brokers}"')
-    start, end = run.started_at, run.started_at + max(run.elapsed, 1.0)
-    step = max(1.0, math.ceil((end - start) / MEASURED_POINTS))
-    try:
-        series = PrometheusRange(prometheus, timeout_s=20).query_range(query, start, end, step)
-    except (MetricsError, InputError) as exc:
-        notices.append(f"Prometheus did not answer ({exc}): the copy rates are the journal's "
-                       "alone.")
-        return None
-    measured: dict[int, list[tuple[float, float]]] = {}
-    for labels, samples in series:
-        raw = labels.get(label, "")
-        if raw.isdigit():
-            measured.setdefault(int(raw), []).extend(
-                (t - start, v) for t, v in samples if math.isfinite(v))
-    if not measured:
-        notices.append(f"Prometheus has no reassignment series for the run ({query}): the "
-                       "copy rates are the journal's alone.")
-    return measured or None

@@ -2,15 +2,14 @@
 
 Every run of `execute`, `resume` or `cancel` ends with a summary however it ends: elapsed time,
 bytes moved, the mean copy rate against the cap, and a table of the moves that started. `status`
-shows where a run stands, with an ETA, as text or as a stable JSON document (`--json`).
+shows where a run stands, with an ETA, as text or as a stable JSON document (`--json`), from
+the view the status use case builds (`kafka_rebalance.usecases.status`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Group
@@ -19,13 +18,15 @@ from rich.table import Table
 from rich.text import Text
 
 from executor.journal import RunState
-from executor.records import Record, RunOutcome
+from executor.records import RunOutcome
 from executor.schedule import COPY_EFFICIENCY
-from executor.state import TERMINAL, MoveState
-from executor.status import RunStatus, summarize
-from executor.timeline import COPIED, Eta, RunTimeline, copy_pace, estimate_eta, timeline
+from executor.state import MoveState
+from executor.status import summarize
+from executor.timeline import COPIED, RunTimeline, copy_pace
 from executor.units import duration_text, rate_text, share_text, size_text
-from kafka_rebalance.commands.execute_setup import journal_concurrency
+
+if TYPE_CHECKING:
+    from kafka_rebalance.usecases.status import StatusView
 
 STATUS_VERSION = 1
 
@@ -98,57 +99,6 @@ def run_summary(run: RunState, times: RunTimeline, ending: str, cap: float | Non
 
 
 # ---- status ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StatusView:
-    """Everything `status` shows, from the journal's records and whether an executor holds
-    the journal now."""
-
-    journal: str
-    plan: str | None
-    running: bool
-    run: RunState
-    status: RunStatus
-    times: RunTimeline
-    eta: Eta | None
-    cap: float | None
-    now: float
-
-    @property
-    def state(self) -> str:
-        """completed / stopped / cancelled, or running / interrupted while it has no end."""
-        if self.status.outcome is not None:
-            return self.status.outcome.value
-        return "running" if self.running else "interrupted"
-
-    @property
-    def elapsed(self) -> float | None:
-        """From the first record to the end, to now while running, or to the last record of
-        a run no executor holds (the time since then is not the run's)."""
-        times = self.times
-        if times.ended_at is None and not self.running and times.last_at is not None:
-            return times.elapsed(times.last_at)
-        return times.elapsed(self.now)
-
-    @property
-    def in_flight(self) -> list[tuple[int, str, MoveState, int, float | None]]:
-        """(index, name, state, bytes, started_at) of the moves between pending and an end."""
-        return [(i, m.name, self.run.state_of(m.name), m.bytes_moved,
-                 self.times.of(m.name).started_at)
-                for i, m in enumerate(self.run.plan.moves, start=1)
-                if self.run.state_of(m.name) not in TERMINAL | {MoveState.PENDING}]
-
-
-def status_view(records: Sequence[Record], journal: str, plan: str | None, running: bool,
-                cap: float | None, settle_seconds: float, now: float) -> StatusView:
-    """The status of the run `records` (a journal accepted by `replay`) at clock time `now`."""
-    from executor.journal import replay
-
-    run = replay(records)
-    times = timeline(records)
-    eta = estimate_eta(run, times, cap, settle_seconds, now, journal_concurrency(records))
-    return StatusView(journal, plan, running, run, summarize(run), times, eta, cap, now)
-
-
 def _iso(at: float | None) -> str | None:
     return None if at is None else datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
 

@@ -35,7 +35,9 @@ def snapshot(
         help="Kafka client security settings (.properties or .yaml); REBALANCE_* env "
              "variables override it.")] = None,
     rate_window: Annotated[str, typer.Option(
-        help="PromQL range for rate(), e.g. 1m or 5m.")] = DEFAULT_RATE_WINDOW,
+        help="PromQL range of the per-partition rates the planner balances, e.g. 1m or 5m "
+             "(longer smooths bursts). Not execute's --rate-window: its gate watches a short "
+             "window, to see a copy's traffic fade within seconds.")] = DEFAULT_RATE_WINDOW,
     timeout: Annotated[float, typer.Option(
         help="Seconds to wait for each Kafka request.", min=1.0)] = DEFAULT_TIMEOUT_S,
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP.format(what="snapshot"))

@@ -75,9 +75,9 @@ def _wait_for_series(prometheus_url: str, topic: str, timeout_s: float = 60) -> 
 def test_hot_partitions_get_the_higher_weights(sandbox: SandboxInfo, tmp_path: Path) -> None:
     topic = f"history-{uuid.uuid4().hex[:8]}"
     _create_topic(sandbox, topic)
-    _produce_uneven(sandbox, topic, 15)
+    _produce_uneven(sandbox, topic, 10)
     _wait_for_series(sandbox.prometheus_url, topic)
-    _produce_uneven(sandbox, topic, 45)
+    _produce_uneven(sandbox, topic, 25)
     history = tmp_path / "history"
     exported = _cli("history", "export", "--prometheus", sandbox.prometheus_url,
                     "--since", "3m", "--step", "5s", "--out", str(history))

@@ -27,9 +27,10 @@ from kafka_rebalance.commands.execute_render import (
     render_progress,
     report_lines,
 )
-from kafka_rebalance.commands.run_report import StatusView, status_table
+from kafka_rebalance.commands.run_report import status_table
 from kafka_rebalance.commands.sandbox_cmd import _brokers_table
 from kafka_rebalance.sandbox.state import BrokerInfo, SandboxInfo
+from kafka_rebalance.usecases.status import StatusView
 
 Rebalance = Callable[..., tuple[int, str]]
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}

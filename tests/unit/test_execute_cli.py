@@ -15,6 +15,7 @@ import cli
 from executor.config import Event, EventKind, ExecutorConfig, RunOverrides
 from executor.journal import (
     JournalFile,
+    find_journal,
     header_record,
     header_settings,
     journal_in_use,
@@ -23,7 +24,7 @@ from executor.journal import (
 from executor.plan import ExecutionPlan
 from executor.state import MoveState
 from kafka_rebalance.commands.execute_render import ProgressState, render_progress
-from kafka_rebalance.commands.execute_setup import config_from_flags, journal_for, parse_finish_by
+from kafka_rebalance.commands.execute_setup import config_from_flags, parse_finish_by
 from kafka_rebalance.core.errors import ExecutionError, InputError
 from planner.result import Move
 
@@ -50,16 +51,16 @@ def _journal(path: Path, *states: tuple[str, MoveState]) -> JournalFile:
 
 def test_journal_path_defaults_next_to_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                                 ) -> None:
-    assert journal_for(tmp_path / "p.json", None) == tmp_path / "p.json.journal"
-    assert journal_for(tmp_path / "p.json", tmp_path / "x") == tmp_path / "x"
+    assert find_journal(tmp_path / "p.json", None) == tmp_path / "p.json.journal"
+    assert find_journal(tmp_path / "p.json", tmp_path / "x") == tmp_path / "x"
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError, match="no journal given"):
-        journal_for(None, None)
+        find_journal(None, None)
     (tmp_path / "a.json.journal").write_text("")
-    assert journal_for(None, None).name == "a.json.journal"
+    assert find_journal(None, None).name == "a.json.journal"
     (tmp_path / "b.json.journal").write_text("")
     with pytest.raises(InputError, match="several journals"):
-        journal_for(None, None)
+        find_journal(None, None)
 
 
 def test_status_reads_the_journal(tmp_path: Path) -> None:

@@ -1,0 +1,176 @@
+"""A run's status, and what its report shows beside the journal: `rebalance status` as typed
+values, with the files and Prometheus read here; the commands only render them.
+
+`run_status` finds the journal (--journal, beside the plan, or the only one here), checks that
+a plan given with it is its plan, folds the journal once (`executor.journal.replay` and
+`executor.timeline`) and estimates what is left. `plan_of_run` and `measured_copy_rates` are
+what the HTML run report adds: the plan beside the journal and each receiver's copy rate as
+Prometheus measured it; what cannot be had becomes a notice, never an error.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from executor.journal import (
+    RunState,
+    find_journal,
+    journal_in_use,
+    plan_beside,
+    read_records,
+    replay,
+    runs_plan,
+)
+from executor.records import Record
+from executor.state import TERMINAL, MoveState
+from executor.status import RunStatus, summarize
+from executor.timeline import (
+    Eta,
+    RunTimeline,
+    estimate_eta,
+    run_concurrency,
+    run_pace,
+    timeline,
+)
+from kafka_rebalance.core.errors import InputError, MetricsError, RebalanceError
+from kafka_rebalance.files.planfile import read_plan
+from planner.planfile import PlanFile
+
+# Prometheus samples per receiver over a run on a status page (the query step follows).
+MEASURED_POINTS = 600
+
+Series = dict[int, list[tuple[float, float]]]
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """Everything `status` shows, from the journal's records and whether an executor holds
+    the journal now."""
+
+    journal: str
+    plan: str | None
+    running: bool
+    run: RunState
+    status: RunStatus
+    times: RunTimeline
+    eta: Eta | None
+    cap: float | None
+    now: float
+
+    @property
+    def state(self) -> str:
+        """completed / stopped / cancelled, or running / interrupted while it has no end."""
+        if self.status.outcome is not None:
+            return self.status.outcome.value
+        return "running" if self.running else "interrupted"
+
+    @property
+    def elapsed(self) -> float | None:
+        """From the first record to the end, to now while running, or to the last record of
+        a run no executor holds (the time since then is not the run's)."""
+        times = self.times
+        if times.ended_at is None and not self.running and times.last_at is not None:
+            return times.elapsed(times.last_at)
+        return times.elapsed(self.now)
+
+    @property
+    def in_flight(self) -> list[tuple[int, str, MoveState, int, float | None]]:
+        """(index, name, state, bytes, started_at) of the moves between pending and an end."""
+        return [(i, m.name, self.run.state_of(m.name), m.bytes_moved,
+                 self.times.of(m.name).started_at)
+                for i, m in enumerate(self.run.plan.moves, start=1)
+                if self.run.state_of(m.name) not in TERMINAL | {MoveState.PENDING}]
+
+
+def status_view(records: Sequence[Record], journal: str, plan: str | None, running: bool,
+                cap: float | None, settle_seconds: float, now: float) -> StatusView:
+    """The status of the run `records` (a journal accepted by `replay`) at clock time `now`."""
+    run = replay(records)
+    times = timeline(records)
+    eta = estimate_eta(run, times, cap, settle_seconds, now, run_concurrency(records))
+    return StatusView(journal, plan, running, run, summarize(run), times, eta, cap, now)
+
+
+def run_status(plan_path: Path | None, journal: Path | None,
+               now: float | None = None) -> tuple[StatusView, list[Record]]:
+    """The status of the run of `plan_path` or `journal` (see find_journal), and the journal's
+    intact records. A journal read while its run goes on is read without locking it."""
+    path = find_journal(plan_path, journal)
+    records = read_records(path)
+    if plan_path is not None and journal is not None and records \
+            and not runs_plan(records, read_plan(plan_path).moves):
+        raise InputError(f"{path} is the journal of another plan than {plan_path} (other "
+                         "moves); give the journal's own plan, or only --journal")
+    if plan_path is not None:
+        plan: str | None = str(plan_path)
+    else:
+        beside = plan_beside(path)
+        plan = str(beside) if beside is not None and beside.is_file() else None
+    cap, settle = run_pace(records)
+    view = status_view(records, str(path), plan, journal_in_use(path), cap, settle,
+                       time.time() if now is None else now)
+    return view, records
+
+
+def plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record],
+                notices: list[str]) -> PlanFile | None:
+    """The plan file of the run, when it is there and holds the journal's moves; else None
+    and a notice saying why."""
+    candidate = plan_path if plan_path is not None else plan_beside(journal)
+    if candidate is None or not candidate.is_file():
+        notices.append("No plan file beside the journal (give PLAN.json): the page shows the "
+                       "run only.")
+        return None
+    try:
+        plan_file = read_plan(candidate)
+    except RebalanceError as exc:
+        notices.append(f"The plan {candidate} could not be read ({exc}): the page shows the "
+                       "run only.")
+        return None
+    if not runs_plan(records, plan_file.moves):
+        notices.append(f"The plan {candidate} holds other moves than the journal's run: the "
+                       "page shows the run only.")
+        return None
+    return plan_file
+
+
+def measured_copy_rates(prometheus: str, started_at: float | None, elapsed: float,
+                        receivers: Sequence[int], settings: Mapping[str, object],
+                        notices: list[str]) -> Series | None:
+    """Reassignment bytes in per receiving broker over the run, seconds from its start, read
+    with the run's own queries (its journal header's settings); None and a notice when
+    Prometheus does not answer or has no such series."""
+    from topology import promql
+    from topology.history import PrometheusRange
+
+    if started_at is None or not receivers:
+        return None
+    queries = settings.get("queries")
+    queries = queries if isinstance(queries, dict) else {}
+    window = str(queries.get("window", promql.DEFAULT_RATE_WINDOW))
+    label = str(queries.get("broker_label", "broker_id"))
+    brokers = "|".join(str(b) for b in receivers)
+    query = promql.render(promql.BROKER_REASSIGNMENT_IN_RATE, window=window,
+                          selector=f'{label}=~"{brokers}"')
+    start, end = started_at, started_at + max(elapsed, 1.0)
+    step = max(1.0, math.ceil((end - start) / MEASURED_POINTS))
+    try:
+        series = PrometheusRange(prometheus, timeout_s=20).query_range(query, start, end, step)
+    except (MetricsError, InputError) as exc:
+        notices.append(f"Prometheus did not answer ({exc}): the copy rates are the journal's "
+                       "alone.")
+        return None
+    measured: Series = {}
+    for labels, samples in series:
+        raw = labels.get(label, "")
+        if raw.isdigit():
+            measured.setdefault(int(raw), []).extend(
+                (t - start, v) for t, v in samples if math.isfinite(v))
+    if not measured:
+        notices.append(f"Prometheus has no reassignment series for the run ({query}): the "
+                       "copy rates are the journal's alone.")
+    return measured or None
