@@ -33,6 +33,7 @@ from kafka_rebalance.commands.render import (
 )
 from kafka_rebalance.commands.sandbox_cmd import app as sandbox_app
 from kafka_rebalance.core.errors import RebalanceError
+from kafka_rebalance.core.names import visible
 from topology.capacities import read_capacities
 from topology.snapshot import read_snapshot
 
@@ -150,7 +151,11 @@ class RebalanceGroup(TyperGroup):
         tidy_help(self)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
+        from kafka_rebalance.commands.outputs import refuse_directory_paths
+
         help_style(narrow=_narrow())  # the width of this invocation's terminal
+        given = kwargs.get("args", args[0] if args else None)
+        refuse_directory_paths(list(sys.argv[1:] if given is None else given))
         return super().main(*args, **kwargs)
 
 
@@ -236,10 +241,10 @@ def report_error(message: str, exc: BaseException) -> None:
     """The error line first (as written, never read as markup), then the notes it carries."""
     if debugging():
         traceback.print_exception(exc)
-    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False,
-                      soft_wrap=True)
+    err_console.print(Text.assemble(("error:", "bold red"), " ", visible(message, lines=True)),
+                      highlight=False, soft_wrap=True)
     for extra in getattr(exc, "__notes__", ()):
-        err_console.print(Text(str(extra)), highlight=False, soft_wrap=True)
+        err_console.print(Text(visible(str(extra), lines=True)), highlight=False, soft_wrap=True)
 
 
 def main() -> None:

@@ -207,10 +207,16 @@ def is_number(value: object) -> TypeGuard[float]:
         and math.isfinite(value)
 
 
+# The last second a date can show (9999-12-31T23:59:59Z): a later 'at' is damage, not a time.
+LAST_TIME = 253_402_300_799
+
+
 def _time(value: object) -> float:
     """Every record after the header says when it was written: seconds since the epoch."""
     if not is_number(value) or value < 0:
         raise ValueError(f"'at' must be a time in seconds, got {value!r:.40}")
+    if value > LAST_TIME:
+        raise ValueError(f"'at' {value:.6g} is after the year 9999")
     return float(value)
 
 

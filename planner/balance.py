@@ -244,9 +244,11 @@ def targets_or_average(arrays: ClusterArrays, goals: Goals) -> Targets:
 
 
 def _too_full(r: int, average: float, goals: Goals) -> str:
+    fix = ("add brokers or raise --max-utilization" if average <= 1.0 else
+           "add brokers, or check the capacities (more than all of it is used)")
     return (f"the remaining brokers cannot hold the load: average {RESOURCE_NAMES[r]} "
-            f"utilization {average:.0%} is above the {goals.max_utilization:.0%} maximum; add "
-            "brokers or raise --max-utilization")
+            f"utilization {average:.0%} is above the {goals.max_utilization:.0%} maximum; "
+            f"{fix}")
 
 
 def _reasons(arrays: ClusterArrays, relative: FloatArray, average: FloatArray,

@@ -60,7 +60,11 @@ class SolverState:
         self.resource_weight: FloatArray = np.array([1.0, 1.0, 1.0])
         eligible_disk = float(arrays.capacity[arrays.eligible, DISK].sum())
         self.disk_unit = max(float(avg[DISK]) * eligible_disk / arrays.eligible.sum(), 1.0)
-        self.max_bytes = float("inf") if budget.max_bytes is None else float(budget.max_bytes)
+        # A budget above every replica's bytes cannot bind: it is no budget (and would
+        # overflow the solver's 64-bit integers).
+        most = float((arrays.size * arrays.rf).sum())
+        self.max_bytes = (float("inf") if budget.max_bytes is None or budget.max_bytes >= most
+                          else float(budget.max_bytes))
         self.max_moves = arrays.partitions if budget.max_moves is None else budget.max_moves
         self.move_cost = MOVE_COST
         self.greedy_move_cost = GREEDY_MOVE_COST

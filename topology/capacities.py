@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from kafka_rebalance.core.errors import InputError, problems_message
+from kafka_rebalance.core.names import visible
 from topology.documents import parse_yaml, read_text
 from topology.model import INT32_MAX, Broker, Capacity, Topology, is_kafka_id
 from topology.units import MAX_DISK_BYTES, MAX_NET_BYTES_PER_SEC, parse_bytes
@@ -129,7 +130,8 @@ def parse_capacities(raw: Any, source: str = "capacities") -> Capacities:
     brokers_raw = raw.get("brokers") or {}
     if not isinstance(racks_raw, Mapping) or not isinstance(brokers_raw, Mapping):
         raise InputError(f"{source}: 'racks' and 'brokers' must be mappings")
-    racks = {str(r): _entry(v, f"racks.{r}", problems) for r, v in racks_raw.items()}
+    # rack names as the brokers carry them (topology.model.Broker writes control characters out)
+    racks = {visible(str(r)): _entry(v, f"racks.{r}", problems) for r, v in racks_raw.items()}
     brokers: dict[int, dict[str, float]] = {}
     for key, value in brokers_raw.items():
         try:

@@ -18,6 +18,7 @@ from kafka_rebalance.core.errors import InputError, problems_message
 from kafka_rebalance.core.names import (
     TopicPartition as TopicPartition,  # the model's name for a partition, re-exported
 )
+from kafka_rebalance.core.names import visible
 
 INT32_MAX = 2**31 - 1
 """Kafka's broker ids and partition numbers are 32-bit integers (and never negative)."""
@@ -117,6 +118,10 @@ class Broker:
         if not is_kafka_id(self.id):
             raise InputError(f"broker id must be an integer from 0 to {INT32_MAX}, "
                              f"got {self.id!r}")
+        if self.rack is not None and self.rack != (shown := visible(self.rack)):
+            # broker.rack is any string: its control characters are kept written out, so
+            # that no table, message or page obeys them (the rack is only a grouping key)
+            object.__setattr__(self, "rack", shown)
 
 
 class KeyedByPartition:

@@ -79,6 +79,30 @@ def check_output(output: Output, inputs: InputFiles, force: bool) -> None:
     check_writable(path, flag)
 
 
+FILE_FLAGS = ("--out", "--html")
+
+
+def refuse_directory_paths(argv: list[str]) -> None:
+    """A file output given with a trailing slash ('--out plans/') names a directory, but the
+    path the command receives has lost the slash and would be written as a file named like
+    the directory: refused, on the words as typed, before anything runs. (`history export
+    --out` is a directory.)"""
+    if argv[:2] == ["history", "export"]:
+        return
+    for i, token in enumerate(argv):
+        flag, equals, value = token.partition("=")
+        if flag not in FILE_FLAGS:
+            continue
+        if not equals:
+            value = argv[i + 1] if i + 1 < len(argv) else ""
+        if value.endswith(("/", os.sep)):
+            name = ("report.html" if flag == "--html"
+                    else {"snapshot": "snapshot.json", "weights": "weights.json"}.get(
+                        argv[0] if argv else "", "plan.json"))
+            raise InputError(f"{flag} {value}: ends with '/', so it names a directory; give "
+                             f"a file path (such as {value}{name})")
+
+
 def check_writable(path: Path, flag: str) -> None:
     """The nearest existing directory above `path` must be a writable directory."""
     parent = path.absolute().parent

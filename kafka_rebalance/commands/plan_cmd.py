@@ -41,7 +41,7 @@ from planner.result import SolverStatus
 from topology.capacities import read_capacities
 from topology.model import Topology
 from topology.snapshot import read_snapshot
-from topology.units import parse_bytes
+from topology.units import MAX_QUANTITY, parse_bytes
 
 if TYPE_CHECKING:
     from planner.planfile import PlanFile
@@ -76,7 +76,18 @@ def check_review_flags(rate_mbps: float, show_moves: int) -> None:
 
 
 def _optional_bytes(value: str | None, flag: str) -> int | None:
-    return None if value is None else int(parse_bytes(value, flag))
+    """A byte count given by a person (a size, not a rate): whole bytes, below 1e24 (a larger
+    one is a unit slip, and no solver counts that high)."""
+    if value is None:
+        return None
+    number = parse_bytes(value, flag, size=True)
+    if number > MAX_QUANTITY:
+        raise InputError(f"{flag} {value}: implausibly large (over {MAX_QUANTITY:.0e} bytes); "
+                         "check its unit")
+    if 0 < number < 1:
+        raise InputError(f"{flag} {value}: less than one byte allows no move; give a size "
+                         "such as 500GB, or leave the flag out")
+    return int(number)
 
 
 def _say_outcome(plan_file: PlanFile, out: Path | None) -> None:

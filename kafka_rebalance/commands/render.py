@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kafka_rebalance.core.errors import RebalanceError
+from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.layout import WIDE, fit
 from kafka_rebalance.report.text import human_bytes
 from topology.load import balance, broker_loads
@@ -45,7 +46,7 @@ err_console = _console(stderr=True)
 
 def say(text: str, target: Console | None = None) -> None:
     """Print `text` exactly as given (no markup, no highlighting), on stdout by default."""
-    (target or console).print(Text(text), highlight=False, soft_wrap=True)
+    (target or console).print(Text(visible(text, lines=True)), highlight=False, soft_wrap=True)
 
 
 class NoteHold:
@@ -68,6 +69,7 @@ _holds: list[NoteHold] = []
 def note(message: str, label: str = "note", style: str = "yellow") -> None:
     """A 'note: message' line on stderr, the message printed as written. Inside `notes_held()`
     it waits until the block ends or releases it."""
+    message = visible(message, lines=True)
     _emit(Text.assemble((f"{label}:", style), " ", message) if label else Text(message))
 
 
@@ -130,7 +132,7 @@ def _topology_table(topology: Topology, title: str, amounts: bool,
     for rack in topology.racks:
         for b in (b for b in topology.brokers if b.rack == rack):
             load = loads[b.id]
-            row = [escape(str(rack)), str(b.id) + ("" if b.alive else " (offline)"),
+            row = [escape(visible(str(rack))), str(b.id) + ("" if b.alive else " (offline)"),
                    str(replicas[b.id]), *([str(leading[b.id])] if leaders else [])]
             for res in RESOURCES:
                 util = bal[res].utilization.get(b.id)

@@ -1,9 +1,14 @@
-"""A partition's name, shared by the model, the ports and every layer above them."""
+"""A partition's name, shared by the model, the ports and every layer above them, and how any
+name from a cluster or a file is shown to people."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,3 +27,11 @@ def listed(names: Sequence[str], limit: int) -> str:
     "a-0, a-1 and 3 more"."""
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def visible(text: str, *, lines: bool = False) -> str:
+    """`text` with its control characters written out as escapes (ESC as \\x1b, a tab as
+    \\x09): a rack named by a cluster or a file can then neither colour nor move the terminal,
+    nor split a table row. With `lines`, newlines stay (a message of several lines)."""
+    pattern = _CONTROL_BUT_NEWLINE if lines else _CONTROL
+    return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", text)

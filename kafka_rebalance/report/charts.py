@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -23,6 +24,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator, PercentFormatter
 
 from executor.schedule import Schedule
+from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.plan_view import FlowMatrix, ResourceView
 from kafka_rebalance.report.run_view import Phase, RunView
 from kafka_rebalance.report.text import human_bytes, human_duration
@@ -39,6 +41,7 @@ Series = Mapping[int, Sequence[tuple[float, float]]]
 
 def label(text: str) -> str:
     """A user string as matplotlib text: `$` would start mathtext, long names are cut."""
+    text = visible(text)
     short = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "\u2026"
     return short.replace("$", r"\$")
 
@@ -46,7 +49,12 @@ def label(text: str) -> str:
 def to_svg(fig: Figure, chart_id: str) -> str:
     """The figure as an inline <svg> element (no XML prolog, no DOCTYPE)."""
     buffer = io.StringIO()
-    with rc_context({"svg.fonttype": "none", "svg.hashsalt": f"kafka-rebalance-{chart_id}"}):
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": f"kafka-rebalance-{chart_id}"}), \
+            warnings.catch_warnings():
+        # svg.fonttype none keeps text as text: the browser draws a rack named in any script,
+        # so matplotlib's own font lacking its glyphs is no news for the operator's terminal
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font")
+        warnings.filterwarnings("ignore", message="constrained_layout not applied")
         fig.savefig(buffer, format="svg", bbox_inches="tight", dpi=100,
                     metadata={"Date": None, "Creator": "kafka-rebalance"})
     text = buffer.getvalue()

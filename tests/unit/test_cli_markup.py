@@ -130,3 +130,26 @@ def test_notes_print_as_written(message: str, capsys: pytest.CaptureFixture[str]
     render.note(message)
     render.say(message, render.err_console)
     assert capsys.readouterr().err.splitlines() == [f"note: {message}", message]
+
+
+def test_control_characters_in_a_rack_are_shown_not_obeyed(tmp_path: Path,
+                                                          rebalance_main: Any) -> None:
+    """A rack from a cluster or a file may hold ESC, a bell, a newline or a tab: they are
+    written out as escapes in the tables, the plan review, the messages and the HTML report,
+    never sent to the terminal (a colour change, a row split in two)."""
+    racks = ["r\x1b[31mred\x07", "two\nlines", "tab\there"]
+    doc = json.loads(nasty_snapshot(tmp_path / "snap.json").read_text())
+    for broker in doc["brokers"]:
+        broker["rack"] = racks[(broker["id"] - 1) % 3]
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(doc))
+    shown = rebalance_main("show", str(snap))
+    planned = rebalance_main("plan", "--snapshot", str(snap), "--out", str(tmp_path / "p.json"),
+                             "--time-limit", "5", "--html", str(tmp_path / "p.html"))
+    for result in (shown, planned):
+        assert result.code == 0, result.err
+        assert not any(c in result.out + result.err for c in "\x1b\x07\t")
+        assert "r\\x1b[31mred\\x07" in result.out and "tab\\x09here" in result.out
+        assert "two\\x0alines" in result.out
+    page = (tmp_path / "p.html").read_text()
+    assert not any(c in page for c in "\x1b\x07")

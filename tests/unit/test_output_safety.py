@@ -297,3 +297,24 @@ def test_sandbox_up_uses_a_new_empty_or_forced_dir(
         (target / "logs").mkdir()
     code, error = rebalance("sandbox", "up", "--dir", "target", *(["--force"] if force else []))
     assert (code, error) == (7, "started (test)")
+
+
+@pytest.mark.parametrize(("args", "shown"), [
+    (["plan", "--snapshot", "SNAP", "--out", "plans/"], "--out plans/: ends with '/'"),
+    (["plan", "--snapshot", "SNAP", "--out=plans/"], "(such as plans/plan.json)"),
+    (["diff", "PLAN", "--html", "pages/"], "(such as pages/report.html)"),
+    (["snapshot", "--bootstrap", "127.0.0.1:1", "--out", "snaps/"], "snaps/snapshot.json"),
+])
+def test_a_file_output_with_a_trailing_slash_is_refused_as_typed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rebalance_main: Any,
+        args: list[str], shown: str) -> None:
+    """The command's path loses the slash ('plans/' -> 'plans'): without this refusal the plan
+    would be written as a file named like the directory the operator meant."""
+    monkeypatch.chdir(tmp_path)
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps(snapshot_doc()))
+    argv = [str(snap) if a in ("SNAP", "PLAN") else a for a in args]
+    result = rebalance_main(*argv)
+    assert result.code == 2, result
+    assert shown in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["snap.json"]

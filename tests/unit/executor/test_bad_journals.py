@@ -78,6 +78,8 @@ JOURNAL_CASES: dict[str, tuple[list[Record], str]] = {
                        "'yesterday')"),
     "time NaN": ([header(), {"kind": "note", "message": "x", "at": math.nan}],
                  "record 2 ('note') is malformed ('at' must be a time in seconds, got nan)"),
+    "time past any date": ([header(), {"kind": "note", "message": "x", "at": 3e11}],
+                           "record 2 ('note') is malformed ('at' 3e+11 is after the year 9999)"),
     "time missing": ([header(), {"kind": "resume"}], "record 2 ('resume') is malformed "
                                                       "(missing 'at')"),
     "header partition Infinity": (_header_move(partition=math.inf),
