@@ -123,6 +123,10 @@ def parse_capacities(raw: Any, source: str = "capacities") -> Capacities:
     """Validate a loaded YAML document into Capacities; InputError names every problem."""
     if not isinstance(raw, Mapping):
         raise InputError(f"{source}: expected a mapping with default/racks/brokers")
+    if "partitions" in raw or "moves" in raw:
+        kind = "plan" if "moves" in raw else "snapshot"
+        raise InputError(f"{source} is a {kind} file, not a capacities file: give the YAML "
+                         "with default/racks/brokers capacities (see examples/capacities.yaml)")
     problems = [f"unknown section {str(k)!r} (expected default, racks, brokers)"
                 for k in sorted(map(str, set(raw) - _SECTIONS))]
     default = _entry(raw.get("default") or {}, "default", problems)

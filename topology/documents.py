@@ -29,7 +29,7 @@ from kafka_rebalance.core.errors import InputError
 def read_text(path: Path, what: str, kind: str = "JSON") -> str:
     """The UTF-8 text of an input file; errors name the file and what to give instead."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a leading byte order mark is dropped
     except OSError as exc:
         raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
@@ -47,7 +47,12 @@ def parse_json(text: str | bytes, where: str) -> Any:
 
 
 def decode_json(text: str | bytes) -> Any:
-    """Decode one JSON text; ValueError says why and where (for readers with their own errors)."""
+    """Decode one JSON text; ValueError says why and where (for readers with their own errors).
+    A UTF-8 byte order mark before it (as some Windows editors save) is passed over."""
+    if isinstance(text, bytes):
+        text = text.removeprefix(b"\xef\xbb\xbf")
+    else:
+        text = text.removeprefix("\ufeff")
     try:
         return from_json(text, allow_inf_nan=True)
     except ValueError as exc:

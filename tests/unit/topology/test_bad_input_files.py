@@ -140,3 +140,13 @@ def test_yaml_merge_keys_are_not_duplicates(tmp_path: Path, rebalance: Rebalance
                     "    disk_bytes: 3TB\n")
     code, output = rebalance("show", str(snap), "--capacities", str(caps))
     assert code == 0, output
+
+
+def test_a_byte_order_mark_before_a_snapshot_is_passed_over(tmp_path: Path) -> None:
+    """Some Windows editors save UTF-8 with a byte order mark: the document is the same."""
+    from topology.snapshot import read_snapshot
+
+    source = Path(__file__).resolve().parents[3] / "examples" / "cluster.json"
+    marked = tmp_path / "bom.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + source.read_bytes())
+    assert read_snapshot(marked) == read_snapshot(source)

@@ -75,3 +75,12 @@ def test_yaml_errors_are_one_line(tmp_path: Path) -> None:
         read_capacities(path)
     with pytest.raises(InputError, match="cannot read capacities file"):
         read_capacities(tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize(("raw", "kind"), [
+    ({"version": 1, "brokers": [], "partitions": []}, "a snapshot file"),
+    ({"version": 1, "partitions": [], "moves": []}, "a plan file"),
+])
+def test_a_snapshot_or_plan_given_as_capacities_is_named(raw: Any, kind: str) -> None:
+    with pytest.raises(InputError, match=f"caps.json is {kind}, not a capacities file"):
+        parse_capacities(raw, "caps.json")
