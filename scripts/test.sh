@@ -29,7 +29,8 @@ echo "[test] ruff"
 echo "[test] mypy"
 .venv/bin/mypy
 # Integration tests first and alone: they share one real sandbox and measure rates on it, so
-# nothing else may load the machine meanwhile. Then the unit tests, on every core (pytest-xdist).
+# nothing else may load the machine meanwhile. Then the unit tests, on every core (pytest-xdist),
+# and last the few that must have the machine to themselves (marked serial).
 run_pytest() {
     local what="$1"; shift
     local start rc=0
@@ -47,4 +48,7 @@ run_pytest() {
 echo "[test] pytest: integration tests (real Kafka, Prometheus and Spark)"
 REBALANCE_REQUIRE_INTEGRATION=1 run_pytest integration tests/integration
 echo "[test] pytest: unit tests"
-run_pytest unit tests/unit -n "${REBALANCE_TEST_WORKERS:-auto}"
+run_pytest unit tests/unit -m "not serial" -n "${REBALANCE_TEST_WORKERS:-auto}"
+# What a solver proves or repeats within its wall-clock budget needs the machine to itself.
+echo "[test] pytest: unit tests that run alone"
+run_pytest unit-serial tests/unit -m serial

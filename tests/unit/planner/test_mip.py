@@ -86,6 +86,7 @@ def test_scip_proves_the_whole_cluster_plan_cp_sat_left_open() -> None:
     assert both is not None and both.optimal and both.proven_gap <= exact.PROVEN_GAP
 
 
+@pytest.mark.serial
 def test_plans_with_scip_are_valid_and_reproducible() -> None:
     """Three zones of two brokers, one added, 300 partitions (seed 1): CP-SAT leaves a 4.6% gap
     and SCIP, from its plan, finds 4.5% fewer bytes and proves them (on this machine's kind).

@@ -3,6 +3,7 @@ balance, and never fewer bytes than the lower bound when it claims balance."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,6 +100,7 @@ def test_planned_topology_is_already_balanced() -> None:
     assert again.moves == ()
 
 
+@pytest.mark.serial
 def test_a_proven_plan_stays_proven_when_the_tidying_costs_nothing() -> None:
     """Three zones of two brokers, one added to zone a, 300 partitions: CP-SAT proves its plan,
     and the tidying after it (leaders kept where they were) changes rows without costing
