@@ -96,6 +96,14 @@ def fits(move: Move, ends: frozenset[End], holders: Mapping[End, Mapping[str, fl
     return True, next(iter(taking), None)
 
 
+def full(held: Mapping[str, float] | None, ending: set[str]) -> bool:
+    """Does an end, held as `held`, refuse every move now, whatever its share (see `fits`):
+    its holders use all of it and none is one move whose copy is ending?"""
+    if not held or (len(held) == 1 and next(iter(held)) in ending):
+        return False
+    return sum(held.values()) >= 1.0 - 1e-12
+
+
 def ends_of_baseline(baseline: NetworkSample) -> frozenset[End]:
     """The ends a started move occupies, as its journaled baseline records them (the baseline is
     read for exactly those ends; a journal from before ends were kept has both directions of

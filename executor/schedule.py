@@ -26,6 +26,7 @@ from executor.flows import (
     busiest_first,
     end_share,
     fits,
+    full,
     move_ends,
     remaining_load,
 )
@@ -144,15 +145,19 @@ class _Simulation:
         last = self.last_used.get(end)
         return 0.0 if last is None else last + self.window
 
-    def _candidates(self, pending: dict[str, None], changed: frozenset[End] | None) -> list[str]:
+    def _candidates(self, pending: dict[str, None], changed: frozenset[End] | None,
+                    holders: dict[End, dict[str, float]]) -> list[str]:
         """Pending moves that may start now, in order: the first (one at a time); otherwise
-        those on an end that just changed (nothing else did), or all when a slot freed."""
+        those on an end that just changed (nothing else did), or all when a slot freed. An
+        end still full after its change starts none of the moves that need it: skipped."""
         if self.one_at_a_time:
             return list(itertools.islice(pending, 1))
         if changed is None or self.slot_bound:
             return list(itertools.islice(pending, SCAN_LIMIT))
         found: set[str] = set()
         for end in changed:
+            if full(holders.get(end), self.handing):
+                continue
             queue = self.by_end.get(end, collections.deque())
             while queue and queue[0] not in pending:
                 queue.popleft()
@@ -167,7 +172,7 @@ class _Simulation:
         busy = (len(self.running - self.handing - set(self.taken)) if self.one_at_a_time
                 else len(self.running))
         self.slot_bound = False
-        for name in self._candidates(pending, changed):
+        for name in self._candidates(pending, changed, holders):
             if busy >= self.slots:
                 self.slot_bound = True
                 return
