@@ -6,6 +6,8 @@ a crash (clear-throttles)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from executor.config import AUTO, Event, EventKind
 from executor.flows import busiest_first, remaining_load
@@ -231,3 +233,20 @@ def test_concurrency_n_is_never_exceeded(concurrency: int) -> None:
     world.hooks.append(watch)
     assert start(world).run().outcome is RunOutcome.COMPLETED
     assert max(peak) == concurrency
+
+
+@given(st.dictionaries(st.sampled_from("abcd"), st.sampled_from([0.25, 1 / 3, 0.5, 1.0]),
+                       max_size=3),
+       st.sets(st.sampled_from("abcd")), st.integers(min_value=0, max_value=3))
+def test_a_full_end_refuses_every_move_fits_would_refuse(
+        held: dict[str, float], ending: set[str], added: int) -> None:
+    """flows.full lets the ETA's schedule skip every move queued on an end: whenever it says
+    an end is full, fits refuses a move that needs that end, whatever the move adds."""
+    from executor.flows import Direction, fits, full
+
+    target = (1, 2, 3)[:added] + (7, 8, 9)[added:] if added else (8, 7, 9)
+    move = Move("t", 0, (7, 8, 9), target, 100)
+    ends = [(7, Direction.OUT)] + ([(1, Direction.IN)] if added else [])
+    for end in ends:
+        if full(held, ending):
+            assert fits(move, frozenset({end}), {end: held}, ending) == (False, None)
