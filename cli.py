@@ -13,8 +13,9 @@ import re
 import sys
 import traceback
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import typer
 from rich.markup import escape
@@ -122,13 +123,35 @@ def _narrow() -> bool:
     return stdout_width() < HELP_PANELS_WIDTH
 
 
+# One style for what an option takes: upper case, the words of the options that name their
+# own (PATH, ID, MB/s); a choice lists its values as they are typed.
+_METAVARS: dict[object, str] = {Path: "PATH", str: "TEXT", int: "N", float: "NUMBER"}
+# Text options whose form says more than TEXT, the same in every command.
+_FLAG_METAVARS = {"--bootstrap": "HOST:PORT", "--prometheus": "URL", "--concurrency": "N|auto",
+                  "--finish-by": "TIME", "--rate-window": "DURATION", "--since": "DURATION",
+                  "--step": "DURATION", "--max-bytes": "SIZE", "--window": "WINDOW"}
+
+
+def _metavar(annotation: object) -> str:
+    """The metavar of an option's value type (`X | None` read as X; a list as its element)."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) is Literal:
+        return "|".join(map(str, args))
+    if args and get_origin(annotation) is not Annotated:
+        return _metavar(args[0])
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "|".join(str(member.value) for member in annotation)
+    return _METAVARS.get(annotation, "TEXT")
+
+
 def _tidy_option(option: TyperOption) -> None:
     if option.is_flag or option.count:
         option.metavar = ""  # a flag takes no value: nothing in the type column
-    elif option.multiple:
-        if option.metavar is None:
-            element = get_args(option.type_descriptor.annotation) or (str,)
-            option.metavar = f"<{getattr(element[0], '__name__', 'str')}>"
+        return
+    if option.metavar is None:
+        named = next((_FLAG_METAVARS[o] for o in option.opts if o in _FLAG_METAVARS), None)
+        option.metavar = named or _metavar(option.type_descriptor.annotation)
+    if option.multiple:
         text = (option.help or "").strip()
         if "repeat" not in text.lower():
             option.help = (f"{text[:-1]} (repeatable)." if text.endswith(".") else

@@ -104,6 +104,7 @@ def test_help_text_in_brackets_is_printed_as_written() -> None:
     text = help_text(app, "go")
     assert "Where to go [default: ./here]." in text, text
     assert "--loud Shout [bold]now[/]." in text, text
-    assert "--tag <str> A tag (repeatable)." in text, text
+    assert "--tag TEXT A tag (repeatable)." in text, text
+    assert "--where TEXT Where to go" in text, text
     assert "Go somewhere [default: home]." in text, text
     assert "A second paragraph, wrapped in the source." in text, text
