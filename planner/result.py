@@ -40,6 +40,8 @@ class Move(KeyedByPartition):
     current: tuple[int, ...]
     target: tuple[int, ...]
     size_bytes: int
+    # added_brokers, made once: the ordering and the ETA's schedule ask it millions of times
+    _added: tuple[int, ...] = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.topic, str) or not is_topic_name(self.topic):
@@ -60,11 +62,13 @@ class Move(KeyedByPartition):
             raise PlanError(f"move {name}: target equals current replicas")
         if self.size_bytes < 0:
             raise PlanError(f"move {name}: negative size")
+        object.__setattr__(self, "_added",
+                           tuple(b for b in self.target if b not in self.current))
 
     @property
     def added_brokers(self) -> tuple[int, ...]:
         """Brokers that receive a new replica (targets of the data copy), in target order."""
-        return tuple(b for b in self.target if b not in self.current)
+        return self._added
 
     @property
     def removed_brokers(self) -> tuple[int, ...]:
