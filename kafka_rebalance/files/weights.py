@@ -65,6 +65,11 @@ def _json_lines(path: Path) -> pd.DataFrame:
     return pd.DataFrame.from_records(rows)
 
 
+def _is_bool(value: object) -> bool:
+    """true and false are JSON's, not numbers (pandas would read them as 1 and 0)."""
+    return isinstance(value, bool | np.bool_)
+
+
 def _is_nan(value: object) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
@@ -104,8 +109,15 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
     frame = frame[list(WEIGHT_COLUMNS)].copy()
     if frame["topic"].isna().any() or frame["partition"].isna().any():
         raise InputError(f"weights {path}: a row has no topic or partition")
+    named = frame["topic"].map(lambda topic: isinstance(topic, str) and is_topic_name(topic))
+    if not named.all():
+        topic = frame["topic"][~named].iloc[0]
+        shown = repr(topic) if isinstance(topic, str) else str(topic)
+        raise InputError(f"weights {path}: topic {shown:.60} is not a Kafka topic name (a "
+                         "JSON string of letters, digits, '.', '_' and '-')")
     numbers = pd.to_numeric(frame["partition"], errors="coerce")
-    bad_partition = ~numbers.notna() | (numbers < 0) | (numbers % 1 != 0)
+    bad_partition = (~numbers.notna() | (numbers < 0) | (numbers % 1 != 0)
+                     | frame["partition"].map(_is_bool))
     if bad_partition.any():
         row = frame[bad_partition].iloc[0]
         raise InputError(f"weights {path}: topic {row['topic']} has partition "
@@ -113,7 +125,7 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
     for column in _NUMERIC:
         values = pd.to_numeric(frame[column], errors="coerce")
         bad = ((values.isna() & frame[column].notna()) | values.isin([np.inf, -np.inf])
-               | (values.abs() > MAX_QUANTITY))
+               | (values.abs() > MAX_QUANTITY) | frame[column].map(_is_bool))
         if column != "size_growth_bytes_per_day":
             bad |= values < 0
         if bad.any():

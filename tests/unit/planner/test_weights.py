@@ -114,3 +114,21 @@ def test_parquet_is_recognized_by_content(tmp_path: Path) -> None:
     path = tmp_path / "weights.out"
     pd.DataFrame(ROWS).to_parquet(path)
     assert len(read_weights(path)) == 3
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"size_bytes": True}, "non-numeric or negative size_bytes (True)"),
+    ({"bytes_in_per_sec": False}, "non-numeric or negative bytes_in_per_sec (False)"),
+    ({"partition": True}, "has partition 'True'"),
+    ({"topic": 7}, "topic 7 is not a Kafka topic name"),
+    ({"topic": "a b"}, "topic 'a b' is not a Kafka topic name"),
+])
+def test_json_lines_are_held_to_the_snapshots_types(tmp_path: Path, change: dict[str, Any],
+                                                    message: str) -> None:
+    """JSON's true and false are not numbers, and a topic is a string that Kafka accepts as a
+    name: the snapshot reader refuses both, and so do the weights."""
+    path = tmp_path / "w.jsonl"
+    path.write_text("\n".join(json.dumps({**row, **change}) if i == 0 else json.dumps(row)
+                              for i, row in enumerate(ROWS)))
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        read_weights(path)
