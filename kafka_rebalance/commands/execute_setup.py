@@ -107,8 +107,7 @@ def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown
             ("--gate-floor-mbps", gate_floor_mbps), ("--gate-timeout", gate_timeout),
             ("--gate-produce-p99-ms", produce_p99_max_ms), ("--poll-seconds", poll_seconds),
             ("--quota-window", quota_window))
-    if max_mbps <= 0:
-        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
+    check_mbps(max_mbps)
     gate = GatePolicy(gate_margin, gate_floor_mbps * MB, gate_samples, produce_p99_max_ms)
     cap = int(max_mbps * MB)
     return ExecutorConfig(max_bytes_per_sec=cap, concurrency=concurrency,
@@ -120,13 +119,26 @@ def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown
                           final_gate=final_gate, slo=slo or SloPolicy())
 
 
+# The least cap --max-mbps may give: 1 kB/s. Below it a copy would take years, and a cap that
+# rounds to 0 bytes/s would stop replication altogether.
+MIN_MBPS = 0.001
+
+
+def check_mbps(max_mbps: float) -> None:
+    """--max-mbps: a finite number of MB/s, at least MIN_MBPS."""
+    if not math.isfinite(max_mbps) or max_mbps <= 0:
+        raise InputError(f"--max-mbps must be a positive finite number, got {max_mbps}")
+    if max_mbps < MIN_MBPS:
+        raise InputError(f"--max-mbps {max_mbps:g} is under {MIN_MBPS:g} MB/s (1 kB/s): no "
+                         "copy would finish; give the cap in MB/s, e.g. 50")
+
+
 def new_cap(max_mbps: float | None) -> int | None:
     """A resumed run's new cap from --max-mbps (bytes/s); None keeps the run's own."""
     _finite(("--max-mbps", max_mbps))
     if max_mbps is None:
         return None
-    if max_mbps <= 0:
-        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
+    check_mbps(max_mbps)
     return int(max_mbps * MB)
 
 

@@ -9,7 +9,6 @@ on stderr.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -69,8 +68,9 @@ RateMbps = Annotated[float, typer.Option(
 
 def check_review_flags(rate_mbps: float, show_moves: int) -> None:
     """--max-mbps (the ETA's copy rate) and --show-moves, checked before any file is read."""
-    if not 0 < rate_mbps < math.inf:
-        raise InputError(f"--max-mbps must be a positive finite number, got {rate_mbps}")
+    from kafka_rebalance.commands.execute_setup import check_mbps
+
+    check_mbps(rate_mbps)
     if show_moves < 0:
         raise InputError(f"--show-moves must not be negative, got {show_moves}")
 
