@@ -222,7 +222,8 @@ def show(
     """Summarize a snapshot: brokers by rack, utilization per resource, and the spread."""
     caps = read_capacities(capacities) if capacities else None
     topology = read_snapshot(snapshot, caps)
-    say(f"{snapshot}: {len(topology.partitions)} partitions, {len(topology.brokers)} brokers")
+    say(f"{visible(str(snapshot))}: {len(topology.partitions)} partitions, "
+        f"{len(topology.brokers)} brokers")
     console.print(topology_table(topology, width=console.width))
     console.print(spread_table(topology))
     for message in topology.notes:

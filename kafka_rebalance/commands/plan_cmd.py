@@ -25,6 +25,7 @@ from kafka_rebalance.commands.outputs import (
 from kafka_rebalance.commands.render import console, err_console, note, notes_held, say
 from kafka_rebalance.commands.report_cmd import HtmlOption, check_html, write_plan_html
 from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.review import replicas_text, review, review_document
 from kafka_rebalance.usecases.plan import (
     PlanInputs,
@@ -93,7 +94,7 @@ def _optional_bytes(value: str | None, flag: str) -> int | None:
 def _say_outcome(plan_file: PlanFile, out: Path | None) -> None:
     status = plan_file.solver.status
     if status is SolverStatus.ALREADY_BALANCED:
-        wrote = (f"Wrote an empty plan to {out}." if out is not None
+        wrote = (f"Wrote an empty plan to {visible(str(out))}." if out is not None
                  else "Nothing written (a preview).")
         say(f"The cluster is already balanced within +/-{plan_file.goals.tolerance:.0%} and "
             f"meets every hard goal: nothing to move. {wrote}")
@@ -104,8 +105,9 @@ def _say_outcome(plan_file: PlanFile, out: Path | None) -> None:
                       highlight=False)
         return
     # soft wrap: the terminal folds a long path, no newline is put into it (it stays copyable)
-    say(f"Wrote {len(plan_file.moves)} move(s) to {out}; review it again with "
-        f"`rebalance diff {out}`.")
+    shown = visible(str(out))  # a newline in a path is shown, not obeyed
+    say(f"Wrote {len(plan_file.moves)} move(s) to {shown}; review it again with "
+        f"`rebalance diff {shown}`.")
 
 
 def plan(
