@@ -119,9 +119,9 @@ def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown
                           final_gate=final_gate, slo=slo or SloPolicy())
 
 
-# The least cap --max-mbps may give: 1 kB/s. Below it a copy would take years, and a cap that
-# rounds to 0 bytes/s would stop replication altogether.
-MIN_MBPS = 0.001
+# The least cap --max-mbps may give: 1 byte/s. A cap under it rounds to 0 bytes/s, which would
+# stop replication altogether (and make every ETA a number of sixty digits).
+MIN_MBPS = 1e-6
 
 
 def check_mbps(max_mbps: float) -> None:
@@ -129,8 +129,8 @@ def check_mbps(max_mbps: float) -> None:
     if not math.isfinite(max_mbps) or max_mbps <= 0:
         raise InputError(f"--max-mbps must be a positive finite number, got {max_mbps}")
     if max_mbps < MIN_MBPS:
-        raise InputError(f"--max-mbps {max_mbps:g} is under {MIN_MBPS:g} MB/s (1 kB/s): no "
-                         "copy would finish; give the cap in MB/s, e.g. 50")
+        raise InputError(f"--max-mbps {max_mbps:g} is under one byte per second: no copy "
+                         "would finish; give the cap in MB/s, e.g. 50")
 
 
 def new_cap(max_mbps: float | None) -> int | None:

@@ -107,7 +107,7 @@ def test_resume_of_a_journal_in_use_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--max-mbps", "0"], "--max-mbps must be a positive finite number"),
-    (["--max-mbps", "1e-300"], "--max-mbps 1e-300 is under 0.001 MB/s (1 kB/s)"),
+    (["--max-mbps", "1e-300"], "--max-mbps 1e-300 is under one byte per second"),
     (["--max-mbps", "5", "--concurrency", "0"],
      "--concurrency must be a whole number of at least 1, or auto"),
     (["--max-mbps", "5", "--finish-by", "24:00"], "not a time of day"),

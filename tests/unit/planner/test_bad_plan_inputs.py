@@ -113,8 +113,8 @@ def test_binary_plan_file_is_an_input_error(tmp_path: Path, rebalance: Rebalance
     (["--max-mbps", "nan"], "--max-mbps must be a positive finite number"),
     (["--rate-mbps", "inf"], "--max-mbps must be a positive finite number"),
     (["--show-moves", "-1"], "--show-moves must not be negative"),
-    (["--max-mbps", "1e-300"], "--max-mbps 1e-300 is under 0.001 MB/s"),
-], ids=["rate NaN", "rate infinite", "negative show-moves", "rate under 1 kB/s"])
+    (["--max-mbps", "1e-300"], "--max-mbps 1e-300 is under one byte per second"),
+], ids=["rate NaN", "rate infinite", "negative show-moves", "rate under 1 B/s"])
 def test_bad_review_flags_of_diff(tmp_path: Path, rebalance: Rebalance, flags: list[str],
                                   message: str) -> None:
     path = tmp_path / "plan.json"
