@@ -5,6 +5,7 @@ refused and keeps every byte."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -28,14 +29,23 @@ def conn(info: SandboxInfo) -> list[str]:
     return ["--bootstrap", info.bootstrap, "--prometheus", info.prometheus_url]
 
 
-def cut_after(data: bytes, state: str, nth: int = 1) -> bytes:
-    """A journal up to the `nth` record entering `state` and half of the next line."""
-    at = -1
-    for _ in range(nth):
-        at = data.index(f'"state":"{state}"'.encode(), at + 1)
-    end = data.index(b"\n", at) + 1
-    following = data.index(b"\n", end)
-    return data[:end + (following - end) // 2]
+def cut_after(data: bytes, *marks: tuple[str | None, str]) -> bytes:
+    """A journal up to the record where the last of `marks` (move, state; any move for None)
+    is first reached, and half of the next line. Records are read, not searched as bytes: a
+    move's copy may end, and the next start, before the move itself is done (the hand-over),
+    so the second "copying" record need not follow the first "done"."""
+    found: dict[tuple[str | None, str], int] = {}
+    end = 0
+    for line in data.splitlines(keepends=True):
+        end += len(line)
+        record = json.loads(line)
+        for move, state in marks:
+            if record.get("state") == state and move in (None, record.get("move")):
+                found.setdefault((move, state), end)
+        if len(found) == len(marks):
+            following = data.index(b"\n", end)
+            return data[:end + (following - end) // 2]
+    raise AssertionError(f"the journal never reaches {marks}")
 
 
 def test_a_cut_journal_of_a_put_back_run_is_refused_and_nothing_moves(
@@ -53,7 +63,7 @@ def test_a_cut_journal_of_a_put_back_run_is_refused_and_nothing_moves(
                                        "--quota-window", "0", max_mbps="5"))
     assert put_back.returncode == 0, put_back.stdout + put_back.stderr
     full = journal.read_bytes()
-    journal.write_bytes(cut_after(full, "done"))
+    journal.write_bytes(cut_after(full, (None, "done")))
 
     resumed = rebalance("resume", "--journal", str(journal), *conn(sandbox))
     assert resumed.returncode == 6, resumed.stdout + resumed.stderr
@@ -61,9 +71,10 @@ def test_a_cut_journal_of_a_put_back_run_is_refused_and_nothing_moves(
     assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower),
                                          1: (lay.leader, lay.follower)}
     assert throttle_configs(admin, lay.all_ids, topic) == before
-    # cut while its second move copied: the same refusal, and the lease it took is given back
+    # cut while its second move is in flight, the first done: the same refusal, and the lease
+    # it took is given back
     in_flight = tmp_path / "in-flight.journal"
-    in_flight.write_bytes(cut_after(full, "copying", nth=2))
+    in_flight.write_bytes(cut_after(full, (f"{topic}-0", "done"), (f"{topic}-1", "copying")))
     refused_in_flight = rebalance("resume", "--journal", str(in_flight), *conn(sandbox))
     assert refused_in_flight.returncode == 6, refused_in_flight.stdout + refused_in_flight.stderr
     assert "marks done are not in place" in refused_in_flight.stderr
