@@ -132,7 +132,7 @@ def _topology_table(topology: Topology, title: str, amounts: bool,
     for rack in topology.racks:
         for b in (b for b in topology.brokers if b.rack == rack):
             load = loads[b.id]
-            row = [escape(visible(str(rack))), str(b.id) + ("" if b.alive else " (offline)"),
+            row = [escape(str(rack)), str(b.id) + ("" if b.alive else " (offline)"),
                    str(replicas[b.id]), *([str(leading[b.id])] if leaders else [])]
             for res in RESOURCES:
                 util = bal[res].utilization.get(b.id)

@@ -24,7 +24,6 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator, PercentFormatter
 
 from executor.schedule import Schedule
-from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.plan_view import FlowMatrix, ResourceView
 from kafka_rebalance.report.run_view import Phase, RunView
 from kafka_rebalance.report.text import human_bytes, human_duration
@@ -41,7 +40,6 @@ Series = Mapping[int, Sequence[tuple[float, float]]]
 
 def label(text: str) -> str:
     """A user string as matplotlib text: `$` would start mathtext, long names are cut."""
-    text = visible(text)
     short = text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "\u2026"
     return short.replace("$", r"\$")
 

@@ -15,7 +15,6 @@ from rich.text import Text
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, Concurrency
 from executor.schedule import Schedule, expected_schedule
-from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.review import binding_text, describe_move, eta_text, review, review_eta
 from kafka_rebalance.report.text import human_bytes, human_duration
 from planner.planfile import BrokerStats, PlanFile
@@ -132,7 +131,7 @@ class PlanView:
 
 
 def rack_name(rack: str | None) -> str:
-    return NO_RACK if rack is None else visible(rack)
+    return NO_RACK if rack is None else rack
 
 
 def rack_order(brokers: tuple[BrokerStats, ...]) -> list[BrokerStats]:

@@ -17,7 +17,6 @@ from rich.table import Table
 
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, PlanEta, plan_eta
-from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.layout import WIDE, fit
 from kafka_rebalance.report.text import human_bytes, human_duration
 from planner.result import Move, SolverStatus
@@ -110,7 +109,7 @@ def _broker_table(plan: PlanFile, compact: bool, leaders: bool) -> Table:
     for b in rows:
         a = after.get(b.id)
         table.add_row(
-            escape(visible(str(b.rack))), f"{b.id}{_role_tag(plan, b, compact)}",
+            escape(str(b.rack)), f"{b.id}{_role_tag(plan, b, compact)}",
             _arrow(str(b.replicas), str(a.replicas if a else "-")),
             *([_arrow(str(b.leaders), str(a.leaders if a else "-"))] if leaders else []),
             *(_with_target(plan, b.id, r, _arrow(_util(b, r, compact), _util(a, r, compact)))
