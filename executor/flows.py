@@ -87,8 +87,9 @@ def fits(move: Move, ends: frozenset[End], holders: Mapping[End, Mapping[str, fl
         share = end_share(move, end)
         if share < 1.0 and sum(held.values()) + share <= 1.0 + 1e-9:
             continue
-        if len(held) == 1 and next(iter(held)) in ending:
-            taking.add(next(iter(held)))
+        handing = _handing_over(held, ending)
+        if handing is not None:
+            taking.add(handing)
             continue
         return False, None
     if len(taking) > 1 or (taking and move.leadership_only):
@@ -99,9 +100,15 @@ def fits(move: Move, ends: frozenset[End], holders: Mapping[End, Mapping[str, fl
 def full(held: Mapping[str, float] | None, ending: set[str]) -> bool:
     """Does an end, held as `held`, refuse every move now, whatever its share (see `fits`):
     its holders use all of it and none is one move whose copy is ending?"""
-    if not held or (len(held) == 1 and next(iter(held)) in ending):
+    if not held or _handing_over(held, ending) is not None:
         return False
     return sum(held.values()) >= 1.0 - 1e-12
+
+
+def _handing_over(held: Mapping[str, float], ending: set[str]) -> str | None:
+    """The one move holding an end whose copy is ending (it may hand the end over), or None."""
+    only = next(iter(held)) if len(held) == 1 else None
+    return only if only in ending else None
 
 
 def ends_of_baseline(baseline: NetworkSample) -> frozenset[End]:
