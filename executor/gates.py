@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from executor.units import rate_text
 from kafka_rebalance.core.errors import InputError
 from kafka_rebalance.core.names import listed
 from topology.model import TopicPartition
+from topology.units import rate_text
 
 
 class GateVerdict(StrEnum):

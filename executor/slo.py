@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from executor.units import rate_text
 from kafka_rebalance.core.errors import InputError
+from topology.units import rate_text
 
 # Indicator names, as decisions and the exported metrics spell them.
 PRODUCE_P99 = "produce_p99"

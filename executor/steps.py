@@ -37,10 +37,10 @@ from executor.throttle import (
     restore_changes,
     uniform_rates,
 )
-from executor.units import rate_text
 from kafka_rebalance.core.errors import ClusterError, ExecutionError, MetricsError
 from kafka_rebalance.core.ports import PartitionInfo
 from planner.result import Move
+from topology.units import rate_text
 
 S = MoveState
 

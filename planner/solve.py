@@ -60,6 +60,7 @@ from planner.shrink import fuller_first, shrink_to_budget
 from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
 from topology.load import ROUNDING_SLACK, within_tolerance
 from topology.model import TopicPartition, Topology, replace_replicas
+from topology.units import size_text
 
 _NAMES = {DISK: "disk", NET_IN: "net in", NET_OUT: "net out"}
 
@@ -88,8 +89,8 @@ def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
         return ()
     still_off = "; ".join(off)
     if "bytes" in state.budget_hit:
-        notes.append(f"--max-bytes: the byte budget of {state.max_bytes / 1e9:,.1f} GB is "
-                     f"spent ({state.bytes_moved / 1e9:,.1f} GB planned); still off: "
+        notes.append(f"--max-bytes: the byte budget of {size_text(state.max_bytes)} is "
+                     f"spent ({size_text(state.bytes_moved)} planned); still off: "
                      f"{still_off}")
     if "moves" in state.budget_hit:
         notes.append(f"--max-moves: the move budget of {state.max_moves} moves is spent; "

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kafka_rebalance.core.errors import InputError
 from topology.model import Partition, TopicPartition, Topology
+from topology.units import size_text
 
 WEIGHT_COLUMNS = ("topic", "partition", "bytes_in_per_sec", "bytes_out_per_sec", "size_bytes",
                   "size_growth_bytes_per_day")
@@ -70,7 +71,7 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
         notes.append(f"{unknown} weight row(s) name partitions the cluster does not have")
     if grown > stored / 2:  # one sentence naming the cause when a plan then finds disks full
         notes.append(f"{grown / stored:.0%} of the disk projected --horizon {horizon_days:g} "
-                     f"days ahead is growth from the weights (+{grown / 1e9:,.1f} GB): if the "
+                     f"days ahead is growth from the weights (+{size_text(grown)}): if the "
                      "plan finds the brokers too full, that growth is why; weights from a "
                      "history of minutes extrapolate a burst (recompute them from days of "
                      "history, or plan without --horizon)")

@@ -21,7 +21,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, TimestampNTZType
 
 from spark_jobs.weights_io import HistoryNotes
-from topology.history import MIN_GROWTH_SPAN_SECONDS, format_duration
+from topology.history import MIN_GROWTH_SPAN_SECONDS
+from topology.units import duration_text
 
 _MICROS = 1_000_000
 _TOP_SPACINGS = 1000
@@ -156,7 +157,7 @@ def grid_notes(grid: SamplingGrid, notes: HistoryNotes | None) -> list[str]:
     if grid.source is GridSource.NONE:
         return ["the history has no _notes.json and no partition has two samples: no sampling "
                 "grid, so only rows with equal timestamps count as one sample"]
-    step = format_duration(grid.step_seconds or 0.0)
+    step = duration_text(grid.step_seconds or 0.0, compact=True)
     if grid.source is GridSource.DATA:
         share = grid.share or 0.0
         message = (f"the history has no _notes.json: sampling grid from the data, step {step} "
@@ -168,8 +169,8 @@ def grid_notes(grid: SamplingGrid, notes: HistoryNotes | None) -> list[str]:
         return [message]
     if (grid.source is GridSource.FLAG and notes is not None
             and notes.step_seconds != grid.step_seconds):
-        return [f"--step {step} replaces the step {format_duration(notes.step_seconds)} of the "
-                "history's _notes.json"]
+        given = duration_text(notes.step_seconds, compact=True)
+        return [f"--step {step} replaces the step {given} of the history's _notes.json"]
     return []
 
 
@@ -181,16 +182,17 @@ def span_notes(span: HistorySpan | None, min_growth_span_seconds: float, partiti
         return []
     out: list[str] = []
     if span.seconds < MIN_GROWTH_SPAN_SECONDS:
-        message = (f"the history spans only {format_duration(span.seconds)} "
+        message = (f"the history spans only {duration_text(span.seconds, compact=True)} "
                    f"({_iso(span.first_seconds)} to {_iso(span.last_seconds)}): the rates "
                    "describe that time only, and the hourly profile the hours it covers")
         if span.seconds < min_growth_span_seconds:
             return [message + f"; size growth is not extrapolated from less than "
-                    f"{format_duration(min_growth_span_seconds)}, so "
+                    f"{duration_text(min_growth_span_seconds, compact=True)}, so "
                     "size_growth_bytes_per_day is null (no growth) for every partition"]
         out.append(message)
     if without_growth and min_growth_span_seconds > 0:
         out.append(f"{without_growth} of {partitions} partitions have sizes over less than "
-                   f"{format_duration(min_growth_span_seconds)} (created late in the history, "
+                   f"{duration_text(min_growth_span_seconds, compact=True)} (created late in the "
+                   "history, "
                    "or sizes missing): their size_growth_bytes_per_day is null (no growth)")
     return out

@@ -90,10 +90,10 @@ from spark_jobs.weights_io import (
 )
 from topology.history import (
     MIN_GROWTH_SPAN_SECONDS,
-    format_duration,
     parse_duration,
     parse_min_growth_span,
 )
+from topology.units import duration_text
 
 HISTORY_SCHEMA = StructType(
     [
@@ -354,7 +354,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--step", default=None,
                         help="sampling step of the history (60s, 5m); default: its "
                              "_notes.json, else inferred from the data")
-    parser.add_argument("--min-growth-span", default=format_duration(MIN_GROWTH_SPAN_SECONDS),
+    parser.add_argument("--min-growth-span",
+                        default=duration_text(MIN_GROWTH_SPAN_SECONDS, compact=True),
                         help="least span of sizes to measure growth from (default %(default)s; "
                              "0 for any)")
     return parser.parse_args(argv)

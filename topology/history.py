@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from kafka_rebalance.core.errors import InputError, MetricsError
 from topology import promql
+from topology.units import duration_text
 
 MAX_POINTS_PER_SERIES = 11_000
 """Prometheus refuses range queries that would return more points than this per series."""
@@ -137,17 +138,6 @@ def parse_min_growth_span(text: str) -> float:
     return parse_duration(text, "--min-growth-span")
 
 
-def format_duration(seconds: float) -> str:
-    """Seconds as the largest one or two units: 720 -> '12m', 93600 -> '1d2h', 0.5 -> '0.5s'."""
-    if seconds < 1:
-        return f"{seconds:g}s"
-    left = round(seconds)
-    parts = []
-    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)):
-        count, left = divmod(left, size)
-        if count:
-            parts.append(f"{count}{unit}")
-    return "".join(parts[:2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +177,8 @@ def check_export_size(window_s: float, step_s: float, since: str, step: str) -> 
         raise InputError(
             f"--since {since} at --step {step} is {estimate.steps:,} samples per series "
             f"({estimate.queries:,} range queries); at most {MAX_EXPORT_STEPS:,} are exported: "
-            f"use --step {format_duration(fitting_step(window_s))} or more, or a shorter --since")
+            f"use --step {duration_text(fitting_step(window_s), compact=True)} or more, or a "
+            "shorter --since")
     return estimate
 
 
@@ -197,13 +188,14 @@ def coverage_note(start: float, end: float, first: float, last: float,
     asked, covered = end - start, max(0.0, last - first)
     if covered >= asked / 2:
         return None
-    message = (f"Prometheus returned {format_duration(covered)} of the {format_duration(asked)} "
+    message = (f"Prometheus returned {duration_text(covered, compact=True)} of the "
+               f"{duration_text(asked, compact=True)} "
                f"asked for ({_iso(first)} to {_iso(last)}): older samples are gone (its "
                "retention) or the series are newer; weights from this history describe only "
                "that time")
     if covered < min_growth_span_s:
         message += (f", and the weights job measures no size growth from less than "
-                    f"{format_duration(min_growth_span_s)}")
+                    f"{duration_text(min_growth_span_s, compact=True)}")
     return message
 
 

@@ -1,4 +1,12 @@
-"""Parse human-friendly byte quantities ("4TB", "250 MiB/s", 1.5e9) into numbers."""
+"""Quantities in and out: parse what an operator types ("4TB", "250 MiB/s", 1.5e9) and write
+numbers the way every table, message, chart and page shows them ("1.84 MB/s", "1m 05s").
+
+Decimal units (10^6 bytes to the MB), as --max-mbps and network vendors count. Two styles, one
+definition each: the full one keeps three significant digits so a rate and the cap it is
+compared with line up ("1.84 MB/s" of "2.00 MB/s"), and durations show every unit down to the
+second ("1h 02m 05s"); the compact one ("1.8MB", "1h2m") is for narrow columns, chart ticks and
+values a flag reads back.
+"""
 
 from __future__ import annotations
 
@@ -57,3 +65,68 @@ MAX_DISK_BYTES = 1e18
 
 MAX_NET_BYTES_PER_SEC = 1e12
 """One terabyte per second (8 Tbit/s): beyond any broker's network, so a unit mix-up."""
+
+
+_PREFIXES = ("", "k", "M", "G", "T", "P", "E")
+
+
+def _three_digits(value: float) -> str:
+    """Two decimals under 10, one under 100, none above: 1.84, 22.0, 123."""
+    for decimals, limit in ((2, 10), (1, 100)):
+        text = f"{value:.{decimals}f}"
+        if abs(float(text)) < limit:
+            return text
+    return f"{value:.0f}"
+
+
+def size_text(amount: float, unit: str = "B", *, compact: bool = False) -> str:
+    """1234567 -> '1.23 MB' (compact: '1.2MB'); under a kilobyte the count itself ('512 B')."""
+    if not math.isfinite(amount):
+        return f"{amount} {unit}"
+    value = float(amount)
+    space = "" if compact else " "
+    for prefix in _PREFIXES:
+        if prefix and compact:
+            number = f"{value:.1f}"
+        else:
+            number = f"{value:.0f}" if not prefix else _three_digits(value)
+        if abs(float(number)) < 1000 or prefix == _PREFIXES[-1]:
+            return f"{number}{space}{prefix}{unit}"
+        value /= 1000
+    raise AssertionError("unreachable: the last prefix returns")
+
+
+def rate_text(bytes_per_sec: float, *, compact: bool = False) -> str:
+    """1102865 -> '1.10 MB/s' (compact: '1.1MB/s')."""
+    return size_text(bytes_per_sec, "B/s", compact=compact)
+
+
+def duration_text(seconds: float, *, compact: bool = False) -> str:
+    """Whole seconds, never negative. Full: 65 -> '1m 05s', 3725 -> '1h 02m 05s', 9 -> '9s';
+    from a day on '2d 03h 04m'. Compact, the largest two units: 5400 -> '1h30m', 93600 ->
+    '1d2h', 720 -> '12m', under a second as it is ('0.5s'), which a duration flag reads back."""
+    if not math.isfinite(seconds):
+        return "-"
+    seconds = max(0.0, seconds)
+    if compact and seconds < 1:
+        return f"{seconds:g}s"
+    whole = round(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if compact:
+        parts = [f"{count}{unit}" for count, unit in
+                 ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if count]
+        return "".join(parts[:2])
+    if days:
+        return f"{days}d {hours:02d}h {minutes:02d}m"
+    if hours:
+        return f"{hours}h {minutes:02d}m {secs:02d}s"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def share_text(part: float, whole: float) -> str:
+    """part / whole as a whole percentage ('92%'); '-' without a whole."""
+    return f"{part / whole:.0%}" if whole > 0 else "-"

@@ -47,6 +47,7 @@ from planner.goals import Budget, Goals
 from planner.planfile import PlanFile
 from planner.validate import validate_plan
 from topology.model import Topology
+from topology.units import size_text
 
 Planner = Callable[[Topology, Goals, Budget], PlanFile]
 """Solve, validate and order within the cycle's goals and byte budget (`rebalance auto` gives
@@ -225,10 +226,10 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
     assert decision.finish_by is not None and decision.max_bytes is not None
     budget = Budget(max_bytes=decision.max_bytes, time_limit_s=settings.planner_seconds)
     edge.say(f"planning {len(topology.partitions)} partitions on {len(topology.brokers)} "
-             f"brokers, at most {decision.max_bytes / 1e6:,.0f} MB moved")
+             f"brokers, at most {size_text(decision.max_bytes)} moved")
     plan_file = edge.planner(topology, settings.goals, budget)
     total = sum(m.bytes_moved for m in plan_file.moves)
-    edge.say(f"plan: {len(plan_file.moves)} move(s), {total / 1e6:,.1f} MB "
+    edge.say(f"plan: {len(plan_file.moves)} move(s), {size_text(total)} "
              f"({plan_file.solver.status.value})")
     if not plan_file.moves:
         edge.say("nothing the planner can improve within the budget: no run")

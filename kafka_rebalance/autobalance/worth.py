@@ -23,6 +23,7 @@ from kafka_rebalance.core.errors import InputError
 from planner.planfile import PlanFile, ResourceStats
 from topology.load import ROUNDING_SLACK, within_tolerance
 from topology.model import RESOURCES, Resource
+from topology.units import size_text
 
 DEFAULT_MIN_IMPROVEMENT = 0.02
 
@@ -80,7 +81,7 @@ def judge_plan(plan: PlanFile, hard_before: int, hard_after: int,
     enough (see the module docstring)."""
     if not 0 <= min_improvement < 1:
         raise InputError(f"--min-improvement must be in [0, 1), got {min_improvement}")
-    size = (f"{len(plan.moves)} move(s), {plan.bytes_moved / 1e6:,.1f} MB "
+    size = (f"{len(plan.moves)} move(s), {size_text(plan.bytes_moved)} "
             f"({plan.solver.status.value})")
     if hard_after < hard_before:
         return Worth(True, f"fixes {hard_before - hard_after} of {hard_before} hard-goal "

@@ -22,9 +22,9 @@ from rich.text import Text
 
 from executor.config import Event, EventKind
 from executor.state import MoveState
-from executor.units import duration_text, rate_text, size_text
 from kafka_rebalance.commands.run_lines import RunLines
 from kafka_rebalance.core.names import listed
+from topology.units import duration_text, rate_text, size_text
 
 if TYPE_CHECKING:
     from executor.runner import RunReport

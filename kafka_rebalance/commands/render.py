@@ -19,9 +19,9 @@ from rich.text import Text
 from kafka_rebalance.core.errors import RebalanceError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.layout import WIDE, fit
-from kafka_rebalance.report.text import human_bytes
 from topology.load import balance, broker_loads
 from topology.model import RESOURCES, Resource, Topology
+from topology.units import size_text
 
 PIPE_WIDTH = WIDE  # to a file or a pipe without COLUMNS: the review's full layout
 
@@ -137,7 +137,8 @@ def _topology_table(topology: Topology, title: str, amounts: bool,
             for res in RESOURCES:
                 util = bal[res].utilization.get(b.id)
                 if amounts:
-                    row.append(human_bytes(load.of(res), "B" if res is Resource.DISK else "B/s"))
+                    unit = "B" if res is Resource.DISK else "B/s"
+                    row.append(size_text(load.of(res), unit, compact=True))
                 row.append(f"{util:.1%}" if util is not None else "-")
             table.add_row(*row)
     return table

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from executor.config import Event, EventKind
 from executor.state import MoveState
-from executor.units import duration_text, rate_text, share_text, size_text
+from topology.units import duration_text, rate_text, share_text, size_text
 
 if TYPE_CHECKING:  # the journal and plan types pull in numpy: not at start-up
     from executor.timeline import RunTimeline

@@ -23,7 +23,7 @@ from executor.schedule import COPY_EFFICIENCY
 from executor.state import MoveState
 from executor.status import summarize
 from executor.timeline import COPIED, RunTimeline, copy_pace
-from executor.units import duration_text, rate_text, share_text, size_text
+from topology.units import duration_text, rate_text, share_text, size_text
 
 if TYPE_CHECKING:
     from kafka_rebalance.usecases.status import StatusView

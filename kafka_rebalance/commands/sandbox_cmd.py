@@ -18,7 +18,6 @@ from rich.table import Table
 from kafka_rebalance.commands.render import console, err_console, note, say
 from kafka_rebalance.core.errors import InputError, SandboxError
 from kafka_rebalance.core.names import listed
-from kafka_rebalance.report.text import human_bytes
 from kafka_rebalance.sandbox import cluster, teardown
 from kafka_rebalance.sandbox.config import DEFAULT_BASE_PORT
 from kafka_rebalance.sandbox.links import LOOPBACK
@@ -29,6 +28,7 @@ from kafka_rebalance.sandbox.state import (
     read_state,
     replaced_entries,
 )
+from topology.units import size_text
 
 app = typer.Typer(help="Run a local Kafka + Prometheus sandbox (KRaft, brokers on racks).",
                   no_args_is_help=True)
@@ -207,7 +207,7 @@ def down(
     if result.purged is not None:
         purged = result.purged
         where = f"{target} (removed)" if purged.dir_removed else str(target)
-        say(f"deleted {human_bytes(purged.freed_bytes)} of sandbox data in {where}: "
+        say(f"deleted {size_text(purged.freed_bytes, compact=True)} of sandbox data in {where}: "
             f"{', '.join(purged.removed) or 'nothing left to delete'}")
 
 
@@ -233,13 +233,13 @@ def produce(
     info = cluster.running(_dir(sandbox_dir))
 
     def progress(sent: int, total: int) -> None:
-        _progress(f"produced {human_bytes(sent)} of {human_bytes(total)}")
+        _progress(f"produced {size_text(sent, compact=True)} of {size_text(total, compact=True)}")
 
     result = produce_data(info, request, progress)
     for message in result.notes:
         note(message)
     created = "created, " if result.created else ""
-    say(f"produced {human_bytes(result.bytes_sent)} in {result.messages} messages to "
+    say(f"produced {size_text(result.bytes_sent, compact=True)} in {result.messages} messages to "
         f"{result.topic} ({created}{result.partitions} partitions, replication factor "
         f"{result.replication_factor}) in {result.seconds:.1f}s")
 

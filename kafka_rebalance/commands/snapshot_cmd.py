@@ -15,9 +15,9 @@ import typer
 
 from kafka_rebalance.commands.outputs import FORCE_HELP, check_output, snapshot_output
 from kafka_rebalance.commands.render import say
-from kafka_rebalance.report.text import human_bytes
 from kafka_rebalance.usecases.snapshot import DEFAULT_TIMEOUT_S, SnapshotSettings, take_snapshot
 from topology.promql import DEFAULT_RATE_WINDOW
+from topology.units import rate_text, size_text
 
 if TYPE_CHECKING:
     from topology.live import LiveSnapshot
@@ -59,5 +59,5 @@ def summary_line(out: Path, live: LiveSnapshot) -> str:
     """One line: where it went, what it holds, and how many notes to read."""
     notes = f"; {len(live.notes)} note(s) in the file" if live.notes else ""
     return (f"wrote {out}: {live.broker_count} brokers, {live.topic_count} topics, "
-            f"{live.partition_count} partitions, {human_bytes(live.total_size_bytes)}, "
-            f"bytes in {human_bytes(live.total_bytes_in_per_sec, 'B/s')}{notes}")
+            f"{live.partition_count} partitions, {size_text(live.total_size_bytes, compact=True)}, "
+            f"bytes in {rate_text(live.total_bytes_in_per_sec, compact=True)}{notes}")

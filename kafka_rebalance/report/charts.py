@@ -26,7 +26,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator, Perce
 from executor.schedule import Schedule
 from kafka_rebalance.report.plan_view import FlowMatrix, ResourceView
 from kafka_rebalance.report.run_view import Phase, RunView
-from kafka_rebalance.report.text import human_bytes, human_duration
+from topology.units import duration_text, size_text
 
 BEFORE, AFTER, BAND, TARGET = "#a0aec0", "#2b6cb0", "#9ae6b4", "#dd6b20"
 CAP, COPY, MEASURED, GUARD = "#c53030", "#2b6cb0", "#38a169", "#d69e2e"
@@ -83,22 +83,16 @@ def time_step(span_seconds: float, ticks: int = 8) -> float:
     return float(math.ceil(span_seconds / ticks / _TIME_STEPS[-1]) * _TIME_STEPS[-1])
 
 
-def short_duration(seconds: float) -> str:
-    """A tick label: 5400 -> '1h30m', 90 -> '1m30s', 0 -> '0s'."""
-    hours, rest = divmod(round(max(seconds, 0.0)), 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{value}{unit}" for value, unit in ((hours, "h"), (minutes, "m"), (secs, "s"))
-             if value]
-    return "".join(parts) or "0s"
 
 
 def _duration_axis(axis: Axes, span_seconds: float) -> None:
-    axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: short_duration(value)))
+    axis.xaxis.set_major_formatter(
+        FuncFormatter(lambda value, _pos: duration_text(value, compact=True)))
     axis.xaxis.set_major_locator(MultipleLocator(time_step(span_seconds)))
 
 
 def _bytes_axis(axis: Axes, suffix: str = "B") -> None:
-    axis.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_bytes(v, suffix)))
+    axis.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: size_text(v, suffix, compact=True)))
 
 
 def _bars(axis: Axes, rows: Sequence[float], lefts: Sequence[float],
@@ -185,10 +179,11 @@ def flow_chart(flows: FlowMatrix) -> str:
         peak = float(cells.max(initial=0))
         for (row, col), value in np.ndenumerate(cells):
             if value > 0:
-                ax.text(col, row, human_bytes(value), ha="center", va="center", fontsize=6,
+                ax.text(col, row, size_text(value, compact=True), ha="center", va="center",
+                        fontsize=6,
                         color="white" if value > 0.6 * peak else "#1a202c")
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
-    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_bytes(v)))
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: size_text(v, compact=True)))
     return to_svg(fig, "chart-flows")
 
 
@@ -222,7 +217,7 @@ def timeline_chart(timeline: Schedule) -> str:
                                                           key=lambda m: m.copy_end)])
     top.step([0.0, *ends], [0, *done], where="post", color=AFTER)
     top.axvline(timeline.eta_seconds, color=TARGET, linestyle="--",
-                label=f"ETA {human_duration(timeline.eta_seconds)}")
+                label=f"ETA {duration_text(timeline.eta_seconds)}")
     top.set_ylabel("bytes copied")
     _bytes_axis(top)
     top.legend(loc="upper left", fontsize=8, frameon=False)

@@ -18,15 +18,15 @@ from kafka_rebalance.report import charts
 from kafka_rebalance.report.files import GENERATOR
 from kafka_rebalance.report.plan_view import PlanView
 from kafka_rebalance.report.run_view import RunView
-from kafka_rebalance.report.text import human_bytes, human_duration
+from topology.units import duration_text, rate_text, size_text
 
 
 def _environment() -> Environment:
     env = Environment(loader=PackageLoader("kafka_rebalance.report", "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["bytes"] = human_bytes
-    env.filters["rate"] = lambda value: human_bytes(value, "B/s")
-    env.filters["duration"] = lambda value: human_duration(max(float(value), 0.0))
+    env.filters["bytes"] = lambda value: size_text(value, compact=True)
+    env.filters["rate"] = lambda value: rate_text(value, compact=True)
+    env.filters["duration"] = lambda value: duration_text(float(value))
     env.filters["percent"] = lambda value: f"{value:.1%}"
     env.filters["utc"] = _utc
     return env

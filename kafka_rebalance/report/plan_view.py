@@ -16,9 +16,9 @@ from rich.text import Text
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, Concurrency
 from executor.schedule import Schedule, expected_schedule
 from kafka_rebalance.report.review import binding_text, describe_move, eta_text, review, review_eta
-from kafka_rebalance.report.text import human_bytes, human_duration
 from planner.planfile import BrokerStats, PlanFile
 from topology.model import RESOURCES, Resource
+from topology.units import duration_text, rate_text, size_text
 
 RESOURCE_TITLES = {Resource.DISK: "disk", Resource.NET_IN: "net in",
                    Resource.NET_OUT: "net out"}
@@ -183,8 +183,8 @@ def move_rows(timeline: Schedule, limit: int) -> tuple[MoveRow, ...]:
     """The first `limit` moves in plan order with their start and copy end on the timeline."""
     return tuple(MoveRow(slot.index, slot.move.name,
                          f"{list(slot.move.current)} -> {list(slot.move.target)}",
-                         describe_move(slot.move), human_bytes(slot.move.bytes_moved),
-                         human_duration(slot.start), human_duration(slot.copy_end))
+                         describe_move(slot.move), size_text(slot.move.bytes_moved, compact=True),
+                         duration_text(slot.start), duration_text(slot.copy_end))
                  for slot in timeline.moves[:limit])
 
 
@@ -213,7 +213,7 @@ def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: Concurr
     if concurrency == 1 and quota_window_seconds == DEFAULT_QUOTA_WINDOW_SECONDS:
         eta = eta_text(plan, rate_bytes_per_sec)  # the review's own words
     else:
-        eta = (f"{human_duration(timeline.eta_seconds)} (concurrency {concurrency}: each "
+        eta = (f"{duration_text(timeline.eta_seconds)} (concurrency {concurrency}: each "
                "broker sending for at most one move and receiving for at most one, the "
                "busiest brokers first)")
     return PlanView(
@@ -237,10 +237,10 @@ def headline(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[tuple[str, str]
         for r in RESOURCES)
     rows = [("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
                       f"{len(plan.moves) - plan.data_moves} leadership only)"),
-            ("bytes to copy", human_bytes(plan.bytes_moved) + ratio),
-            ("ETA", f"{human_duration(eta.one_at_a_time.eta_seconds)} one at a time, "
-                    f"{human_duration(eta.side_by_side.eta_seconds)} with --concurrency auto, "
-                    f"at {human_bytes(rate_bytes_per_sec, 'B/s')} per copy"),
+            ("bytes to copy", size_text(plan.bytes_moved, compact=True) + ratio),
+            ("ETA", f"{duration_text(eta.one_at_a_time.eta_seconds)} one at a time, "
+                    f"{duration_text(eta.side_by_side.eta_seconds)} with --concurrency auto, "
+                    f"at {rate_text(rate_bytes_per_sec, compact=True)} per copy"),
             (f"balanced (+/-{plan.goals.tolerance:.0%})", balanced)]
     unreachable = binding_text(plan)
     if unreachable is not None:

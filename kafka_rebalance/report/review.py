@@ -18,9 +18,9 @@ from rich.table import Table
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, PlanEta, plan_eta
 from kafka_rebalance.report.layout import WIDE, fit
-from kafka_rebalance.report.text import human_bytes, human_duration
 from planner.result import Move, SolverStatus
 from topology.model import RESOURCES, Resource
+from topology.units import duration_text, rate_text, size_text
 
 if TYPE_CHECKING:
     from planner.planfile import BrokerStats, PlanFile
@@ -201,7 +201,7 @@ def _moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float,
     table = Table(title=f"Moves in execution order (first {shown} of {len(plan.moves)}; "
                         "copied = partition size x replicas added; "
                         f"done by = time from the start of the run until the move is done, "
-                        f"at {human_bytes(rate_bytes_per_sec, 'B/s')}, one at a time, about "
+                        f"at {rate_text(rate_bytes_per_sec, compact=True)}, one at a time, about "
                         f"{DEFAULT_GAP_SECONDS:.0f} s of gate and election after each)")
     headers = ["#", "partition", *(["replicas"] if replicas else []), "from -> to", "copied",
                "done by"]
@@ -212,8 +212,8 @@ def _moves_table(plan: PlanFile, show: int, rate_bytes_per_sec: float,
     for index, move in enumerate(plan.moves[:shown], start=1):
         table.add_row(str(index), escape(move.name),
                       *([f"{list(move.current)} -> {list(move.target)}"] if replicas else []),
-                      describe_move(move), human_bytes(move.bytes_moved),
-                      "+" + human_duration(timeline.moves[index - 1].copy_end))
+                      describe_move(move), size_text(move.bytes_moved, compact=True),
+                      "+" + duration_text(timeline.moves[index - 1].copy_end))
     return table
 
 
@@ -221,19 +221,19 @@ def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
     """The ETA in words, one at a time and side by side; the gate can add more when the
     cluster is slow to settle."""
     eta = review_eta(plan, rate_bytes_per_sec)
-    return (f"{human_duration(eta.one_at_a_time.eta_seconds)} one move at a time "
+    return (f"{duration_text(eta.one_at_a_time.eta_seconds)} one move at a time "
             f"({_one_at_a_time_parts(eta)}); "
-            f"{human_duration(eta.side_by_side.eta_seconds)} with --concurrency auto "
-            f"(no plan runs faster than {human_duration(eta.limit_seconds)} at this rate: "
+            f"{duration_text(eta.side_by_side.eta_seconds)} with --concurrency auto "
+            f"(no plan runs faster than {duration_text(eta.limit_seconds)} at this rate: "
             "the busiest broker's bytes)")
 
 
 def _one_at_a_time_parts(eta: PlanEta) -> str:
     """What the one-at-a-time ETA is made of: start-up, copying, the waits between moves."""
     one = eta.one_at_a_time
-    return (f"{human_duration(one.start_seconds)} start-up + "
-            f"{human_duration(one.copy_seconds)} copying at {COPY_EFFICIENCY:.0%} of the rate + "
-            f"{human_duration(eta.between_moves_seconds)} of gates and waits between moves")
+    return (f"{duration_text(one.start_seconds)} start-up + "
+            f"{duration_text(one.copy_seconds)} copying at {COPY_EFFICIENCY:.0%} of the rate + "
+            f"{duration_text(eta.between_moves_seconds)} of gates and waits between moves")
 
 
 def totals_table(plan: PlanFile, rate_bytes_per_sec: float, width: int | None = None) -> Table:
@@ -250,22 +250,22 @@ def totals_table(plan: PlanFile, rate_bytes_per_sec: float, width: int | None = 
     if s.lower_bound_bytes > 0 and s.excess_over_bound is None:
         ratio += (" (short of balance: the bound does not apply)" if compact else
                   " (the plan stops short of balance, so the bound does not apply)")
-    table.add_row("bytes moved", human_bytes(plan.bytes_moved))
+    table.add_row("bytes moved", size_text(plan.bytes_moved, compact=True))
     table.add_row("lower bound" if compact else
                   "lower bound (disk and net in, to the balanced band)",
-                  human_bytes(s.lower_bound_bytes))
+                  size_text(s.lower_bound_bytes, compact=True))
     if s.disk_lower_bound_bytes is not None:
-        table.add_row("lower bound, disk", human_bytes(s.disk_lower_bound_bytes))
+        table.add_row("lower bound, disk", size_text(s.disk_lower_bound_bytes, compact=True))
     table.add_row("moved / lower bound", ratio)
     table.add_row("moves", f"{len(plan.moves)} ({plan.data_moves} copy data, "
                            f"{len(plan.moves) - plan.data_moves} leadership only)")
     eta = review_eta(plan, rate_bytes_per_sec)
-    parts = (f"{human_duration(eta.between_moves_seconds)} of it between moves" if compact
+    parts = (f"{duration_text(eta.between_moves_seconds)} of it between moves" if compact
              else _one_at_a_time_parts(eta))
     table.add_row("ETA, one at a time",
-                  f"{human_duration(eta.one_at_a_time.eta_seconds)} ({parts})")
-    table.add_row("ETA, concurrency auto", human_duration(eta.side_by_side.eta_seconds))
-    table.add_row("no plan is faster than", f"{human_duration(eta.limit_seconds)} (the "
+                  f"{duration_text(eta.one_at_a_time.eta_seconds)} ({parts})")
+    table.add_row("ETA, concurrency auto", duration_text(eta.side_by_side.eta_seconds))
+    table.add_row("no plan is faster than", f"{duration_text(eta.limit_seconds)} (the "
                   "busiest broker's bytes at this rate)")
     proof = ("" if s.proven_gap is None else
              f", within {s.proven_gap:.2%} of CP-SAT's proven bound" if s.proven_gap > 0 else

@@ -19,6 +19,7 @@ from typing import Any
 from kafka_rebalance.core.errors import ClusterError, InputError
 from kafka_rebalance.sandbox.state import SandboxInfo
 from topology.model import is_topic_name
+from topology.units import size_text
 
 MB = 1_000_000
 """--mb counts 10^6 bytes, as the tool's other MB units do."""
@@ -169,7 +170,7 @@ def _check_disk(info: SandboxInfo, request: ProduceRequest, rf: int) -> None:
     free = shutil.disk_usage(info.dir).free
     if needed > 0.9 * free:
         raise InputError(f"--mb {request.mb} with replication factor {rf} needs about "
-                         f"{needed / 1e9:.1f} GB in {info.dir}, and {free / 1e9:.1f} GB are "
+                         f"{size_text(needed)} in {info.dir}, and {size_text(free)} are "
                          "free; produce less")
 
 

@@ -42,7 +42,7 @@ def test_a_best_effort_plan_that_hardly_improves_is_not_worth_it() -> None:
     assert not verdict.worth
     assert "disk: worst broker 40.0% -> 39.0% from its target (+1.0 points)" in verdict.reason
     assert "less than --min-improvement 2.0 points" in verdict.reason
-    assert "1 move(s), 5.0 MB (best_effort)" in verdict.reason
+    assert "1 move(s), 5.00 MB (best_effort)" in verdict.reason
 
 
 def test_the_same_plan_is_worth_it_at_a_lower_threshold_or_with_a_bigger_gain() -> None:

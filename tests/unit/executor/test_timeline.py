@@ -10,8 +10,8 @@ from executor.records import Record, RunOutcome
 from executor.schedule import COPY_EFFICIENCY
 from executor.state import MoveState
 from executor.timeline import copy_pace, estimate_eta, timeline
-from executor.units import duration_text, rate_text, share_text, size_text
 from planner.result import Move
+from topology.units import duration_text, rate_text, share_text, size_text
 
 MB = 1_000_000
 S = MoveState

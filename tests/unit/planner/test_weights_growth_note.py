@@ -26,7 +26,7 @@ def test_a_burst_extrapolated_over_the_horizon_is_named() -> None:
     assert [p.size_bytes for p in weighted.partitions] == [181 * GB, 181 * GB]
     growth = [n for n in notes if "growth from the weights" in n]
     assert growth == ["99% of the disk projected --horizon 30 days ahead is growth from the "
-                      "weights (+720.0 GB): if the plan finds the brokers too full, that growth "
+                      "weights (+720 GB): if the plan finds the brokers too full, that growth "
                       "is why; weights from a history of minutes extrapolate a burst (recompute "
                       "them from days of history, or plan without --horizon)"]
 

@@ -8,9 +8,9 @@ from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.schedule import START_SECONDS
 from kafka_rebalance.report.plan_view import PlanView, flow_matrix, plan_view, resource_view
 from kafka_rebalance.report.review import review
-from kafka_rebalance.report.text import human_duration
 from planner.planfile import PlanFile
 from topology.model import RESOURCES, Resource
+from topology.units import duration_text
 
 RATE = 50e6
 MB = 1_000_000
@@ -91,7 +91,7 @@ def test_moves_are_listed_up_to_the_limit_with_their_times(big_plan: PlanFile) -
     assert len(view.moves) == 100 and view.moves_total == 5000
     assert [m.index for m in view.moves] == list(range(1, 101))
     # no window wait (Prometheus shows nothing copied), only the run's start-up
-    assert view.moves[0].start == human_duration(START_SECONDS)
+    assert view.moves[0].start == duration_text(START_SECONDS)
     assert view.eta.split(" ")[0] == view.moves[-1].done_by or view.moves_total > 100
     concurrent = view_of(big_plan, concurrency=4)
     assert concurrent.timeline.eta_seconds < view.timeline.eta_seconds

@@ -18,9 +18,9 @@ from executor.schedule import (
 )
 from kafka_rebalance.report.plan_view import table_view
 from kafka_rebalance.report.review import eta_text, moves_table
-from kafka_rebalance.report.text import human_duration
 from planner.planfile import PlanFile
 from planner.result import Move
+from topology.units import duration_text
 
 RATE = 50e6
 
@@ -42,10 +42,10 @@ def test_one_at_a_time_in_plan_order_is_the_review_eta(which: str,
             gap = second.start - first.copy_end
             assert gap >= DEFAULT_GAP_SECONDS - 1e-6 or not first.move.bytes_moved
     assert timeline.eta_seconds >= plan.bytes_moved / RATE
-    assert eta_text(plan, RATE).startswith(human_duration(timeline.eta_seconds) + " one move")
+    assert eta_text(plan, RATE).startswith(duration_text(timeline.eta_seconds) + " one move")
     review = table_view(moves_table(plan, 200, RATE))
     assert [row[-1].lstrip("+") for row in review.rows] == [
-        human_duration(slot.copy_end) for slot in timeline.moves[:200]]
+        duration_text(slot.copy_end) for slot in timeline.moves[:200]]
 
 
 def _overlaps(slots: tuple[object, ...]) -> list[tuple[object, object]]:

@@ -11,7 +11,6 @@ import pytest
 
 from kafka_rebalance.commands.sandbox_cmd import check_up_dir, next_commands
 from kafka_rebalance.core.errors import InputError, SandboxError
-from kafka_rebalance.report.text import human_bytes
 from kafka_rebalance.sandbox import cluster, teardown
 from kafka_rebalance.sandbox.produce import (
     MB,
@@ -30,6 +29,7 @@ from kafka_rebalance.sandbox.state import (
     write_state,
 )
 from tests.unit.conftest import Rebalance
+from topology.units import size_text
 
 
 def _info(sandbox_dir: Path, racks: tuple[str, ...] = ("a", "b", "a", "b")) -> SandboxInfo:
@@ -111,7 +111,8 @@ def test_purge_deletes_only_what_the_sandbox_wrote(tmp_path: Path, rebalance: Re
     left = sorted(p.name for p in sandbox_dir.iterdir())
     assert left == ["broker-9", "broker-notes.txt", "broker-x", "notes.txt"]
     assert (outside / "keep.bin").read_bytes() == b"k" * 100  # a symlink is never followed
-    assert f"deleted {human_bytes(written)} of sandbox data" in output  # state.json: by down
+    # state.json is deleted by down
+    assert f"deleted {size_text(written, compact=True)} of sandbox data" in output
     assert "broker-1/, broker-2/, capacities.yaml" in output
 
 

@@ -23,10 +23,10 @@ from topology.history import (
     estimate_export,
     export_history,
     fitting_step,
-    format_duration,
     parse_duration,
     parse_min_growth_span,
 )
+from topology.units import duration_text
 
 T0 = 1_767_571_200.0  # 2026-01-05T00:00:00Z
 DAY = 86_400.0
@@ -36,8 +36,8 @@ DAY = 86_400.0
     (720, "12m"), (7 * DAY, "7d"), (DAY + 2 * 3600 + 5, "1d2h"), (60, "1m"), (90, "1m30s"),
     (0.5, "0.5s"), (1, "1s"), (3600 + 59, "1h59s"),
 ])
-def test_format_duration(seconds: float, text: str) -> None:
-    assert format_duration(seconds) == text
+def test_compact_duration(seconds: float, text: str) -> None:
+    assert duration_text(seconds, compact=True) == text
     # Exact in two units: it reads back as the same duration (else the two largest units).
     shown = parse_duration(text, "x")
     assert shown == seconds if seconds != DAY + 2 * 3600 + 5 else shown == seconds - 5
@@ -118,7 +118,7 @@ def test_an_export_of_12_minutes_of_7_days_says_so(tmp_path: Path) -> None:
 def test_min_growth_span_flag() -> None:
     assert parse_min_growth_span("0") == 0.0
     assert parse_min_growth_span("36h") == 36 * 3600
-    assert format_duration(MIN_GROWTH_SPAN_SECONDS) == "1d"  # the CLI's default text
+    assert duration_text(MIN_GROWTH_SPAN_SECONDS, compact=True) == "1d"  # the CLI's default text
     with pytest.raises(InputError, match="--min-growth-span"):
         parse_min_growth_span("-1d")
 
