@@ -14,7 +14,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks.baselines import largest_first
@@ -24,6 +24,7 @@ from planner.balance import achievable_targets
 from planner.bounds import lower_bounds
 from planner.goals import Budget, Goals
 from planner.solve import plan
+from planner.spread import crowding
 from planner.validate import validate_plan
 from topology.load import balance, bytes_moved
 from topology.model import RESOURCES, Topology
@@ -93,7 +94,7 @@ def _timed(fn: Callable[[], Topology]) -> tuple[Topology, float]:
 
 def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = (),
              topicmappr: Path | None = None, kafka_utils: Path | None = None,
-             peer_time_factor: float = 5.0) -> bool:
+             peer_time_factor: float = 5.0, topic_spread: float | None = None) -> bool:
     """Run one case, print the table, return True when every target is met."""
     topology, gen_s = _timed(lambda: case.cluster(seed))
     goals = Goals(tolerance=0.10)
@@ -124,6 +125,8 @@ def run_case(case: Case, seed: int = 0, peers: tuple[tuple[str, str], ...] = (),
         theirs, their_s = _timed(lambda command=command: external(command, topology))
         print(_row(name, topology, theirs, their_s, lower_bound, goals))
     ratio = result.bytes_moved / lower_bound if lower_bound else 1.0
+    if topic_spread is not None:
+        _spread_row(case, topology, goals, topic_spread, lower_bound, result.after)
     print(f"planner bytes / disk-only bound: {result.bytes_moved / max(bounds.disk, 1):.3f}")
     met = (seconds <= case.max_seconds and ratio <= case.max_ratio and report.valid
            and report.balanced and (case.name != "large" or rss <= 4096))
@@ -148,6 +151,29 @@ def _peer(text: str, parser: argparse.ArgumentParser) -> tuple[str, str]:
     return name, command
 
 
+def _spread_row(case: Case, topology: Topology, goals: Goals, tolerance: float,
+                lower_bound: int, plain_after: Topology) -> None:
+    """The same case with --topic-spread: its cost in moves, bytes and time, and how many
+    topics crowd a broker before, after the plain plan and after the spread one."""
+    spread_goals = replace(goals, topic_spread=tolerance)
+    start = time.monotonic()
+    spread = plan(topology, spread_goals, Budget(time_limit_s=case.time_limit_s))
+    seconds = time.monotonic() - start
+    report = validate_plan(topology, spread.moves, spread_goals)
+    print(_row(f"planner +spread {tolerance:g}", topology, spread.after, seconds, lower_bound,
+               goals))
+
+    def crowd(placed: Topology) -> str:
+        arrays = to_arrays(placed, spread_goals)
+        c = crowding(arrays, arrays.replicas, tolerance)
+        return f"{c.topics} topics ({c.replicas} replicas, {c.leaders} leaders over)"
+
+    print(f"topic spread +{tolerance:.0%}: before {crowd(topology)}; plain plan "
+          f"{crowd(plain_after)}; spread plan {crowd(spread.after)}; "
+          f"{spread.data_moves} data moves, {len(spread.moves) - spread.data_moves} "
+          f"leadership-only, valid={report.valid}, balanced={report.balanced}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--case", choices=sorted(CASES), action="append",
@@ -167,11 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-time-factor", type=float, default=5.0, metavar="X",
                         help="a time-bound peer gets X times the case's time target "
                              "(default 5)")
+    parser.add_argument("--topic-spread", type=float, metavar="TOL",
+                        help="also plan each case with --topic-spread TOL and report its cost "
+                             "and the topics crowding a broker")
     args = parser.parse_args(argv)
     peers = tuple(_peer(text, parser) for text in args.peer)
     names = args.case or ["small", "medium"]
     results = [run_case(CASES[name], seed, peers, args.topicmappr, args.kafka_utils,
-                        args.peer_time_factor)
+                        args.peer_time_factor, args.topic_spread)
                for name in names for seed in args.seed or [0]]
     return 0 if all(results) else 1
 

@@ -7,7 +7,7 @@ lists are a [P, max RF] array padded with -1, preferred leader in column 0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +49,8 @@ class ClusterArrays:
     rack_count: int
     rack_names: tuple[str, ...] = ()
     cordoned: BoolArray | None = None  # per broker: no new replica (KIP-1066); None: none is
+    topic: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    topic_names: tuple[str, ...] = ()  # topic index per partition -> name (sorted)
 
     @property
     def receives(self) -> BoolArray:
@@ -115,9 +117,12 @@ def to_arrays(topology: Topology, goals: Goals) -> ClusterArrays:
                          for b in topology.brokers])
     cordoned = (np.array([b.id in goals.cordoned_brokers for b in topology.brokers])
                 if goals.cordoned_brokers & known else None)
+    topic_names = sorted({p.topic for p in parts})
+    topic_index = {name: i for i, name in enumerate(topic_names)}
+    topic = np.fromiter((topic_index[p.topic] for p in parts), dtype=np.int64, count=len(parts))
     return ClusterArrays(ids, rack, capacity, eligible, replicas, rf, size, net_in,
                          leader_out(net_out, net_in, rf), limit.astype(np.int64), rack_count,
-                         rack_names, cordoned)
+                         rack_names, cordoned, topic, tuple(topic_names))
 
 
 def broker_loads(arrays: ClusterArrays, replicas: IntArray) -> FloatArray:

@@ -26,6 +26,9 @@ class Goals:
     # brokers whose every log dir is cordoned (KIP-1066): they keep what they hold, or give it
     # up, and receive no new replica
     cordoned_brokers: frozenset[int] = field(default_factory=frozenset)
+    # --topic-spread: each topic's replicas (and leaders) on a broker at most its fair share
+    # x (1 + this), rounded up (planner.spread); None: topics may crowd brokers
+    topic_spread: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.tolerance < 1:
@@ -34,6 +37,9 @@ class Goals:
             raise InputError(
                 f"max utilization must be in (0, 1], got {self.max_utilization}"
             )
+        if self.topic_spread is not None and not 0 <= self.topic_spread <= 10:
+            raise InputError(f"--topic-spread must be between 0 and 10 (a fraction of the fair "
+                             f"share, e.g. 0.5), got {self.topic_spread}")
         both = self.add_brokers & self.remove_brokers
         if both:
             raise InputError(f"broker {min(both)} is both added and removed")

@@ -17,6 +17,7 @@ from planner.arrays import ClusterArrays, to_arrays
 from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Budget, Goals
 from planner.result import Move, MoveTotals, SolverStatus
+from planner.spread import Crowding, crowding
 from planner.tally import Tally, balance_of, load_rows, retally, tally
 from topology.load import within_tolerance
 from topology.model import RESOURCES, Broker, Capacity, Load, Resource, TopicPartition, Topology
@@ -102,6 +103,16 @@ class SolverInfo:
     phase_seconds: tuple[tuple[str, float], ...] = ()  # where the time went (planner.phases)
 
 
+@dataclass(frozen=True, slots=True)
+class SpreadInfo:
+    """How much topics crowd brokers before and after the plan, at the --topic-spread
+    tolerance (planner.spread)."""
+
+    tolerance: float
+    before: Crowding
+    after: Crowding
+
+
 @dataclass(frozen=True)
 class PlanFile(MoveTotals):
     """A plan as written to disk: ordered moves and the context to review or execute them."""
@@ -116,6 +127,7 @@ class PlanFile(MoveTotals):
     created_at: str
     warnings: tuple[str, ...] = ()
     targets: TargetInfo | None = None
+    spread: SpreadInfo | None = None  # with --topic-spread only
 
     def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Target replicas of every changed partition."""
@@ -170,9 +182,26 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
     dev_before = deviation(arrays, targets, load_rows(counts_before, arrays.broker_ids))
     dev_after = deviation(arrays, targets, load_rows(counts_after, arrays.broker_ids))
     tol = goals.tolerance
+    spread = None if goals.topic_spread is None else spread_info(before, arrays, moves,
+                                                                     goals.topic_spread)
     return PlanFile(tuple(moves), before.fingerprint(), goals, budget,
                     cluster_stats(before.brokers, counts_before, tol, alive,
                                   dev_before.tolist(), targets.forced),
                     cluster_stats(before.brokers, counts_after, tol, remaining,
                                   dev_after.tolist(), targets.forced),
-                    solver, created_at, tuple(warnings), target_info(arrays, targets))
+                    solver, created_at, tuple(warnings), target_info(arrays, targets), spread)
+
+
+def spread_info(before: Topology, arrays: ClusterArrays, moves: Sequence[Move],
+                tolerance: float) -> SpreadInfo:
+    """Topic crowding of `before` (whose arrays are given) and of it after `moves`."""
+    after = arrays.replicas.copy()
+    if moves:
+        wanted = {m.key: m.target for m in moves}
+        position = {int(b): i for i, b in enumerate(arrays.broker_ids.tolist())}
+        for i, partition in enumerate(before.partitions):
+            target = wanted.get(partition.key)
+            if target is not None:
+                after[i, : len(target)] = [position[b] for b in target]
+    return SpreadInfo(tolerance, crowding(arrays, arrays.replicas, tolerance),
+                      crowding(arrays, after, tolerance))

@@ -71,6 +71,7 @@ class GoalsEntry(TypedDict):
     rack_aware: NotRequired[Flag]
     balance_leaders: NotRequired[Flag]
     cordoned_brokers: NotRequired[list[KafkaId]]
+    topic_spread: NotRequired[Number | None]
 
 
 @with_config(_FORBID)
@@ -164,6 +165,20 @@ class TargetsEntry(TypedDict, total=False):
 
 
 @with_config(_IGNORE)
+class CrowdingEntry(TypedDict):
+    replicas_over: Count
+    leaders_over: Count
+    topics_crowding: Count
+
+
+@with_config(_IGNORE)
+class SpreadEntry(TypedDict):
+    tolerance: Quantity
+    before: CrowdingEntry
+    after: CrowdingEntry
+
+
+@with_config(_IGNORE)
 class TotalsEntry(TypedDict, total=False):
     bytes_moved: ByteCount
     moves: Count
@@ -185,6 +200,7 @@ class PlanDocument(TypedDict, total=False):
     warnings: list[Text] | None
     created_at: Text | None
     targets: TargetsEntry | None
+    topic_spread: SpreadEntry | None
 
 
 PLAN_ADAPTER = TypeAdapter(PlanDocument)

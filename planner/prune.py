@@ -20,6 +20,8 @@ def _try_row(state: SolverState, p: int, row: list[int]) -> bool:
     """Give p `row` when no touched broker ends further outside its band; else keep it."""
     a = state.arrays
     now = state.replicas[p, : int(a.rf[p])].tolist()
+    if state.spread is not None and state.spread.excess_change(p, now, row) > 0:
+        return False  # it would crowd a topic again (--topic-spread)
     touched = sorted(set(now) | set(row))
     before = {b: state.penalty(b) for b in touched}
     state.assign(p, row)

@@ -57,12 +57,15 @@ from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
 from planner.result import PlanResult, SolverStatus
 from planner.shrink import fuller_first, shrink_to_budget
+from planner.spread import crowding
 from planner.state import BAND_MARGIN, RETRY_MARGIN, SolverState
+from planner.uncrowd import uncrowd_topics
 from topology.load import ROUNDING_SLACK, within_tolerance
 from topology.model import TopicPartition, Topology, replace_replicas
 from topology.units import size_text
 
 _NAMES = {DISK: "disk", NET_IN: "net in", NET_OUT: "net out"}
+SPREAD_SECONDS = 5.0  # the least time topic spreading gets when the search used it all
 
 
 def _in_band(arrays: ClusterArrays, replicas: IntArray, goals: Goals, targets: Targets) -> bool:
@@ -238,20 +241,27 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     with phases("bounds"):
         bounds = lower_bounds(arrays, goals, targets)
     lower_bound = bounds.combined
-    if _in_band(arrays, arrays.replicas, goals, targets):
+    if _in_band(arrays, arrays.replicas, goals, targets) and (
+            goals.topic_spread is None
+            or crowding(arrays, arrays.replicas, goals.topic_spread).none):
         return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
                           0.0, (), time.monotonic() - start, targets, None, bounds.disk,
                           phases.items())
     state = SolverState(arrays, goals, budget, targets)
     state.price_moves(lower_bound)
     deadline = start + budget.time_limit_s
+    # with --topic-spread, spreading gets the second half of the time
+    searched_by = deadline if state.spread is None else start + budget.time_limit_s / 2
     shrinkable = (budget.max_moves is not None and budget.max_moves < arrays.partitions
                   and not exact.fits(state))
-    search = _solve_state(state, budget, start + budget.time_limit_s / 2 if shrinkable
-                          else deadline, lower_bound, phases)
+    search = _solve_state(state, budget, (start + searched_by) / 2 if shrinkable
+                          else searched_by, lower_bound, phases)
     if shrinkable:
-        state, search = _fewer_of(state, search, budget, deadline, lower_bound, phases)
+        state, search = _fewer_of(state, search, budget, searched_by, lower_bound, phases)
     searched = _Outcome.of(state)
+    if state.spread is not None:
+        with phases("spread"):
+            uncrowd_topics(state, max(deadline, time.monotonic() + SPREAD_SECONDS))
     with phases("polish"):
         prune_moves(state)
         undo_worsening(state)

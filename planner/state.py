@@ -24,6 +24,7 @@ from planner.arrays import (
 )
 from planner.balance import Targets, aim, averages
 from planner.goals import Budget, Goals
+from planner.spread import TopicSpread
 
 INELIGIBLE_WEIGHT = 20.0  # removed / offline brokers drain before anything else
 BAND_MARGIN = 1e-4  # aim a hair inside the tolerance so float rounding never breaks it
@@ -80,6 +81,7 @@ class SolverState:
         everyone = np.flatnonzero(arrays.eligible)
         self.allowance: FloatArray = self.outside(everyone, self.loads[everyone]).max(axis=0)
         self._orig_sets = [frozenset(row[row >= 0].tolist()) for row in arrays.replicas]
+        self.spread = TopicSpread.of(arrays, self.replicas, goals)
 
     def price_moves(self, bytes_needed: float) -> None:
         """Under a move budget, charge each move the bytes every allowed move must carry on
@@ -194,6 +196,9 @@ class SolverState:
     def move_replica(self, p: int, col: int, dest: int) -> None:
         """Put the replica in column `col` of partition p on `dest` (keeps its position)."""
         source = int(self.replicas[p, col])
+        if self.spread is not None:
+            row = self.replicas[p, : int(self.arrays.rf[p])].tolist()
+            self.spread.shift(p, row, [dest if b == source else b for b in row])
         self.bytes_moved += self.move_bytes_delta(p, source, dest)
         vec = self.replica_vector(p, col == 0)
         self.loads[source] -= vec
@@ -206,6 +211,8 @@ class SolverState:
     def set_leader(self, p: int, col: int) -> None:
         """Make the replica in column `col` the preferred leader (swap with column 0)."""
         old, new = int(self.replicas[p, 0]), int(self.replicas[p, col])
+        if self.spread is not None:  # the same brokers; only the leader changes
+            self.spread.shift(p, [old, new], [new, old])
         out = float(self.arrays.leader_out[p])
         self.loads[old, NET_OUT] -= out
         self.loads[new, NET_OUT] += out
@@ -218,6 +225,8 @@ class SolverState:
         old = self.replicas[p, : int(a.rf[p])].tolist()
         if old == row:
             return
+        if self.spread is not None:
+            self.spread.shift(p, old, row)
         orig = self._orig_sets[p]
         size = float(a.size[p])
         self.bytes_moved += size * (sum(b not in orig for b in row)

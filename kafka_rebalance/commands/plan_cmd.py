@@ -140,6 +140,11 @@ def plan(
     tolerance: Annotated[float, typer.Option(help="Balance tolerance around the average.")
                          ] = 0.10,
     max_utilization: Annotated[float, typer.Option(help="Hard cap of load / capacity.")] = 0.95,
+    topic_spread: Annotated[float | None, typer.Option(
+        help="Also spread each topic: no broker holds more of one topic's replicas (or "
+        "leaders) than its fair share (by capacity; its rack's share where the rack rule forces "
+        "one) x (1 + this), rounded up; e.g. 0.5. Costs moves; the review shows how many "
+        "topics crowd a broker before and after. Off by default.")] = None,
     max_bytes: Annotated[str | None, typer.Option(help="Cap on bytes moved (e.g. 500GB).")
                          ] = None,
     max_moves: Annotated[int | None, typer.Option(help="Cap on partitions moved.")] = None,
@@ -176,10 +181,10 @@ def plan(
     adds = broker_ids(add_broker or (), "--add-broker")
     removes = broker_ids(remove_broker or (), "--remove-broker")
     demotes = broker_ids(demote_broker or (), "--demote-broker")
-    if demotes and (adds or removes or max_bytes or max_moves):
+    if demotes and (adds or removes or max_bytes or max_moves or topic_spread is not None):
         raise InputError("--demote-broker moves leadership only, planned on its own: leave out "
-                         "--add-broker, --remove-broker, --max-bytes and --max-moves (plan "
-                         "those in a second plan)")
+                         "--add-broker, --remove-broker, --max-bytes, --max-moves and "
+                         "--topic-spread (plan those in a second plan)")
     inputs = PlanInputs(snapshot=snapshot, bootstrap=bootstrap, prometheus=prometheus,
                         command_config=command_config, capacities=capacities, weights=weights,
                         horizon_days=horizon, add_brokers=adds, remove_brokers=removes)
@@ -188,7 +193,8 @@ def plan(
         for message in added_broker_notes(topology, adds):
             note(message, label="warning")
         settings = PlanSettings(
-            goals=Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes)),
+            goals=Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes),
+                        topic_spread=topic_spread),
             budget=budget, order=order)
         with err_console.status(f"planning {len(topology.partitions)} partitions on "
                                 f"{len(topology.brokers)} brokers ..."):

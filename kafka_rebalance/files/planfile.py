@@ -21,6 +21,7 @@ from planner.planfile import (
     PlanFile,
     ResourceStats,
     SolverInfo,
+    SpreadInfo,
     TargetInfo,
 )
 from planner.planfile_schema import (
@@ -32,11 +33,13 @@ from planner.planfile_schema import (
     PlanDocument,
     ReassignmentEntry,
     SolverEntry,
+    SpreadEntry,
     StatsEntry,
     TargetsEntry,
     moves_from_entries,
 )
 from planner.result import Move, SolverStatus
+from planner.spread import Crowding
 from topology.documents import bulk_objects, parse_json, read_text, write_json_atomic
 from topology.model import RESOURCES, Capacity, Load, is_kafka_id, is_topic_name
 from topology.schema import Labeler, Loc, describe, near_misses
@@ -78,7 +81,8 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
                   "add_brokers": sorted(g.add_brokers), "remove_brokers": sorted(g.remove_brokers),
                   "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders,
                   **({"cordoned_brokers": sorted(g.cordoned_brokers)}
-                     if g.cordoned_brokers else {})},
+                     if g.cordoned_brokers else {}),
+                  **({"topic_spread": g.topic_spread} if g.topic_spread is not None else {})},
         "budget": {"max_bytes": b.max_bytes, "max_moves": b.max_moves,
                    "time_limit_s": b.time_limit_s, "seed": b.seed},
         "before": _stats_dict(plan.before),
@@ -94,7 +98,15 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         "warnings": list(plan.warnings),
         "created_at": plan.created_at,
         **({"targets": _targets_dict(plan.targets)} if plan.targets is not None else {}),
+        **({"topic_spread": _spread_dict(plan.spread)} if plan.spread is not None else {}),
     }
+
+
+def _spread_dict(spread: SpreadInfo) -> dict[str, Any]:
+    return {"tolerance": spread.tolerance,
+            **{when: {"replicas_over": c.replicas, "leaders_over": c.leaders,
+                      "topics_crowding": c.topics}
+               for when, c in (("before", spread.before), ("after", spread.after))}}
 
 
 def _targets_dict(targets: TargetInfo) -> dict[str, Any]:
@@ -193,12 +205,13 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
     solver = _solver(doc["solver"], problems)
     if problems or goals is None or budget is None or solver is None:
         raise InputError(problems_message(problems))
-    targets = doc.get("targets")
+    targets, spread = doc.get("targets"), doc.get("topic_spread")
     return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
                     before=before, after=_stats(doc["after"]), solver=solver,
                     created_at=doc.get("created_at") or "",
                     warnings=tuple(doc.get("warnings") or ()),
-                    targets=None if targets is None else _targets(targets))
+                    targets=None if targets is None else _targets(targets),
+                    spread=None if spread is None else _spread(spread))
 
 
 def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:
@@ -257,7 +270,8 @@ def _goals(entry: GoalsEntry, problems: list[str]) -> Goals | None:
                      remove_brokers=frozenset(entry["remove_brokers"]),
                      rack_aware=entry.get("rack_aware", True),
                      balance_leaders=entry.get("balance_leaders", True),
-                     cordoned_brokers=frozenset(entry.get("cordoned_brokers", ())))
+                     cordoned_brokers=frozenset(entry.get("cordoned_brokers", ())),
+                     topic_spread=entry.get("topic_spread"))
     except InputError as exc:
         problems.append(f"goals: {exc}")
         return None
@@ -309,3 +323,9 @@ def _targets(entry: TargetsEntry) -> TargetInfo:
     rows = {row["id"]: (row["disk"], row["net_in"], row["net_out"]) for row in entry["brokers"]}
     return TargetInfo(rows, (forced.get("disk", False), forced.get("net_in", False),
                              forced.get("net_out", False)), tuple(entry.get("reasons") or ()))
+
+
+def _spread(entry: SpreadEntry) -> SpreadInfo:
+    before, after = (Crowding(c["replicas_over"], c["leaders_over"], c["topics_crowding"])
+                     for c in (entry["before"], entry["after"]))
+    return SpreadInfo(entry["tolerance"], before, after)

@@ -242,6 +242,10 @@ def headline(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[tuple[str, str]
                     f"{duration_text(eta.side_by_side.eta_seconds)} with --concurrency auto, "
                     f"at {rate_text(rate_bytes_per_sec, compact=True)} per copy"),
             (f"balanced (+/-{plan.goals.tolerance:.0%})", balanced)]
+    if plan.spread is not None:
+        before, after = plan.spread.before, plan.spread.after
+        rows.append((f"topic spread (+{plan.spread.tolerance:.0%})",
+                     f"{before.topics} topic(s) crowd a broker before, {after.topics} after"))
     unreachable = binding_text(plan)
     if unreachable is not None:
         rows.append(("why not", _plain(unreachable)))

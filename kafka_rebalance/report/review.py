@@ -303,6 +303,19 @@ def shown_warnings(plan: PlanFile) -> list[str]:
     return [w for w in plan.warnings if not w.startswith(restated)]
 
 
+def spread_text(plan: PlanFile) -> str | None:
+    """With --topic-spread: how many topics crowd a broker before and after the plan."""
+    spread = plan.spread
+    if spread is None:
+        return None
+    before, after = spread.before, spread.after
+    left = f" ({after.replicas} replica(s), {after.leaders} leader(s))" if after.topics else ""
+    return (f"Topic spread (each topic's fair share of a broker +{spread.tolerance:.0%}, rounded "
+            f"up): {before.topics} topic(s) crowd a broker before the plan ({before.replicas} "
+            f"replica(s) and {before.leaders} leader(s) above their caps), {after.topics} "
+            f"after{left}")
+
+
 def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
            width: int | None = None) -> Group:
     """The whole dry-run review as one renderable, laid out for `width` columns (None: the
@@ -316,6 +329,9 @@ def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
         parts.append(f"Cordoned (cordoned.log.dirs): broker(s) "
                      f"{sorted(plan.goals.cordoned_brokers)} get no new replica; they may "
                      "keep or give up what they hold")
+    spread = spread_text(plan)
+    if spread is not None:
+        parts.append(spread)
     parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in shown_warnings(plan))
     binding = binding_text(plan)
     if binding is not None:
@@ -397,7 +413,13 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                   "add_brokers": sorted(g.add_brokers),
                   "remove_brokers": sorted(g.remove_brokers),
                   "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders,
-                  "cordoned_brokers": sorted(g.cordoned_brokers)},
+                  "cordoned_brokers": sorted(g.cordoned_brokers),
+                  "topic_spread": g.topic_spread},
+        **({"topic_spread": {when: {"topics_crowding": c.topics, "replicas_over": c.replicas,
+                                    "leaders_over": c.leaders}
+                             for when, c in (("before", plan.spread.before),
+                                             ("after", plan.spread.after))}}
+           if plan.spread is not None else {}),
         "budget": {"max_bytes": budget.max_bytes, "max_moves": budget.max_moves,
                    "time_limit_seconds": budget.time_limit_s},
         "solver": {"status": s.status.value, "seconds": s.seconds,

@@ -80,9 +80,12 @@ def test_a_broker_added_to_one_zone_is_filled_to_its_zone_level(
     caps.write_text(CAPACITIES)
     snap = tmp_path / "snap.json"
     deadline = time.monotonic() + 120
-    while True:  # plan on the rates the executor's preflight will see: none, once it is quiet
+    # Plan on the rates the executor's preflight will see: none, once it is quiet. A short
+    # rate window (the sandbox scrapes every second) lets the produce traffic leave it soon.
+    while True:
         taken = rebalance("snapshot", "--bootstrap", info.bootstrap, "--prometheus",
-                          info.prometheus_url, "--capacities", str(caps), "--out", str(snap))
+                          info.prometheus_url, "--capacities", str(caps), "--rate-window",
+                          "10s", "--out", str(snap))
         assert taken.returncode == 0, taken.stderr
         topology = read_snapshot(snap)
         if all(p.bytes_in_per_sec == 0 for p in topology.partitions if p.topic == TOPIC):
