@@ -107,6 +107,9 @@ class TopicSpread:
         self.tolerance = tolerance
         self.caps, self.leader_caps = spread_caps(arrays, tolerance)
         self.counts, self.leads = topic_counts(arrays, replicas)
+        order = np.argsort(arrays.topic, kind="stable")
+        bounds = np.cumsum(np.bincount(arrays.topic, minlength=len(arrays.topic_names)))
+        self.members: list[IntArray] = np.split(order, bounds[:-1])  # partitions per topic
 
     @classmethod
     def of(cls, arrays: ClusterArrays, replicas: IntArray,

@@ -21,6 +21,7 @@ from planner.spread import TopicSpread
 from planner.state import SolverState
 
 REPLACE_TRIES = 4  # a crowded topic's partitions tried for a two-move replacement
+SWAP_DESTINATIONS = 8  # receivers of p tried for a swap, most room under t's cap first
 THIRD_PARTY_TRIES = 2  # receivers of p tried with a replica from a third broker
 CANDIDATES = 8  # a crowded topic's partitions tried per move, cheapest to copy first
 ROUNDS = 4  # passes over the crowded pairs; a pass that applies nothing ends the phase
@@ -33,12 +34,15 @@ def uncrowd_topics(state: SolverState, deadline: float) -> int:
         return 0
     applied = 0
     for _ in range(ROUNDS):
-        progress = 0
-        for t, b in spread.crowded():
-            while spread.counts[t, b] > spread.caps[t, b] and time.monotonic() < deadline:
-                if not (_move_one(state, spread, t, b) or _replace_one(state, spread, t, b)):
-                    break
-                progress += 1
+        progress = _level_leaders(state, spread, deadline)  # no bytes: first and last
+        # single moves first, over every crowded pair: they are cheap to find and to copy;
+        # the pairs they leave get the costlier search for two moves
+        for step in (_move_one, _replace_one):
+            for t, b in spread.crowded():
+                while spread.counts[t, b] > spread.caps[t, b] and time.monotonic() < deadline:
+                    if not step(state, spread, t, b):
+                        break
+                    progress += 1
         progress += _level_leaders(state, spread, deadline)
         applied += progress
         if not progress or time.monotonic() >= deadline:
@@ -47,8 +51,10 @@ def uncrowd_topics(state: SolverState, deadline: float) -> int:
 
 
 def _topic_parts(state: SolverState, t: int, broker: int) -> IntArray:
-    hosted = state.hosted_array(broker)
-    found: IntArray = hosted[state.arrays.topic[hosted] == t]
+    """Topic t's partitions with a replica on `broker`, in partition order."""
+    assert state.spread is not None
+    members = state.spread.members[t]
+    found: IntArray = members[(state.replicas[members] == broker).any(axis=1)]
     return found
 
 
@@ -146,7 +152,9 @@ def _replace_one(state: SolverState, spread: TopicSpread, t: int, source: int) -
         rows = state.loads[dests] + vec_p
         gains = state.penalty_rows(dests, rows) - state.penalty_rows(dests, state.loads[dests])
         takes = _keeps_band(state, dests, rows)
-        tries = [(int(d), True, 0.0) for d in dests.tolist()]
+        roomiest = dests[np.argsort(spread.counts[t, dests] - spread.caps[t, dests],
+                                    kind="stable")][:SWAP_DESTINATIONS]
+        tries = [(int(d), True, 0.0) for d in roomiest.tolist()]
         tries += [(int(dests[k]), False, float(gains[k]))
                   for k in np.flatnonzero(takes)[np.argsort(gains[takes])][:THIRD_PARTY_TRIES]]
         for d, swap, gain in tries:
