@@ -83,6 +83,7 @@ from spark_jobs.weights_io import (
     CheckedHistory,
     HistoryInputError,
     check_local_history,
+    check_output_path,
     load_history,
     local_directory,
     read_failure,
@@ -93,6 +94,7 @@ from topology.history import (
     parse_duration,
     parse_min_growth_span,
 )
+from topology.model import TOPIC_CHARS, TOPIC_MAX_LENGTH
 from topology.units import duration_text
 
 HISTORY_SCHEMA = StructType(
@@ -279,11 +281,13 @@ def compute(
         on_grid = replace(params, step_seconds=grid.step_seconds,
                           grid_start_seconds=grid.start_seconds)
         on_phase("computing weights")
-        weights = transform(history, on_grid).cache()
+        computed = transform(history, on_grid)
+        weights = computed.where(_kafka_topic(F.col("topic"))).cache()
     except Exception as exc:  # a Spark or Py4J error: only file-read failures are translated
         raise _translated(exc) from None
     try:
         count = weights.count()
+        unnamed = computed.where(~_kafka_topic(F.col("topic"))).count()
         if count == 0:
             raise HistoryInputError(f"history dataset {history_path!r} has no rows with a ts, "
                                     "a topic and a partition")
@@ -298,7 +302,18 @@ def compute(
         weights.unpersist()
     messages = grid_notes(grid, notes)
     messages += span_notes(span, params.min_growth_span_seconds, count, without_growth)
+    if unnamed:
+        messages.append(f"{unnamed} partition(s) of the history have a topic name Kafka does "
+                        "not allow (empty, '.', '..', over 249 characters, or characters "
+                        "other than letters, digits, '.', '_' and '-'): left out, so the "
+                        "planner reads the rest")
     return WeightsResult(count, tuple(messages))
+
+
+def _kafka_topic(topic: Column) -> Column:
+    """True for a topic name Kafka accepts (topology.model.is_topic_name, in Spark)."""
+    return (topic.rlike(f"^{TOPIC_CHARS}$") & (F.length(topic) <= TOPIC_MAX_LENGTH)
+            & ~topic.isin(".", ".."))
 
 
 def _translated(exc: Exception) -> Exception:
@@ -333,6 +348,7 @@ def run_job(
     """
     from spark_jobs.session import build_session
 
+    check_output_path(history_path, out_path)
     checked = check_history(history_path)
     started_here = SparkSession.getActiveSession() is None
     spark = build_session(master, driver_memory=driver_memory)

@@ -16,7 +16,6 @@ layout is read on its own and converted to one schema, since Spark reads one lay
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from pyspark.sql.types import LongType, TimestampNTZType, TimestampType
 
 from kafka_rebalance.core.errors import InputError
 from topology.documents import decode_json
+from topology.history import MAX_DURATION_S
 
 NOTES_FILE = "_notes.json"
 """Written by `rebalance history export` beside the data (topology.history.NOTES_FILE)."""
@@ -117,8 +117,10 @@ def parse_notes(text: str, where: str) -> HistoryNotes:
         raise HistoryInputError(f"{where} has version {document.get('version')!r}; "
                                 "this job reads version 1")
     step = document.get("step_seconds")
-    if isinstance(step, bool) or not isinstance(step, int | float) or not 0 < step < math.inf:
-        raise HistoryInputError(f"{where} has step_seconds {step!r}; expected seconds > 0")
+    if (isinstance(step, bool) or not isinstance(step, int | float)
+            or not 0 < step <= MAX_DURATION_S):
+        raise HistoryInputError(f"{where} has step_seconds {step!r:.40}; expected seconds > 0 "
+                                "and at most a century")
     start = document.get("start")
     try:
         parsed = datetime.fromisoformat(start) if isinstance(start, str) else None
@@ -277,32 +279,64 @@ def replaceable_output(path: Path) -> bool:
                for entry in path.iterdir())
 
 
+def check_output_path(history: str, out: str) -> Path | None:
+    """The weights file must not overwrite the history dataset or sit inside it (or it inside
+    the weights path), nor replace a directory holding other files. Returns the local path of
+    `out` (plain or file://), None for another file system (Spark writes there)."""
+    source, target = local_directory(history), local_directory(out)
+    if source is not None and target is not None:
+        source, target = source.resolve(), target.resolve()
+        clash = target == source or source in target.parents or target in source.parents
+    else:  # a remote file system: compare the URIs as written
+        a, b = history.rstrip("/"), out.rstrip("/")
+        clash = a == b or b.startswith(a + "/") or a.startswith(b + "/")
+    if clash:
+        raise HistoryInputError(f"--out {out} would overwrite or sit inside the history dataset "
+                                f"{history}; write the weights elsewhere")
+    if target is not None and not replaceable_output(target):
+        raise HistoryInputError(f"--out {out} is a directory with other files in it; give the "
+                                "path of the weights file to write (an existing directory is "
+                                "never deleted)")
+    return target
+
+
 def write_weights(weights: DataFrame, path: str) -> None:
     """One file, rows sorted by (topic, partition): Parquet, or JSON lines for a `.json` name.
 
     The rows are few (one per Kafka partition), so they are gathered into one task after the
-    aggregation; Spark writes a directory, which is replaced by the single file it holds.
+    aggregation; Spark writes a directory, which is replaced by the single file it holds. On
+    a file system other than the local one (hdfs://, s3a://) the directory Spark wrote, with
+    its one part file, is the output: `plan --weights` reads such a directory too.
     """
     ordered = weights.repartition(1).sortWithinPartitions("topic", "partition")
     is_json = path.endswith(".json")
-    target = Path(path)
+    target = local_directory(path)
+    if target is None:
+        writer = ordered.write.mode("overwrite")
+        if is_json:
+            writer.json(path, ignoreNullFields=False)
+        else:
+            writer.parquet(path)
+        return
     if not replaceable_output(target):
         raise HistoryInputError(f"--out {path} is a directory with other files in it; give "
                                 "the path of the weights file to write")
     staging = target.with_name(f".{target.name}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
-    writer = ordered.write.mode("overwrite")
-    if is_json:
-        writer.json(str(staging), ignoreNullFields=False)
-    else:
-        writer.parquet(str(staging))
-    parts = sorted(staging.glob("part-*"))
-    if len(parts) != 1:
-        raise HistoryInputError(f"the weights job wrote {len(parts)} files, expected one")
-    if target.is_dir():
-        shutil.rmtree(target)
-    parts[0].replace(target)
-    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        writer = ordered.write.mode("overwrite")
+        if is_json:
+            writer.json(str(staging), ignoreNullFields=False)
+        else:
+            writer.parquet(str(staging))
+        parts = sorted(staging.glob("part-*"))
+        if len(parts) != 1:
+            raise HistoryInputError(f"the weights job wrote {len(parts)} files, expected one")
+        if target.is_dir():
+            shutil.rmtree(target)
+        parts[0].replace(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 _SPARK_READ_ERROR = re.compile(

@@ -151,6 +151,10 @@ def parse_capacities(raw: Any, source: str = "capacities") -> Capacities:
     return Capacities(default, racks, brokers)
 
 
+MAX_CAPACITIES_BYTES = 16 * 2**20
+"""16 MiB: a hundred thousand broker entries; YAML is read at a few hundred kB a second."""
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """Safe YAML that refuses a key given twice in one mapping (YAML keeps the last silently,
     so a broker listed twice would lose its first entry unnoticed)."""
@@ -161,6 +165,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue  # `<<: *anchor` merges; keys after it may override its values
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str | int | float | bool | None):
+                raise InputError(f"line {key_node.start_mark.line + 1}: a key must be a name or "
+                                 "a broker id, not a list or mapping; give each broker its own "
+                                 "entry")
             if key in seen:
                 raise InputError(f"line {key_node.start_mark.line + 1}: {key!r} is given twice; "
                                  "keep one entry")
@@ -170,7 +178,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 def read_capacities(path: Path) -> Capacities:
     """Read and validate a capacities YAML file."""
-    text = read_text(path, "capacities file", kind="YAML")
+    text = read_text(path, "capacities file", kind="YAML", limit=MAX_CAPACITIES_BYTES)
     try:
         raw = parse_yaml(text, str(path), _UniqueKeyLoader)
     except InputError as exc:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,15 +26,31 @@ from pydantic_core import from_json
 
 from kafka_rebalance.core.errors import InputError
 
+MAX_INPUT_BYTES = 4 * 2**30
+"""The largest input file read (4 GiB): a snapshot of a million partitions is a few hundred
+MB; more is another kind of file, and reading it would take the machine's memory."""
 
-def read_text(path: Path, what: str, kind: str = "JSON") -> str:
-    """The UTF-8 text of an input file; errors name the file and what to give instead."""
+
+def read_text(path: Path, what: str, kind: str = "JSON", limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of an input file of at most `limit` bytes; errors name the file and what
+    to give instead. A device, pipe or socket is refused before it is opened (a pipe with no
+    writer would wait forever, /dev/zero never ends)."""
+    noun = what if what.endswith("file") else f"{what} file"
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        raise InputError(f"{path}: not a regular file (a device, pipe or socket); give the "
+                         f"{noun} itself")
+    if info.st_size > limit:
+        raise InputError(f"{path}: {info.st_size:,} bytes is more than a {noun} holds (at most "
+                         f"{limit:,}); give the {noun} itself")
     try:
         return path.read_text(encoding="utf-8-sig")  # a leading byte order mark is dropped
     except OSError as exc:
         raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
     except UnicodeDecodeError:
-        noun = what if what.endswith("file") else f"{what} file"
         raise InputError(f"{path}: not a {kind} text file (it is not UTF-8); give the {noun} "
                          "itself") from None
 

@@ -114,6 +114,10 @@ class ExportSummary:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+MAX_DURATION_S = 100 * 365.25 * 86400
+"""No history, step, window or wait is longer than a century: a longer one is a unit slip."""
+
+
 def parse_duration(text: str, what: str) -> float:
     """A Prometheus-style duration ('7d', '60s', '1h30m') or plain seconds -> seconds (> 0)."""
     value = text.strip()
@@ -127,7 +131,9 @@ def parse_duration(text: str, what: str) -> float:
             ) from None
         seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     if not seconds > 0 or math.isinf(seconds):
-        raise InputError(f"{what}: the duration must be positive, got {text!r}")
+        raise InputError(f"{what}: the duration must be positive, got {text!r:.40}")
+    if seconds > MAX_DURATION_S:
+        raise InputError(f"{what}: {text!r:.40} is longer than 100 years; check its unit")
     return seconds
 
 
@@ -352,9 +358,9 @@ class PrometheusRange:
     def __init__(self, url: str, timeout_s: int = 60) -> None:
         from prometheus_api_client import PrometheusConnect
 
-        if not url.startswith(("http://", "https://")):
-            raise InputError(f"--prometheus {url!r} must start with http:// or https://")
-        self._url = url.rstrip("/")
+        from topology.prom_source import checked_url
+
+        self._url, self._shown = checked_url(url)
         self._timeout_s = timeout_s
         self._client = PrometheusConnect(url=self._url, disable_ssl=False, timeout=timeout_s)
 
@@ -370,11 +376,11 @@ class PrometheusRange:
                 step=f"{step:g}s",
             )
         except requests.exceptions.RequestException as exc:
-            raise MetricsError(f"cannot reach Prometheus at {self._url}: "
+            raise MetricsError(f"cannot reach Prometheus at {self._shown}: "
                                f"{type(exc).__name__}; check --prometheus") from None
         except (PrometheusApiClientException, ValueError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise MetricsError(f"Prometheus at {self._url} rejected {query!r}: {first}") from None
+            raise MetricsError(f"Prometheus at {self._shown} rejected {query!r}: {first}") from None
         return parse_matrix(raw, query)
 
 

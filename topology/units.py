@@ -34,6 +34,10 @@ def parse_bytes(value: object, what: str, *, size: bool = False, rate: bool = Fa
     """
     if isinstance(value, bool):
         raise InputError(f"{what}: expected a number of bytes, got {value!r}")
+    if not isinstance(value, int | float | str):  # never repr a structure: it may be huge
+        raise InputError(f"{what}: expected a number of bytes, got a "
+                         f"{'list' if isinstance(value, list) else type(value).__name__} "
+                         f"{_EXAMPLES}")
     number: float | None = None
     if isinstance(value, int | float):
         number = float(value) if abs(value) < 1e300 else math.inf
@@ -51,7 +55,7 @@ def parse_bytes(value: object, what: str, *, size: bool = False, rate: bool = Fa
             raise InputError(f"{what}: {value!r} looks like bits; give bytes, e.g. 125MB/s "
                              "for 1Gbit/s")
     if number is None:
-        raise InputError(f"{what}: cannot read {value!r} as bytes {_EXAMPLES}")
+        raise InputError(f"{what}: cannot read {value!r:.60} as bytes {_EXAMPLES}")
     if not math.isfinite(number):
         raise InputError(f"{what}: {value!r:.40} is not a finite number of bytes {_EXAMPLES}")
     return number

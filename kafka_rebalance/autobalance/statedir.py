@@ -21,6 +21,7 @@ from executor.journal import RunState, journal_of, read_journal
 from executor.state import MoveState
 from kafka_rebalance.autobalance.cycle import RunLeft
 from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.core.names import visible
 
 LOCK_NAME = "auto.lock"
 OFFLINE_NAME = "offline.json"  # when each offline broker was first seen offline
@@ -46,7 +47,8 @@ class StateDir:
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise InputError(f"--state-dir {self.path}: cannot create it ({exc.strerror}); "
+            raise InputError(f"--state-dir {visible(str(self.path))}: cannot create it "
+                             f"({exc.strerror}); "
                              "choose a writable directory") from exc
 
     def plans(self) -> list[Path]:
@@ -102,7 +104,12 @@ def state_lock(state: StateDir) -> Iterator[None]:
     the file keeps the holder's pid for the message."""
     state.ensure()
     path = state.path / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # not writable, a directory in its place, not a real directory
+        raise InputError(f"--state-dir {visible(str(state.path))}: cannot open its lock file "
+                         f"{LOCK_NAME} ({exc.strerror}); choose a directory this user may "
+                         "write") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

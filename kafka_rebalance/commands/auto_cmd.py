@@ -42,6 +42,7 @@ from kafka_rebalance.commands.execute_cmd import (
 from kafka_rebalance.commands.execute_setup import slo_from_flags
 from kafka_rebalance.commands.render import console, note
 from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.core.names import visible
 from kafka_rebalance.usecases.auto import LoopSettings, run_auto
 from kafka_rebalance.usecases.cluster import ClusterAccess
 
@@ -57,17 +58,21 @@ def resolve_zone(name: str | None) -> tzinfo:
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     if name is not None:
-        try:
+        try:  # OSError: a zone directory (Europe) or a name too long for a file
             return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise InputError(f"--timezone {name!r}: not an IANA timezone name (e.g. UTC, "
-                             "Europe/Berlin, America/New_York)") from None
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise InputError(f"--timezone {visible(name)[:80]!r}: not an IANA timezone name "
+                             "(e.g. UTC, Europe/Berlin, America/New_York)") from None
     env = os.environ.get("TZ", "").lstrip(":")
     if env:
         try:
             return ZoneInfo(env)
-        except (ZoneInfoNotFoundError, ValueError):
-            pass
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            # windows read in another zone than the operator's shell would start moves at the
+            # wrong hour: a POSIX rule (CET-1CEST,...) or a typo is refused, not guessed
+            raise InputError(f"TZ={visible(env)[:80]!r} is not an IANA timezone name, so the "
+                             "windows' zone is unknown; give --timezone (e.g. Europe/Berlin) "
+                             "or set TZ to such a name") from None
     try:
         with open("/etc/localtime", "rb") as local:
             return ZoneInfo.from_file(local, key="localtime")
@@ -255,7 +260,7 @@ def auto(
         read_capacities(capacities)
     settings, derive_window = _with_queries(settings, rate_window, queries_file)
     lines = Lines(zone)
-    lines.say(f"windows: {settings.schedule.describe()}; state: {state_dir}"
+    lines.say(f"windows: {settings.schedule.describe()}; state: {visible(str(state_dir))}"
               + ("; dry run" if dry_run else ""))
     _raise_on_sigterm()
     result = run_auto(settings, loop=loop,

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from kafka_rebalance.core.errors import InputError
 from planner.weights import WEIGHT_COLUMNS, PartitionWeight
 from topology.documents import decode_json, read_text
-from topology.model import TopicPartition, is_topic_name
+from topology.model import INT32_MAX, TopicPartition, is_topic_name
 from topology.units import MAX_QUANTITY
 
 _NUMERIC = WEIGHT_COLUMNS[2:]
@@ -62,12 +62,32 @@ def _json_lines(path: Path) -> pd.DataFrame:
             column = next((c for c in _NUMERIC if _is_nan(row.get(c))), None)
             if column is not None:
                 raise _nan_error(path, row, column)
-    return pd.DataFrame.from_records(rows)
+    try:
+        return pd.DataFrame.from_records(rows)
+    except OverflowError:  # an integer beyond 64 bits, which no column can hold
+        number, column = next((n, c) for n, row in enumerate(rows, start=1)
+                              for c, v in row.items()
+                              if isinstance(v, int) and abs(v) >= 2**63)
+        raise InputError(f"weights {path}: row {number} has a number too large in "
+                         f"{str(column)!r:.40}; partitions are integers from 0 to {INT32_MAX} "
+                         "and rates and sizes at most 1e24") from None
 
 
 def _is_bool(value: object) -> bool:
     """true and false are JSON's, not numbers (pandas would read them as 1 and 0)."""
     return isinstance(value, bool | np.bool_)
+
+
+def _partition_number(value: object) -> float:
+    """A partition number as given (an integer from 0 to INT32_MAX, maybe stored as a float),
+    else NaN: a bool, a word, a fraction, a number too large for a float."""
+    if _is_bool(value) or not isinstance(value, int | float | str | np.integer | np.floating):
+        return math.nan
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return math.nan
+    return number if 0 <= number <= INT32_MAX and number % 1 == 0 else math.nan
 
 
 def _is_nan(value: object) -> bool:
@@ -115,13 +135,13 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
         shown = repr(topic) if isinstance(topic, str) else str(topic)
         raise InputError(f"weights {path}: topic {shown:.60} is not a Kafka topic name (a "
                          "JSON string of letters, digits, '.', '_' and '-')")
-    numbers = pd.to_numeric(frame["partition"], errors="coerce")
-    bad_partition = (~numbers.notna() | (numbers < 0) | (numbers % 1 != 0)
-                     | frame["partition"].map(_is_bool))
+    numbers = frame["partition"].map(_partition_number)
+    bad_partition = numbers.isna()
     if bad_partition.any():
         row = frame[bad_partition].iloc[0]
         raise InputError(f"weights {path}: topic {row['topic']} has partition "
-                         f"{str(row['partition'])!r}; partitions are integers >= 0")
+                         f"{str(row['partition'])!r:.40}; partitions are integers from 0 to "
+                         f"{INT32_MAX}")
     for column in _NUMERIC:
         values = pd.to_numeric(frame[column], errors="coerce")
         bad = ((values.isna() & frame[column].notna()) | values.isin([np.inf, -np.inf])
@@ -131,7 +151,8 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
         if bad.any():
             row = frame[bad].iloc[0]
             raise InputError(f"weights {path}: partition {row['topic']}-{row['partition']} has "
-                             f"a non-numeric or negative {column} ({row[column]}); give a finite "
+                             f"a non-numeric or negative {column} ({row[column]!s:.40}); give "
+                             "a finite "
                              f"number up to {MAX_QUANTITY:.0e}")
         frame[column] = values.astype(float)
     out: dict[TopicPartition, PartitionWeight] = {}

@@ -11,7 +11,6 @@ one cycle, no lock).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -30,6 +29,10 @@ if TYPE_CHECKING:
     from topology.model import Topology
 
 
+MAX_INTERVAL_MINUTES = 7 * 24 * 60.0  # checks at least weekly; more is a unit slip
+"""The longest --interval: a window checked less than weekly is a window missed."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class LoopSettings:
     """How the cycles repeat: one cycle (`once`), or a check every `interval_minutes` inside
@@ -39,9 +42,9 @@ class LoopSettings:
     interval_minutes: float = 15.0
 
     def __post_init__(self) -> None:
-        if not 0 < self.interval_minutes < math.inf:
-            raise InputError(f"--interval must be positive (minutes), got "
-                             f"{self.interval_minutes}")
+        if not 0 < self.interval_minutes <= MAX_INTERVAL_MINUTES:
+            raise InputError(f"--interval must be minutes between 0 and a week "
+                             f"({MAX_INTERVAL_MINUTES:g}), got {self.interval_minutes}")
 
 
 class AutoOutput(Protocol):

@@ -100,20 +100,11 @@ def check_spark_flags(master: str, driver_memory: str | None) -> None:
 
 def check_weights_paths(history: Path, out: Path) -> bool:
     """The weights file must not overwrite the history dataset or be written into it, nor
-    replace a directory with other files. True when `out` is a local path (the caller then
-    checks that it may replace what is there)."""
-    if "://" in str(history) or "://" in str(out):
-        return False  # a remote file system: Spark checks it
-    source, target = history.resolve(), out.resolve()
-    if target == source or source in target.parents or target in source.parents:
-        raise InputError(f"--out {out} would overwrite or sit inside the history dataset "
-                         f"{history}; write the weights elsewhere")
-    from spark_jobs.weights_io import replaceable_output
+    replace a directory with other files (spark_jobs.weights_io.check_output_path). True when
+    `out` is a local path (the caller then checks that it may replace what is there)."""
+    from spark_jobs.weights_io import check_output_path
 
-    if not replaceable_output(target):
-        raise InputError(f"--out {out} is a directory with other files in it; give the path of "
-                         "the weights file to write (an existing directory is never deleted)")
-    return True
+    return check_output_path(str(history), str(out)) is not None
 
 
 def parse_weights_durations(step: str | None, min_growth_span: str) -> tuple[float | None, float]:

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
+from executor.journal import journal_of
 from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.core.names import visible
 from kafka_rebalance.usecases.cluster import (
     ClusterAccess,
     cluster_lease,
@@ -139,14 +141,43 @@ class ThrottlesCleared:
     moves_checked: int
 
 
-def check_new_journal(path: Path) -> None:
+def check_new_journal(path: Path, plan: Path | None = None) -> None:
     """A new run's journal must not exist yet and its directory must (checked before the
-    cluster is contacted; creating it later refuses the same way)."""
+    cluster is contacted; creating it later refuses the same way). A path that is a
+    directory, the plan itself or any other file is refused as a wrong path, not taken for
+    an earlier run's journal."""
+    shown = visible(str(path))
+    if path.is_dir():
+        raise InputError(f"--journal {shown} is a directory; give the journal file's path "
+                         f"(e.g. {visible(str(path / 'plan.json.journal'))})")
+    if plan is not None and path.exists() and path.resolve() == plan.resolve():
+        raise InputError(f"--journal {shown} is the plan file itself; the journal is a file "
+                         f"of its own (default: {visible(str(journal_of(plan)))})")
+    if path.exists() and not path.is_file():
+        raise InputError(f"--journal {shown} is not a regular file (a device or a pipe); "
+                         "give the path of a new journal file")
     if path.exists():
-        raise ExecutionError(f"journal {path} already exists: resume or cancel that run, "
+        if not _looks_like_journal(path):
+            raise InputError(f"--journal {shown} exists and is not a run journal; it is never "
+                             "overwritten: choose another --journal path")
+        raise ExecutionError(f"journal {shown} already exists: resume or cancel that run, "
                              "or choose another --journal path")
     if not path.parent.is_dir():
-        raise InputError(f"--journal {path}: the directory {path.parent} does not exist")
+        raise InputError(f"--journal {shown}: the directory {visible(str(path.parent))} does "
+                         "not exist")
+
+
+def _looks_like_journal(path: Path) -> bool:
+    """True when the file starts with a run header record (whole or cut): a journal, maybe
+    damaged. An empty file counts, since a run that died at once can leave one."""
+    try:
+        with path.open("rb") as handle:
+            start = handle.read(4096)
+    except OSError:
+        return True  # unreadable: let the resume path name what is wrong
+    if not start.strip():
+        return True
+    return start.lstrip().startswith(b"{") and b'"kind"' in start[:200] and b'"run"' in start
 
 
 @dataclass(frozen=True)
@@ -174,7 +205,7 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
         raise InputError(f"--cordon-drained: {settings.plan} drains no broker (it was not made "
                          "with --remove-broker); leave the flag out")
     if not dry_run:
-        check_new_journal(settings.journal)
+        check_new_journal(settings.journal, settings.plan)
     with real_ports(cluster.bootstrap, cluster.prometheus, cluster.command_config) as ports:
         topology = live_topology(ports, cluster.bootstrap, cluster.capacities,
                                  capacities_of_plan(plan_file))

@@ -164,9 +164,9 @@ def test_a_refused_input_ends_the_loop() -> None:
     assert clock.slept == []
 
 
-@pytest.mark.parametrize("minutes", [0.0, -1.0, math.inf, math.nan])
-def test_the_interval_must_be_positive(minutes: float) -> None:
-    with pytest.raises(InputError, match="--interval must be positive"):
+@pytest.mark.parametrize("minutes", [0.0, -1.0, math.inf, math.nan, 1e10, 7 * 24 * 60 + 1])
+def test_the_interval_must_be_positive_and_at_most_a_week(minutes: float) -> None:
+    with pytest.raises(InputError, match="--interval must be minutes between 0 and a week"):
         LoopSettings(interval_minutes=minutes)
 
 

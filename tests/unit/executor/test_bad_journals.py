@@ -272,7 +272,7 @@ def test_auto_interval_must_be_finite(tmp_path: Path, rebalance: Rebalance,
                                       interval: str) -> None:
     code, error = rebalance("auto", *CONN, "--max-mbps", "5", "--window", "daily 00:00-24:00",
                             "--state-dir", str(tmp_path / "state"), "--interval", interval)
-    assert (code, "--interval must be positive" in error) == (2, True), error
+    assert (code, "--interval must be minutes between 0 and a week" in error) == (2, True), error
 
 
 def test_resume_max_mbps_must_be_finite(tmp_path: Path, rebalance: Rebalance) -> None:
