@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,8 @@ def test_a_zone_directory_and_a_posix_tz_are_refused(monkeypatch: pytest.MonkeyP
     with pytest.raises(InputError, match="not an IANA timezone name"):
         resolve_zone("x" * 5000)
     monkeypatch.setenv("TZ", "CET-1CEST,M3.5.0,M10.5.0/3")
-    with pytest.raises(InputError, match="TZ='CET-1CEST,M3.5.0,M10.5.0/3' is not an IANA"):
+    posix = "TZ='CET-1CEST,M3.5.0,M10.5.0/3' is not an IANA"
+    with pytest.raises(InputError, match=re.escape(posix)):
         resolve_zone(None)
     monkeypatch.setenv("TZ", "Europe/Berlin")
     assert str(resolve_zone(None)) == "Europe/Berlin"
