@@ -288,6 +288,9 @@ def compute(
     try:
         count = weights.count()
         unnamed = computed.where(~_kafka_topic(F.col("topic"))).count()
+        if count == 0 and unnamed:
+            raise HistoryInputError(f"history dataset {history_path!r}: every topic in it has "
+                                    "a name Kafka does not allow (a broken export's labels?)")
         if count == 0:
             raise HistoryInputError(f"history dataset {history_path!r} has no rows with a ts, "
                                     "a topic and a partition")

@@ -23,8 +23,10 @@ from spark_jobs.weights import (
     HISTORY_SCHEMA,
     HistoryInputError,
     WeightsParams,
+    compute,
     main,
     run,
+    run_job,
     transform,
 )
 
@@ -111,3 +113,29 @@ def test_run_writes_one_sorted_file(spark: SparkSession, tmp_path: Path, name: s
     got = [(r.topic, r.partition, r.bytes_in_per_sec) for r in reader(str(out)).collect()]
     assert got == [("a", 0, 3.0), ("a", 3, 5.0), ("b", 1, 1.0)]
     assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_topics_kafka_cannot_have_are_left_out_with_a_note(spark: SparkSession,
+                                                           tmp_path: Path) -> None:
+    """A broken exporter's labels ('', '..', a newline) must not make `plan --weights` refuse
+    the whole file: those rows are left out and counted in a note."""
+    rows = [(T0, "orders", 0, 1.0, 2.0, 10), (T0, "", 1, 5.0, 6.0, 20),
+            (T0, "..", 2, 3.0, 4.0, 30), (T0, "a\nb", 3, 3.0, 4.0, 30)]
+    history = tmp_path / "history"
+    spark.createDataFrame(rows, HISTORY_SCHEMA).write.parquet(str(history))
+    (history / "_notes.json").write_text(json.dumps(NOTES))
+    out = tmp_path / "w.json"
+    result = compute(spark, str(history), str(out), WeightsParams())
+    assert result.partitions == 1
+    assert any(n.startswith("3 partition(s) of the history have a topic name Kafka does not "
+                            "allow") for n in result.notes), result.notes
+    assert [json.loads(line)["topic"] for line in out.read_text().splitlines()] == ["orders"]
+
+
+def test_an_output_that_is_the_history_is_refused_before_spark(tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "part-0.parquet").write_bytes(b"PAR1")
+    with pytest.raises(InputError, match="would overwrite or sit inside the history"):
+        run_job(str(history), f"file://{history}", WeightsParams())
+    assert (history / "part-0.parquet").read_bytes() == b"PAR1"
