@@ -145,11 +145,21 @@ def _full_day(index: int) -> str:
 
 
 def _local(day: date, minutes: int, zone: tzinfo) -> datetime:
-    """Wall-clock `minutes` after midnight of `day` in `zone`, as a UTC instant."""
+    """Wall-clock `minutes` after midnight of `day` in `zone`, as a UTC instant. A wall time
+    the clocks skip (02:30 on the night clocks go forward) is the first moment after the
+    skip, so a window inside the skipped hour is empty that day instead of moving an hour
+    later; a time the clocks pass twice is its first pass."""
     extra, minutes = divmod(minutes, _MINUTES_PER_DAY)
     wall = datetime.combine(day + timedelta(days=extra), time(minutes // 60, minutes % 60),
                             tzinfo=zone)
-    return wall.astimezone(UTC)
+    instant = wall.astimezone(UTC)
+    naive = wall.replace(tzinfo=None)
+    if instant.astimezone(zone).replace(tzinfo=None) == naive:
+        return instant
+    moment = wall.replace(fold=1).astimezone(UTC)  # in the skip: search from its other side
+    while moment < instant and moment.astimezone(zone).replace(tzinfo=None) < naive:
+        moment += timedelta(minutes=1)
+    return moment
 
 
 def spans(schedule: Schedule, first_day: date, days: int) -> Iterator[Span]:
@@ -162,8 +172,9 @@ def spans(schedule: Schedule, first_day: date, days: int) -> Iterator[Span]:
             if day.weekday() not in window.days:
                 continue
             end = window.end if window.end > window.start else window.end + _MINUTES_PER_DAY
-            found.append(Span(_local(day, window.start, schedule.zone),
-                              _local(day, end, schedule.zone)))
+            span = Span(_local(day, window.start, schedule.zone), _local(day, end, schedule.zone))
+            if span.start < span.end:  # all of it in a skipped hour: no window that day
+                found.append(span)
     return iter(sorted(found, key=lambda s: (s.start, s.end)))
 
 

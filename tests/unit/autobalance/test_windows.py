@@ -13,6 +13,7 @@ from kafka_rebalance.autobalance.windows import (
     next_start,
     parse_schedule,
     parse_window,
+    spans,
     window_at,
     window_end,
 )
@@ -138,3 +139,19 @@ def test_schedules_describe_themselves() -> None:
                                "daily 12:00-13:00"], BERLIN)
     assert schedule.describe() == ("weekdays 01:00-05:00; weekends 00:00-24:00; Tue 22:00-02:00; "
                                    "daily 12:00-13:00 (Europe/Berlin)")
+
+
+@pytest.mark.parametrize(("window", "expected"), [
+    ("daily 02:15-02:45", None),  # wholly in the hour the clocks skip: no window that night
+    ("daily 02:30-03:00", None),
+    ("daily 01:30-02:30", ("01:30 CET", "03:00 CEST")),  # the half hour that exists
+    ("daily 02:30-04:00", ("03:00 CEST", "04:00 CEST")),
+])
+def test_a_window_in_the_skipped_hour_keeps_to_the_clock_times_that_exist(
+        window: str, expected: tuple[str, str] | None) -> None:
+    berlin = ZoneInfo("Europe/Berlin")
+    night = datetime(2027, 3, 28).date()  # clocks go from 02:00 CET to 03:00 CEST
+    found = list(spans(parse_schedule([window], berlin), night, 1))
+    shown = [(s.start.astimezone(berlin).strftime("%H:%M %Z"),
+              s.end.astimezone(berlin).strftime("%H:%M %Z")) for s in found]
+    assert shown == ([] if expected is None else [expected])
