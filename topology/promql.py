@@ -8,6 +8,8 @@ Every series carries `broker_id` and `rack` labels (added by Prometheus' scrape 
 
 from __future__ import annotations
 
+import string
+
 DEFAULT_RATE_WINDOW = "1m"
 
 # Per-topic traffic, summed over brokers. BytesIn counts producer bytes at the leader only,
@@ -82,6 +84,15 @@ TEMPLATES: dict[str, str] = {
 """Every default template by name (documentation, and the integration test's checklist)."""
 
 
+_FIELDS = frozenset({"window", "selector", "comma"})
+
+
 def render(template: str, window: str = DEFAULT_RATE_WINDOW, selector: str = "") -> str:
-    """Fill a template: the rate window and optional extra label matchers."""
+    """Fill a template: the rate window and optional extra label matchers. Only the plain
+    fields {window}, {selector} and {comma} are filled: an attribute, index, conversion or
+    format spec ({window.__class__}, {window:>99999999}) is a ValueError, never evaluated."""
+    for _, field, spec, conversion in string.Formatter().parse(template):
+        if field is not None and (field not in _FIELDS or spec or conversion):
+            raise ValueError(f"unknown field {{{field}{'!' + conversion if conversion else ''}"
+                             f"{':' + spec if spec else ''}}}")
     return template.format(window=window, selector=selector, comma="," if selector else "")

@@ -51,3 +51,11 @@ def test_templates_render_window_and_selector() -> None:
         text = render(template, "1m", 'rack="a"')
         assert text.count("{") == text.count("}") and text.count("(") == text.count(")"), name
         assert 'rack="a"' in text and "{window}" not in text, name
+
+
+@pytest.mark.parametrize("template", ["{window.__class__}", "rate(x[{window!r}])",
+                                      "x[{window:>99999999}]", "{0}", "{}", "{broker}"])
+def test_a_template_field_other_than_the_plain_three_is_refused(template: str) -> None:
+    """A --queries file is the operator's, but a template is filled, never evaluated."""
+    with pytest.raises(ValueError, match="unknown field"):
+        render(template, "1m")
