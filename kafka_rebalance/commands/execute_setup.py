@@ -31,6 +31,7 @@ from executor.slo import (
     SloPolicy,
 )
 from kafka_rebalance.core.errors import InputError
+from topology.units import MAX_NET_BYTES_PER_SEC
 
 if TYPE_CHECKING:
 
@@ -131,6 +132,10 @@ def check_mbps(max_mbps: float) -> None:
     if max_mbps < MIN_MBPS:
         raise InputError(f"--max-mbps {max_mbps:g} is under one byte per second: no copy "
                          "would finish; give the cap in MB/s, e.g. 50")
+    if max_mbps * 1e6 > MAX_NET_BYTES_PER_SEC:
+        raise InputError(f"--max-mbps {max_mbps:g} is more than any broker's network "
+                         f"({MAX_NET_BYTES_PER_SEC / 1e6:g} MB/s): check its unit (MB/s, "
+                         "e.g. 50)")
 
 
 def new_cap(max_mbps: float | None) -> int | None:
