@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
+from executor.drive import drive_run
 from executor.journal import (
     JournalFile,
     header_settings,
@@ -32,7 +33,7 @@ from executor.lease import LeaseHold
 from executor.plan import ExecutionPlan
 from executor.preflight import ClusterView, done_not_in_place, planner_validator, stale_moves
 from executor.records import Record, RunOutcome
-from executor.runner import Executor, RunReport, clear_throttles
+from executor.runner import Executor, RunReport
 from executor.state import MoveState
 from kafka_rebalance.autobalance.cycle import Action, Decision, Pace, RunLeft, decide_cycle
 from kafka_rebalance.autobalance.healing import DEFAULT_GRACE_SECONDS, healing, offline_since
@@ -198,13 +199,11 @@ def _resume(settings: AutoSettings, edge: Edge, decision: Decision,
                                                edge.reporter)
                 executor.cancel()
                 _drive(executor, edge, hold)
-                hold.ended = True
                 return None
             executor = Executor.resume(records, sink, edge.ports, config, edge.reporter)
             hold.started = True
             edge.say(resume_line(journal.name, started, config.to_journal()))
             report = _drive(executor, edge, hold)
-            hold.ended = True
     finally:
         sink.close()
     return CycleResult(decision, journal.with_suffix(""), journal, report)
@@ -266,9 +265,7 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
                 planned, edge.ports, config, open_sink, reporter=edge.reporter,
                 validator=planner_validator(topology, settings.goals, strict_balance=True),
                 run_id=run_id)
-            hold.started = True
             report = _drive(executor, edge, hold)
-            hold.ended = True
     finally:
         for sink in sinks:
             sink.close()
@@ -276,21 +273,12 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
 
 
 def _drive(executor: Executor, edge: Edge, hold: LeaseHold) -> RunReport:
-    """Run to the end; an interrupt cancels the run (reverts the move in flight, restores its
-    throttles) rather than leaving it; throttles still left are restored once more. The run
-    stops the moment the lease `hold` passes to another process."""
-    executor.lease_lost = hold.lost
-    try:
-        report = executor.run()
-    except KeyboardInterrupt:
-        edge.say("interrupted: cancelling the run (the move in flight is reverted and its "
-                 "throttles restored); interrupt again to leave it to the journal")
-        executor.cancel()
-        report = executor.run()
-    if report.throttles_left:
-        problems = clear_throttles(executor.run_state, executor.journal, executor.driver)
-        if problems:
-            raise ExecutionError("throttles could not all be restored: " + "; ".join(problems)
-                                 + "; run `rebalance clear-throttles --journal ...`")
-        report = replace(report, throttles_left=())
-    return report
+    """Run to the end (executor.drive): unattended, an interrupt cancels the run (reverts the
+    move in flight, restores its throttles) rather than leaving it, and throttles still left
+    are restored once more; those that cannot be are an error."""
+    driven = drive_run(executor, hold, cancel_on_interrupt=edge.say, restore_left=True)
+    if driven.unrestored:
+        raise ExecutionError("throttles could not all be restored: "
+                             + "; ".join(driven.unrestored)
+                             + "; run `rebalance clear-throttles --journal ...`")
+    return driven.report

@@ -270,9 +270,7 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
                                       validator=ready.validator, reporter=reporter,
                                       run_id=run_id)
             hooks.started(journal, run_id)
-            hold.started = True
             report = _drive(executor, journal, hooks, hold)
-            hold.ended = True
         return RunResult(report, journal, config.max_bytes_per_sec, ready.ports.clock)
 
 
@@ -299,9 +297,7 @@ def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
                                    records)
             executor = Executor.resume(records, sink, ports, config, reporter,
                                        retry_failed=settings.retry_failed)
-            hold.started = True
             report = _drive(executor, path, hooks, hold)
-            hold.ended = True
     return RunResult(report, path, config.max_bytes_per_sec, ports.clock)
 
 
@@ -326,7 +322,6 @@ def cancel_run(settings: JournalSettings, *, cluster: ClusterAccess,
             hold.started = True
             executor.cancel()
             report = _drive(executor, path, hooks, hold)
-            hold.ended = True
     return RunResult(report, path, config.max_bytes_per_sec, ports.clock)
 
 
@@ -395,9 +390,8 @@ def _capacities(ports: Ports, capacities: Path) -> dict[int, Capacity]:
 
 
 def _drive(executor: Executor, journal: Path, hooks: RunHooks, hold: LeaseHold) -> RunReport:
-    """Run to the end inside the hooks' context (progress, interrupts), stopping the moment
-    the lease `hold` passes to another process."""
-    executor.lease_lost = hold.lost
-    with hooks.running(executor, journal):
-        report = executor.run()
-    return report
+    """Run to the end inside the hooks' context (progress, interrupts: executor.drive), stopping
+    the moment the lease `hold` passes to another process."""
+    from executor.drive import drive_run
+
+    return drive_run(executor, hold, running=hooks.running(executor, journal)).report
