@@ -28,7 +28,12 @@ from executor.slo import (
 )
 from kafka_rebalance.autobalance.healing import DEFAULT_GRACE_SECONDS
 from kafka_rebalance.commands.execute_cmd import (
+    Bootstrap,
+    CommandConfig,
+    Cooldown,
+    Poll,
     QueriesFile,
+    QuotaWindow,
     RateWindow,
     SloBaseline,
     SloFetch,
@@ -155,7 +160,7 @@ WindowOpt = Annotated[list[str], typer.Option(
 
 
 def auto(
-    bootstrap: Annotated[str, typer.Option(help="Kafka bootstrap servers, HOST:PORT[,...].")],
+    bootstrap: Bootstrap,
     prometheus: Annotated[str, typer.Option(
         "--prometheus", help="Prometheus URL: partition rates for the plan, the gates' "
         "network readings for the run.")],
@@ -181,9 +186,7 @@ def auto(
     dry_run: Annotated[bool, typer.Option(
         help="Say what the cycle would do (plan included); change nothing, write nothing.")
     ] = False,
-    command_config: Annotated[Path | None, typer.Option(
-        help="Kafka client security settings (.properties or YAML); env REBALANCE_* too.")
-    ] = None,
+    command_config: CommandConfig = None,
     min_improvement: Annotated[float, typer.Option(
         help="Execute a new plan only if it fixes a hard-goal violation, brings a resource "
         "within the tolerance, or moves the worst broker of an unbalanced resource at least "
@@ -198,11 +201,8 @@ def auto(
         "many seconds (a shorter outage may be a restart). With more brokers offline than a "
         "partition's replicas, nothing is planned and the cycle says which partitions are "
         "lost.")] = DEFAULT_GRACE_SECONDS,
-    cooldown: Annotated[float, typer.Option(
-        help="Seconds to wait after each move before the gate is checked.")] = 0.0,
-    quota_window: Annotated[float, typer.Option(
-        help="Seconds after a move for Kafka's replication quota window to forget it.")
-    ] = DEFAULT_QUOTA_WINDOW_SECONDS,
+    cooldown: Cooldown = 0.0,
+    quota_window: QuotaWindow = DEFAULT_QUOTA_WINDOW_SECONDS,
     gate_timeout: Annotated[float | None, typer.Option(
         help="Stop the run (resumed next cycle) when a gate stays closed this many seconds.")
     ] = DEFAULT_GATE_TIMEOUT_SECONDS,
@@ -216,8 +216,7 @@ def auto(
     slo_lag: SloLag = None,
     slo_interval: SloInterval = DEFAULT_EVERY_SECONDS,
     slo_baseline: SloBaseline = True,
-    poll_seconds: Annotated[float, typer.Option(
-        help="Seconds between polls of the cluster.", hidden=True)] = 1.0,
+    poll_seconds: Poll = 1.0,
 ) -> None:
     """Scheduled auto-balancing: detect imbalance, plan and execute inside maintenance windows.
 

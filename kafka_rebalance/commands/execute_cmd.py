@@ -79,6 +79,13 @@ PlanArg = Annotated[Path | None, typer.Argument(
 
 
 
+Cooldown = Annotated[float, typer.Option(
+    help="Seconds to wait after each move before the gate is checked.")]
+QuotaWindow = Annotated[float, typer.Option(
+    help="Kafka's replication quota window (replication.quota.window.num x "
+    ".size.seconds). A move whose sender and receiver both carried a copy within it waits "
+    "until one of them has not (its quota would otherwise let the first seconds run far "
+    "above --max-mbps); a move with a clean end starts at once. 0 disables.")]
 QuotaBurst = Annotated[bool, typer.Option(
     help="Start moves onto brokers whose follower quota a topic's "
     "follower.replication.throttled.replicas (\"*\", or entries naming them) keeps counting: "
@@ -162,8 +169,7 @@ def execute(
         help="Moves in flight at once: a number, or auto for as many as keep each broker "
         "sending for at most one move and receiving for at most one (the busiest brokers' "
         "moves first). A broker that only keeps its replica is not busy.")] = "1",
-    cooldown: Annotated[float, typer.Option(
-        help="Seconds to wait after each move before the gate is checked.")] = 0.0,
+    cooldown: Cooldown = 0.0,
     adaptive: Annotated[bool, typer.Option(
         help="Set each broker's rate from its headroom (capacity minus client traffic), never "
         "above --max-mbps.")] = False,
@@ -197,12 +203,7 @@ def execute(
     gate_samples: GateSamples = 3,
     gate_timeout: GateTimeout = DEFAULT_GATE_TIMEOUT_SECONDS,
     produce_p99_max_ms: P99 = None,
-    quota_window: Annotated[float, typer.Option(
-        help="Kafka's replication quota window (replication.quota.window.num x "
-        ".size.seconds). A move whose sender and receiver both carried a copy within it waits "
-        "until one of them has not (its quota would otherwise let the first seconds run far "
-        "above --max-mbps); a move with a clean end starts at once. 0 disables.")
-    ] = DEFAULT_QUOTA_WINDOW_SECONDS,
+    quota_window: QuotaWindow = DEFAULT_QUOTA_WINDOW_SECONDS,
     final_gate: Annotated[bool, typer.Option(
         help="Also wait for the gate after the last move, so the run ends on a settled "
         "cluster (useful when another run follows at once).")] = False,
