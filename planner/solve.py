@@ -81,8 +81,11 @@ def _in_band(arrays: ClusterArrays, replicas: IntArray, goals: Goals, targets: T
     return bool(ok[arrays.eligible].all())
 
 
-def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
-    """Which constraint keeps the plan from its targets, and by how much."""
+def _binding(state: SolverState, goals: Goals, proven: bool,
+             time_limit_s: float) -> tuple[str, ...]:
+    """Which constraint keeps the plan from its targets, and by how much. Without a budget
+    that binds, balance is called out of reach only when the whole-cluster model proved its
+    plan optimal (`proven`); otherwise it was not reached in the time the search had."""
     notes: list[str] = []
     dev = deviation(state.arrays, state.targets, state.loads)
     what = "target" if any(state.targets.forced) else "average"
@@ -98,9 +101,13 @@ def _binding(state: SolverState, goals: Goals) -> tuple[str, ...]:
     if "moves" in state.budget_hit:
         notes.append(f"--max-moves: the move budget of {state.max_moves} moves is spent; "
                      f"still off: {still_off}")
-    if not notes:
-        notes.append(f"partition sizes: no rack-aware move brings every broker within "
-                     f"+/-{goals.tolerance:.0%} of its {what}; still off: {still_off}")
+    if not notes and proven:
+        notes.append(f"partition sizes: no rack-aware placement brings every broker within "
+                     f"+/-{goals.tolerance:.0%} of its {what} (the whole-cluster model proved "
+                     f"this plan optimal); still off: {still_off}")
+    elif not notes:
+        notes.append(f"not reached within --time-limit {time_limit_s:g} s (nothing proves it "
+                     f"out of reach; a longer limit may reach it); still off: {still_off}")
     return tuple(notes)
 
 
@@ -272,7 +279,8 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
         moves = to_moves(topology, arrays, state.replicas)
         after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
                                             for m in moves})
-    binding = _binding(state, goals)
+    binding = _binding(state, goals, search.optimal and searched.no_worse(state),
+                       budget.time_limit_s)
     moved = sum(m.bytes_moved for m in moves)
     if search.optimal and searched.no_worse(state):
         status = SolverStatus.OPTIMAL

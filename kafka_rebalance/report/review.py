@@ -281,16 +281,16 @@ SOLVER_MEANING = {
     SolverStatus.OPTIMAL: "the fewest bytes for the goals",
     SolverStatus.FEASIBLE: "every goal met; fewer bytes not ruled out",
     SolverStatus.GREEDY: "every goal met by the fast pass; no solver found fewer bytes",
-    SolverStatus.BEST_EFFORT: "full balance out of reach: the closest found",
+    SolverStatus.BEST_EFFORT: "full balance not reached: the closest found",
     SolverStatus.LEADERS_ONLY: "leadership moved off the demoted brokers; no data moves",
 }
 
 
 def binding_text(plan: PlanFile) -> str | None:
-    """Why full balance is out of reach (the solver's binding constraints), or None."""
+    """Why full balance was not reached (a budget, a proof, or the time limit), or None."""
     if not plan.solver.binding and plan.solver.status is not SolverStatus.BEST_EFFORT:
         return None
-    return ("[yellow]Full balance is not reachable:[/] "
+    return ("[yellow]Full balance is not reached:[/] "
             + (escape("; ".join(plan.solver.binding)) or "see the Balance table"))
 
 

@@ -208,7 +208,7 @@ def test_weights_make_a_balanced_snapshot_unbalanced(tmp_path: Path,
                      "--horizon", "10", "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert len(calls) == 1  # t-0 grows to 600 bytes: the solver is asked
-    assert "Full balance is not reachable" in result.output
+    assert "Full balance is not reached" in result.output
 
 
 def test_real_solver_fills_a_new_broker(tmp_path: Path) -> None:

@@ -80,9 +80,9 @@ def test_the_binding_explanation_is_printed_once(snap: Path, tmp_path: Path,
     for shown in (planned, rebalance_main("diff", str(out))):
         text = " ".join(shown.out.split())
         assert text.count("the move budget of 1 moves is spent") == 1, shown.out
-        assert "Full balance is not reachable: --max-moves" in text
+        assert "Full balance is not reached: --max-moves" in text
         assert "is not within" not in text  # the same fact, per resource, left out
-        assert "best_effort (full balance out of reach: the closest found)" in text
+        assert "best_effort (full balance not reached: the closest found)" in text
 
 
 def test_warnings_stay_when_nothing_binds(snap: Path, tmp_path: Path,
