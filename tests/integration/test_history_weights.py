@@ -124,7 +124,7 @@ def _plan_sees_the_weights(sandbox: SandboxInfo, weights: pd.DataFrame, topic: s
     caps.write_text("default: {disk_bytes: 100GB, net_in_bytes_per_sec: 100MB/s, "
                     "net_out_bytes_per_sec: 100MB/s}\n")
     common = ["--bootstrap", sandbox.bootstrap, "--prometheus", sandbox.prometheus_url,
-              "--capacities", str(caps), "--time-limit", "10", "--json"]
+              "--capacities", str(caps), "--time-limit", "3", "--json"]
     plain = _cli("plan", "--out", str(tmp_path / "plain.json"), *common)
     weighted = _cli("plan", "--out", str(tmp_path / "weighted.json"), "--weights",
                     str(mine_file), *common)
