@@ -67,8 +67,13 @@ def claim_problem(current: LeaseRecord | None, run_id: str, age: float,
                     f"{age:.0f} s ago; nothing was changed. Resume or cancel it there, or "
                     f"wait {TTL_SECONDS:.0f} s after it stops")
         return None
-    if take_over is not None and take_over == current.run_id:
+    if take_over is not None and take_over == current.run_id and age > TTL_SECONDS:
         return None
+    if take_over is not None and take_over == current.run_id:
+        return (f"run {current.run_id} ({current.holder}) is alive: it renewed the cluster's "
+                f"lease {age:.0f} s ago; nothing was changed. --take-over-lease takes only the "
+                f"lease of a run that stopped renewing it ({TTL_SECONDS:.0f} s); stop that run "
+                "(Ctrl-C) or cancel it (`rebalance cancel` with its journal)")
     if age <= TTL_SECONDS:
         return (f"another run holds this cluster: run {current.run_id} ({current.holder}), "
                 f"alive {age:.0f} s ago; nothing was changed. Wait for it to end, or cancel it "

@@ -29,7 +29,7 @@ def age(record: LeaseRecord | None) -> float:
     (STALE, None, "has not renewed it for 46 s (killed?)"),
     (STALE, "run-a", None),  # the operator names the dead run
     (STALE, "run-z", "--take-over-lease run-a"),  # naming another run takes nothing
-    (LIVE, "run-a", None),
+    (LIVE, "run-a", "is alive: it renewed the cluster's lease 5 s ago"),  # it would stop mid-move
 ])
 def test_who_may_take_the_lease(current: LeaseRecord | None, take_over: str | None,
                                 refused: str | None) -> None:
