@@ -9,11 +9,9 @@ timestamped line on stdout; SIGTERM cancels a run in flight like Ctrl-C.
 from __future__ import annotations
 
 import os
-import signal
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -44,6 +42,7 @@ from kafka_rebalance.commands.execute_cmd import (
     SloProduce,
     SloUrp,
 )
+from kafka_rebalance.commands.execute_run import sigterm_as_ctrl_c
 from kafka_rebalance.commands.execute_setup import slo_from_flags
 from kafka_rebalance.commands.render import console, note
 from kafka_rebalance.core.errors import ExecutionError, InputError
@@ -143,15 +142,6 @@ def _with_queries(settings: AutoSettings, rate_window: str,
 
     queries, derive = read_queries(rate_window, queries_file)
     return replace(settings, executor=replace(settings.executor, queries=queries)), derive
-
-
-def _raise_on_sigterm() -> None:
-    """systemd stops a service with SIGTERM: treat it like Ctrl-C (the run is cancelled
-    cleanly, throttles restored)."""
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 WindowOpt = Annotated[list[str], typer.Option(
@@ -261,13 +251,13 @@ def auto(
     lines = Lines(zone)
     lines.say(f"windows: {settings.schedule.describe()}; state: {visible(str(state_dir))}"
               + ("; dry run" if dry_run else ""))
-    _raise_on_sigterm()
-    result = run_auto(settings, loop=loop,
-                      cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
-                                            command_config=command_config,
-                                            capacities=capacities),
-                      state=StateDir(state_dir), output=lines,
-                      derive_rate_window=derive_window)
+    with sigterm_as_ctrl_c():  # systemd stops a service with SIGTERM: a clean cancel
+        result = run_auto(settings, loop=loop,
+                          cluster=ClusterAccess(bootstrap=bootstrap, prometheus=prometheus,
+                                                command_config=command_config,
+                                                capacities=capacities),
+                          state=StateDir(state_dir), output=lines,
+                          derive_rate_window=derive_window)
     _conclude(result)
 
 

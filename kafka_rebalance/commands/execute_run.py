@@ -6,9 +6,12 @@ that says which.
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import typer
@@ -122,7 +125,7 @@ class RunScreen:
         if self.view is None:
             raise RuntimeError("the progress view is made by watch(), before the run")
         try:
-            with self.view:
+            with sigterm_as_ctrl_c(), self.view:
                 yield
         except KeyboardInterrupt:
             _summary_anyway(executor, journal, "interrupted")
@@ -131,6 +134,25 @@ class RunScreen:
         except RebalanceError:
             _summary_anyway(executor, journal, "ended by an error")
             raise
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """While the block runs, SIGTERM (systemd, `timeout`, kill) is Ctrl-C: the command ends
+    the way it ends on an interrupt (exit 130 and the summary for execute, resume and cancel;
+    a clean cancel for auto) instead of dying mid-move without a word."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:
