@@ -51,7 +51,8 @@ TRANSITIONS: dict[MoveState, frozenset[MoveState]] = {
     _S.UNTHROTTLING: frozenset({_S.ELECTING, _S.COOLING_DOWN, _S.FAILED}),
     _S.ELECTING: frozenset({_S.COOLING_DOWN, _S.FAILED}),
     _S.COOLING_DOWN: frozenset({_S.DONE}),
-    _S.CANCELLING: frozenset({_S.CANCELLED, _S.FAILED}),
+    # DONE: the reassignment completed before the cancel reached it; the data is in place
+    _S.CANCELLING: frozenset({_S.CANCELLED, _S.DONE, _S.FAILED}),
     _S.DONE: frozenset(),
     _S.CANCELLED: frozenset(),
     _S.FAILED: frozenset(),

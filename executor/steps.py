@@ -490,11 +490,14 @@ class MoveDriver:
         listed = (admin.list_partition_reassignments().get(move.key)
                   if self._record(move).submitted else None)
         if listed is not None:
-            if not listed.adding and set(listed.replicas) == set(move.current):
-                return False  # the reorder below is in flight: it copies nothing, let it end
+            if not listed.adding and set(listed.replicas) in (set(move.current),
+                                                              set(move.target)):
+                return False  # a reorder below is in flight: it copies nothing, let it end
             admin.alter_partition_reassignments({move.key: None})
             if move.key in admin.list_partition_reassignments():
                 return False  # the controller is reverting it; look again next poll
+        elif self._completed_before_cancel(move):
+            return False
         if self._restore_order(move):
             return False
         problems = self.restore_throttle(self._throttle_plan(move))
@@ -503,8 +506,30 @@ class MoveDriver:
             self.enter(move, S.FAILED, f"{reason}; " + "; ".join(problems)
                        + "; run `rebalance clear-throttles` once the brokers are reachable")
             return False
-        live = self._partition(move)
-        if live is not None and live.replicas == move.target:
-            reason += "; the reassignment had already completed"
         self.enter(move, S.CANCELLED, reason)
         return False
+
+    def _completed_before_cancel(self, move: Move) -> bool:
+        """A copy that ended before the cancel reached it (a crash or an interrupt between
+        its end and the run's next poll): the data is in place, so the move is done, not
+        cancelled (a cancel stops copies; moving the data back would be a new move). Its
+        throttles are restored and its preferred leader elected; True when it was."""
+        live = self._partition(move)
+        if (live is None or set(move.target) == set(move.current)
+                or set(live.replicas) != set(move.target)):
+            return False
+        if live.replicas != move.target:
+            self.ports.admin.alter_partition_reassignments({move.key: move.target})
+            return True  # the order as planned first (copies nothing); then done
+        problems = self.restore_throttle(self._throttle_plan(move))
+        reason = self._record(move).reason
+        if problems:
+            self.enter(move, S.FAILED, f"{reason}; " + "; ".join(problems)
+                       + "; run `rebalance clear-throttles` once the brokers are reachable")
+            return True
+        if self.config.elect_leaders and live.leader != move.target[0]:
+            self.ports.admin.elect_preferred_leaders([move.key])
+        self.enter(move, S.DONE, "its copy had completed before the cancel reached it: the "
+                   "data is in place, so the move stays done (a cancel stops copies in flight "
+                   "and copies nothing back)")
+        return True
