@@ -262,6 +262,7 @@ class Executor:
         through one of them waits for `resume --retry-failed`; the others go on."""
         return frozenset(b for m in self.run_state.plan.moves
                          if m.name not in self._ended_badly_before
+                         and m.name not in self.driver.gone  # its topic, not its brokers
                          and self.run_state.state_of(m.name) in (S.FAILED, S.CANCELLED)
                          for b in (*m.current, *m.target))
 

@@ -30,7 +30,7 @@ from executor.journal import Journal
 from executor.readings import copies_in_over
 from executor.state import THROTTLES_MAY_BE_SET, MoveState
 from executor.steps import MoveDriver, Started
-from kafka_rebalance.core.errors import MetricsError
+from kafka_rebalance.core.errors import MetricsError, TopicGone
 from kafka_rebalance.core.ports import KafkaAdmin
 from planner.result import Move
 from topology.model import TopicPartition
@@ -260,6 +260,9 @@ class _Leaders:
 
     def of(self, move: Move) -> int | None:
         if move.topic not in self.by_topic:
-            partitions = self.admin.partitions([move.topic])
+            try:
+                partitions = self.admin.partitions([move.topic])
+            except TopicGone:  # deleted since the plan: the move's first step says so
+                partitions = []
             self.by_topic[move.topic] = {p.key: p.leader for p in partitions}
         return self.by_topic[move.topic].get(move.key)

@@ -17,7 +17,7 @@ from executor.gates import GateReading, NetworkSample, gate_decision, start_deci
 from executor.journal import Journal, MoveRecord
 from executor.readings import read_gate, read_network, read_traffic
 from executor.slo import guarded
-from executor.state import REASSIGNMENT_MAY_BE_IN_FLIGHT, MoveState
+from executor.state import REASSIGNMENT_MAY_BE_IN_FLIGHT, MoveState, can_transition
 from executor.throttle import (
     BROKER_THROTTLE_CONFIGS,
     FOLLOWER_RATE,
@@ -37,7 +37,7 @@ from executor.throttle import (
     restore_changes,
     uniform_rates,
 )
-from kafka_rebalance.core.errors import ClusterError, ExecutionError, MetricsError
+from kafka_rebalance.core.errors import ClusterError, ExecutionError, MetricsError, TopicGone
 from kafka_rebalance.core.ports import PartitionInfo
 from planner.result import Move
 from topology.units import rate_text
@@ -68,6 +68,7 @@ class MoveDriver:
         self.report = reporter
         self.skip_gate = False  # set when the operator cancels: finishing moves skip the gate
         self.stop_reason = ""  # set when a step decides the run must not start more moves
+        self.gone: set[str] = set()  # moves whose topic was deleted during the run
         self.tracking: dict[str, Tracking] = {}
         # move -> (the next move, the ends it took over): its gate is the next move's (volatile:
         # after a crash the gate runs as usual and waits for the next move's copy too)
@@ -295,8 +296,40 @@ class MoveDriver:
         """Run `move`'s steps until it must wait for the cluster or reaches a terminal state."""
         while True:
             handler = self._handlers.get(self._record(move).state)
-            if handler is None or not handler(move):
+            try:
+                if handler is None or not handler(move):
+                    return
+            except TopicGone:
+                self._topic_gone(move)
                 return
+
+    def _topic_gone(self, move: Move) -> None:
+        """The move's topic was deleted during the run (Kafka drops its reassignment with it):
+        there is nothing left to move. The move's broker rates are restored (its topic's
+        configs went with the topic) and it ends cancelled, or failed when a rate could not be
+        restored; the run's other moves go on."""
+        record = self._record(move)
+        problems: list[str] = []
+        plan = record.throttle
+        if plan is not None and not plan.empty:
+            keep = frozenset(self.shared_rates(move.name))
+            brokers, _ = restore_changes(plan, {}, keep)
+            for broker, changes in sorted(brokers.items()):
+                try:
+                    self.ports.admin.alter_broker_configs({broker: changes})
+                except ClusterError as exc:
+                    problems.append(f"broker {broker}: could not restore ({exc})")
+        reason = f"topic {move.topic} was deleted during the run: nothing is left to move"
+        self.gone.add(move.name)
+        if can_transition(record.state, S.CANCELLING):
+            self.enter(move, S.CANCELLING, reason)
+        if problems:
+            self.enter(move, S.FAILED, f"{reason}; " + "; ".join(problems)
+                       + "; run `rebalance clear-throttles` once the brokers are reachable")
+            return
+        self.journal.throttles(move.name, False, self._now())
+        self.enter(move, S.CANCELLED if can_transition(self._record(move).state, S.CANCELLED)
+                   else S.FAILED, reason)
 
     def _throttle_plan(self, move: Move) -> ThrottlePlan:
         plan = self._record(move).throttle

@@ -31,7 +31,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KpTopicPartition
 
-from kafka_rebalance.core.errors import ClusterError
+from kafka_rebalance.core.errors import ClusterError, TopicGone
 from kafka_rebalance.core.ports import (
     CORDONED_LOG_DIRS,
     BrokerInfo,
@@ -158,6 +158,10 @@ class KafkaClusterAdmin:
             return self._result(future)
         except (KafkaException, TimeoutError) as exc:
             err = _kafka_error(exc)
+            if (resource.restype == ResourceType.TOPIC and err is not None
+                    and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+                raise TopicGone(f"topic {resource.name!r} does not exist (while trying to "
+                                f"{action})") from None
             if resource.restype != ResourceType.BROKER or (
                     err is not None and err.code() not in _UNREACHABLE):
                 raise
@@ -211,7 +215,7 @@ class KafkaClusterAdmin:
         if wanted is not None:
             missing = sorted(wanted - set(metadata.topics))
             if missing:
-                raise ClusterError(f"topic {missing[0]!r} does not exist on {self._bootstrap}")
+                raise TopicGone(f"topic {missing[0]!r} does not exist on {self._bootstrap}")
         out: list[PartitionInfo] = []
         for name, topic in metadata.topics.items():
             if wanted is not None and name not in wanted:

@@ -24,6 +24,11 @@ class ClusterError(RebalanceError):
     exit_code = 3
 
 
+class TopicGone(ClusterError):
+    """A topic the caller asked about by name does not exist (any more): deleted, say, while
+    a run moves its partitions. The cluster itself answers."""
+
+
 class MetricsError(RebalanceError):
     """Prometheus cannot be reached or has no usable series."""
 

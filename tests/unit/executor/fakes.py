@@ -19,7 +19,7 @@ from executor.throttle import (
     LEADER_REPLICAS,
     parse_replica_list,
 )
-from kafka_rebalance.core.errors import ClusterError, MetricsError
+from kafka_rebalance.core.errors import ClusterError, MetricsError, TopicGone
 from kafka_rebalance.core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
 from planner.result import Move
 from topology.model import TopicPartition
@@ -90,6 +90,13 @@ class FakeAdmin:
         r = tuple(replicas)
         self.parts[TopicPartition(topic, partition)] = _Partition(r, r, r[0], size)
 
+    def delete_topic(self, topic: str) -> None:
+        """As Kafka deletes a topic: its partitions, reassignments and configs go with it."""
+        for tp in [tp for tp in self.parts if tp.topic == topic]:
+            del self.parts[tp]
+            self.moving.pop(tp, None)
+        self.topic_cfg.pop(topic, None)
+
     # ---- plumbing --------------------------------------------------------------------------
     def _call(self, name: str, args: object, effect: Callable[[], object]) -> object:
         self._advance()
@@ -158,6 +165,9 @@ class FakeAdmin:
         wanted = None if topics is None else set(topics)
 
         def read() -> list[PartitionInfo]:
+            missing = sorted((wanted or set()) - {tp.topic for tp in self.parts})
+            if missing:
+                raise TopicGone(f"topic {missing[0]!r} does not exist")
             out = []
             for tp in sorted(self.parts, key=lambda k: (k.topic, k.partition)):
                 if wanted is not None and tp.topic not in wanted:
@@ -214,6 +224,8 @@ class FakeAdmin:
     def alter_topic_configs(self, changes: Mapping[str, ConfigChanges]) -> None:
         def write() -> None:
             for t, values in changes.items():
+                if not any(tp.topic == t for tp in self.parts):
+                    raise TopicGone(f"topic {t!r} does not exist (while trying to alter configs)")
                 _alter(self.topic_cfg.setdefault(t, {}), values)
         self._call("alter_topic_configs", {t: dict(v) for t, v in changes.items()}, write)
 

@@ -623,3 +623,29 @@ def test_leadership_only_moves_wait_for_no_gate() -> None:
     assert [world.admin.replicas()[m.name] for m in moves] == [(2, 1)] * 3
     assert world.messages(EventKind.GATE) == []
     assert all("no gate" in report.reasons[m.name] for m in moves), report.reasons
+
+
+def test_a_topic_deleted_mid_copy_ends_its_move_and_the_run_goes_on() -> None:
+    """The topic of the move in flight is deleted (Kafka drops its reassignment with it): the
+    move ends cancelled with the reason, its broker rates are restored, and the moves of
+    other topics still run, through the same brokers too. Before, every poll failed on the
+    missing topic until the run stopped as if Kafka were unreachable, throttles left."""
+    world = make_world()
+    before_brokers = dict(world.admin.broker_cfg)
+    deleted: list[str] = []
+
+    def delete(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1" and not deleted:
+            w.admin.delete_topic("orders")
+            deleted.append("orders")
+    world.hooks.append(delete)
+    report = start(world).run()
+    assert deleted
+    assert report.states["orders-0"] is S.DONE and report.states["events-0"] is S.DONE
+    assert report.states["orders-1"] is S.CANCELLED
+    assert "topic orders was deleted during the run" in report.reasons["orders-1"]
+    assert report.throttles_left == ()
+    assert world.admin.moving == {}
+    assert not before_brokers  # no throttle rate of any broker is left behind
+    assert all(value is None for configs in world.admin.broker_cfg.values()
+               for value in configs.values()), world.admin.broker_cfg
