@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
 from executor.journal import journal_of
-from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.core.errors import ExecutionError, InputError, RebalanceError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.usecases.cluster import (
     ClusterAccess,
@@ -160,11 +160,28 @@ def check_new_journal(path: Path, plan: Path | None = None) -> None:
         if not _looks_like_journal(path):
             raise InputError(f"--journal {shown} exists and is not a run journal; it is never "
                              "overwritten: choose another --journal path")
+        ended = _ended(path)
+        if ended:
+            raise ExecutionError(f"journal {shown} holds a run of this path that ended "
+                                 f"({ended}); it is kept as that run's record: to run the plan "
+                                 "again, give another --journal path (or move that journal "
+                                 "away)")
         raise ExecutionError(f"journal {shown} already exists: resume or cancel that run, "
                              "or choose another --journal path")
     if not path.parent.is_dir():
         raise InputError(f"--journal {shown}: the directory {visible(str(path.parent))} does "
                          "not exist")
+
+
+def _ended(path: Path) -> str:
+    """How the journal's run ended ('' while it has not, or when it cannot be read)."""
+    from executor.journal import read_journal
+
+    try:
+        outcome = read_journal(path).outcome
+    except RebalanceError:
+        return ""
+    return "" if outcome is None else outcome.value
 
 
 def _looks_like_journal(path: Path) -> bool:

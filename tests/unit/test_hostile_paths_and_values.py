@@ -135,3 +135,17 @@ def test_durations_and_partition_numbers_beyond_reason_are_refused(tmp_path: Pat
                        '"size_growth_bytes_per_day": 0}\n')
     with pytest.raises(InputError, match="partitions are integers from 0 to 2147483647"):
         read_weights(weights)
+
+
+def test_a_journal_of_an_ended_run_says_so_instead_of_resume_or_cancel(tmp_path: Path) -> None:
+    from executor.journal import end_record, header_record
+    from executor.plan import ExecutionPlan
+    from executor.records import RunOutcome
+    from planner.result import Move
+
+    plan = ExecutionPlan.of([Move("t", 0, (1, 2), (1, 3), 5_000_000)])
+    journal = tmp_path / "plan.json.journal"
+    journal.write_text(json.dumps(header_record(plan, {"max_bytes_per_sec": 2_000_000}))
+                       + "\n" + json.dumps(end_record(RunOutcome.COMPLETED, 2.0)) + "\n")
+    with pytest.raises(ExecutionError, match=r"ended \(completed\).*another --journal path"):
+        check_new_journal(journal, tmp_path / "plan.json")
