@@ -323,9 +323,7 @@ class MoveDriver:
         self.gone.add(move.name)
         if can_transition(record.state, S.CANCELLING):
             self.enter(move, S.CANCELLING, reason)
-        if problems:
-            self.enter(move, S.FAILED, f"{reason}; " + "; ".join(problems)
-                       + "; run `rebalance clear-throttles` once the brokers are reachable")
+        if not self._restored_or_failed(move, problems, reason):
             return
         self.journal.throttles(move.name, False, self._now())
         self.enter(move, S.CANCELLED if can_transition(self._record(move).state, S.CANCELLED)
@@ -533,13 +531,19 @@ class MoveDriver:
             return False
         if self._restore_order(move):
             return False
-        problems = self.restore_throttle(self._throttle_plan(move))
-        reason = self._record(move).reason
-        if problems:
-            self.enter(move, S.FAILED, f"{reason}; " + "; ".join(problems)
-                       + "; run `rebalance clear-throttles` once the brokers are reachable")
-            return False
-        self.enter(move, S.CANCELLED, reason)
+        if self._restored_or_failed(move, self.restore_throttle(self._throttle_plan(move))):
+            self.enter(move, S.CANCELLED, self._record(move).reason)
+        return False
+
+    def _restored_or_failed(self, move: Move, problems: list[str],
+                            reason: str | None = None) -> bool:
+        """True when `problems` (of restoring the move's throttles) is empty; else the move
+        fails with them and the way to clear what is left."""
+        if not problems:
+            return True
+        why = self._record(move).reason if reason is None else reason
+        self.enter(move, S.FAILED, f"{why}; " + "; ".join(problems)
+                   + "; run `rebalance clear-throttles` once the brokers are reachable")
         return False
 
     def _completed_before_cancel(self, move: Move) -> bool:
@@ -554,11 +558,8 @@ class MoveDriver:
         if live.replicas != move.target:
             self.ports.admin.alter_partition_reassignments({move.key: move.target})
             return True  # the order as planned first (copies nothing); then done
-        problems = self.restore_throttle(self._throttle_plan(move))
-        reason = self._record(move).reason
-        if problems:
-            self.enter(move, S.FAILED, f"{reason}; " + "; ".join(problems)
-                       + "; run `rebalance clear-throttles` once the brokers are reachable")
+        if not self._restored_or_failed(move,
+                                        self.restore_throttle(self._throttle_plan(move))):
             return True
         if self.config.elect_leaders and live.leader != move.target[0]:
             self.ports.admin.elect_preferred_leaders([move.key])
