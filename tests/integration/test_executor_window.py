@@ -66,9 +66,10 @@ def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
     lay = layout(sandbox)
     # At 1 MB/s the first move (3 MB, leader -> spare) needs about 3 s and starts after start-up
-    # and the (3 s) quota window a new process waits; the second (20 MB, follower -> spare_a)
-    # shares no broker end with it, so it starts only after the first's gate, and needs 20 s:
-    # with the window ending 25 s from now it is not started.
+    # (and a quota window when a broker carried a copy just before); the second (20 MB,
+    # follower -> spare_a) shares no broker end with it, so it starts only after the first's
+    # gate, and needs 20 s: with the window ending 18 s from now it cannot fit however fast
+    # the first move goes (its first second may run well above the cap), while the first fits.
     topic = create_topic(sandbox, "exec-window", 1, [lay.leader, lay.follower], 3_000_000)
     second = create_topic(sandbox, "exec-window-b", 1, [lay.follower, lay.leader], 20_000_000)
     plan = tmp_path / "plan.json"
@@ -80,7 +81,7 @@ def test_finish_by_starts_no_move_past_the_window_and_resume_finishes(
     # the gate's queries from a file (the default net in/out, written out, a 12 s window)
     queries = tmp_path / "gate-queries.yaml"
     queries.write_text(f"window: 12s\nnet_in: '{promql.BROKER_NETWORK_IN_RATE}'\n")
-    end = (datetime.now().astimezone() + timedelta(seconds=25)).isoformat(timespec="seconds")
+    end = (datetime.now().astimezone() + timedelta(seconds=18)).isoformat(timespec="seconds")
     first = rebalance(*execute_args(sandbox, plan, journal, "--finish-by", end,
                                     "--queries", str(queries)))
     text = " ".join((first.stdout + first.stderr).split())
