@@ -9,6 +9,8 @@ Decisions, recorded in the snapshot's notes where they shape the numbers:
 - The exporter only has per-topic byte rates, so each topic's rate is split over its partitions
   in proportion to their sizes (equally when all sizes are 0).
 - Brokers that hold replicas but are not alive are listed with `"alive": false`.
+- A partition being reassigned when read is recorded with the replicas it is moving to (Kafka
+  lists the old and the new together until the copy ends), so a plan never sees RF + 1.
 The splitting and merging logic is pure and lives in the functions below the reader.
 """
 
@@ -16,11 +18,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from kafka_rebalance.core.errors import InputError
-from kafka_rebalance.core.ports import BrokerInfo, KafkaAdmin, MetricsSource, PartitionInfo
+from kafka_rebalance.core.errors import ClusterError, InputError
+from kafka_rebalance.core.ports import (
+    BrokerInfo,
+    KafkaAdmin,
+    MetricsSource,
+    PartitionInfo,
+    ReassignmentState,
+)
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.model import Partition, TopicPartition
 from topology.promql import (
@@ -61,6 +69,7 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
     if unsized:
         notes.append(f"{len(unsized)} partition(s) had no replica size reported (offline "
                      f"replicas?) and are recorded with size 0, e.g. {unsized[0]}")
+    infos = _as_reassigned(infos, _reassignments(admin, notes), notes)
     rates_in: dict[TopicPartition, float] = {}
     rates_out: dict[TopicPartition, float] = {}
     if metrics is None:
@@ -87,6 +96,38 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
         total_size_bytes=sum(p.size_bytes for p in partitions),
         total_bytes_in_per_sec=sum(p.bytes_in_per_sec for p in partitions),
     )
+
+
+def _reassignments(admin: KafkaAdmin, notes: list[str]
+                   ) -> Mapping[TopicPartition, ReassignmentState]:
+    try:
+        return admin.list_partition_reassignments()
+    except ClusterError as exc:
+        notes.append(f"reassignments in flight could not be listed ({exc}): a partition "
+                     "being reassigned is recorded with its old and new replicas together")
+        return {}
+
+
+def _as_reassigned(infos: Sequence[PartitionInfo],
+                   moving: Mapping[TopicPartition, ReassignmentState],
+                   notes: list[str]) -> list[PartitionInfo]:
+    """`infos` with each partition in flight at the replicas it is moving to: Kafka lists the
+    replicas being removed beside the target ones until the copy ends."""
+    if not moving:
+        return list(infos)
+    out = []
+    changed: list[str] = []
+    for p in infos:
+        state = moving.get(p.key)
+        target = tuple(b for b in p.replicas if state is None or b not in state.removing)
+        if state is not None and target and target != p.replicas:
+            changed.append(f"{p.key} {list(p.replicas)} -> {list(target)}")
+            p = replace(p, replicas=target, isr=tuple(b for b in p.isr if b in target))
+        out.append(p)
+    if changed:
+        notes.append(f"{len(changed)} partition(s) were being reassigned and are recorded with "
+                     f"the replicas they are moving to, e.g. {changed[0]}")
+    return out
 
 
 def _read_rates(metrics: MetricsSource, sizes: Mapping[TopicPartition, int], window: str,

@@ -200,3 +200,42 @@ def test_default_promql_templates_answer_per_broker_or_topic(sandbox: SandboxInf
         if name.startswith(("broker_", "under_", "produce_", "fetch_", "log_flush")):
             brokers = {labels["broker_id"] for labels, _ in samples}
             assert brokers == {str(first)} if selector else str(first) in brokers
+
+
+def test_a_partition_being_reassigned_is_recorded_at_its_target(sandbox: SandboxInfo,
+                                                                 tmp_path: Path) -> None:
+    """A copy held in flight by a 1 kB/s throttle: Kafka lists RF 3 for an RF 2 partition
+    (old and new replicas together); the snapshot records the replicas it is moving to."""
+    from topology.kafka_admin import KafkaClusterAdmin
+    from topology.model import TopicPartition
+
+    ids = sorted(b.id for b in sandbox.brokers)[:3]
+    topic = f"snap-moving-{uuid.uuid4().hex[:8]}"
+    create_topic(sandbox.bootstrap, topic, [[ids[0], ids[1]]])
+    produce(sandbox.bootstrap, topic, {0: 2000})
+    wait_in_sync(sandbox.bootstrap, topic, 1)
+    tp = TopicPartition(topic, 0)
+    admin = KafkaClusterAdmin(sandbox.bootstrap, timeout_s=10)
+    rate = "follower.replication.throttled.rate"
+    admin.alter_broker_configs({ids[2]: {rate: "1000"}})
+    admin.alter_topic_configs({topic: {"follower.replication.throttled.replicas":
+                                       f"0:{ids[2]}"}})
+    try:
+        admin.alter_partition_reassignments({tp: [ids[0], ids[2]]})
+        assert tp in admin.list_partition_reassignments()
+        assert len(admin.partitions([topic])[0].replicas) == 3  # what Kafka lists meanwhile
+        out = tmp_path / "snapshot.json"
+        result = run_cli("snapshot", "--bootstrap", sandbox.bootstrap, "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        doc = json.loads(out.read_text())
+        assert topic_partitions(doc, topic)[0]["replicas"] == [ids[0], ids[2]]
+        assert topic_partitions(doc, topic)[0]["size_bytes"] >= 2000 * 1000
+        assert any("being reassigned" in n and topic in n for n in doc["notes"])
+    finally:
+        admin.alter_partition_reassignments({tp: None})
+        deadline = time.monotonic() + 60
+        while tp in admin.list_partition_reassignments() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        admin.alter_broker_configs({ids[2]: {rate: None}})
+        admin.alter_topic_configs({topic: {"follower.replication.throttled.replicas": None}})
+        admin.close()

@@ -30,6 +30,7 @@ class FakeAdmin:
         self._brokers, self._partitions, self._sizes = brokers, partitions, sizes
         self.log_dir_brokers: list[int] = []
         self.fenced: dict[int, str | None] = {}  # registered, not alive
+        self.moving: dict[TopicPartition, ReassignmentState] = {}
 
     def brokers(self) -> list[BrokerInfo]:
         return list(self._brokers)
@@ -70,7 +71,7 @@ class FakeAdmin:
         raise NotImplementedError
 
     def list_partition_reassignments(self) -> dict[TopicPartition, ReassignmentState]:
-        raise NotImplementedError
+        return dict(self.moving)
 
     def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> None:
         raise NotImplementedError
@@ -182,6 +183,20 @@ def test_reader_without_metrics_records_sizes_and_zero_rates() -> None:
     assert doc["notes"] == list(snap.notes)
     assert (snap.broker_count, snap.partition_count, snap.topic_count) == (3, 6, 3)
     assert snap.total_size_bytes == 450
+
+
+def test_a_partition_being_reassigned_is_recorded_at_its_target_replicas() -> None:
+    """Kafka lists the old and new replicas together while a copy runs (RF 3 reads as 4): the
+    snapshot records where the partition is going, its size from the replicas that have it."""
+    admin = _cluster()
+    admin._partitions[0] = _info("orders", 0, (1, 3, 2), isr=(1, 2))  # 2 -> 3 in flight
+    admin.moving[TP("orders", 0)] = ReassignmentState((1, 3, 2), (3,), (2,))
+    snap = read_live_topology(admin)
+    by_name = {(p["topic"], p["partition"]): p for p in snap.document["partitions"]}
+    assert by_name[("orders", 0)]["replicas"] == [1, 3]
+    assert by_name[("orders", 0)]["size_bytes"] == 300
+    assert by_name[("orders", 1)]["replicas"] == [2, 3]
+    assert any("being reassigned" in n and "[1, 3, 2] -> [1, 3]" in n for n in snap.notes)
 
 
 def test_reader_with_metrics_splits_topic_rates_and_says_so() -> None:
