@@ -171,6 +171,22 @@ def check_new_journal(path: Path, plan: Path | None = None) -> None:
     if not path.parent.is_dir():
         raise InputError(f"--journal {shown}: the directory {visible(str(path.parent))} does "
                          "not exist")
+    problem = _cannot_create_in(path.parent)
+    if problem:
+        raise InputError(f"--journal {shown}: cannot create a file in "
+                         f"{visible(str(path.parent))} ({problem}); give a writable path")
+
+
+def _cannot_create_in(directory: Path) -> str:
+    """Why no file can be created in `directory` ('' when one can): tried, not judged from
+    permission bits, which neither a read-only mount nor root follows."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".rebalance-probe-"):
+            return ""
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def _ended(path: Path) -> str:
@@ -207,22 +223,25 @@ class _Ready:
     validator: PlanValidator
 
 
-@contextmanager
-def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks, *,
-           dry_run: bool) -> Iterator[_Ready]:
-    """Read the plan, open the ports, read the live cluster and make the validator."""
+def _read_plan(settings: StartSettings) -> tuple[PlanFile, ExecutionPlan]:
+    """The plan file and its moves, checked against the flags (no cluster contacted)."""
     from executor.plan import ExecutionPlan
-    from executor.preflight import planner_validator
     from kafka_rebalance.files.planfile import read_plan
 
     plan_file = read_plan(settings.plan)
-    plan = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
-    drained = plan_file.goals.remove_brokers
-    if settings.cordon_drained and not drained:
+    if settings.cordon_drained and not plan_file.goals.remove_brokers:
         raise InputError(f"--cordon-drained: {settings.plan} drains no broker (it was not made "
                          "with --remove-broker); leave the flag out")
-    if not dry_run:
-        check_new_journal(settings.journal, settings.plan)
+    return plan_file, ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
+
+
+@contextmanager
+def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks,
+           plan_file: PlanFile, plan: ExecutionPlan) -> Iterator[_Ready]:
+    """Open the ports, read the live cluster and make the validator."""
+    from executor.preflight import planner_validator
+
+    drained = plan_file.goals.remove_brokers
     with real_ports(cluster.bootstrap, cluster.prometheus, cluster.command_config) as ports:
         topology = live_topology(ports, cluster.bootstrap, cluster.capacities,
                                  capacities_of_plan(plan_file))
@@ -260,7 +279,8 @@ def preview_run(settings: StartSettings, *, cluster: ClusterAccess,
     """What starting the run would do now (preflight, each move's throttle), reading only."""
     from executor.runner import preview
 
-    with _ready(settings, cluster, hooks, dry_run=True) as ready:
+    plan_file, plan = _read_plan(settings)
+    with _ready(settings, cluster, hooks, plan_file, plan) as ready:
         seen = preview(ready.plan, ready.ports, ready.config, validator=ready.validator)
         return RunPreview(seen, len(ready.plan.moves))
 
@@ -272,9 +292,11 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
     from executor.journal import JournalFile, header_record, new_run_id, replay
     from executor.runner import Executor
 
-    with _ready(settings, cluster, hooks, dry_run=False) as ready:
-        if not ready.plan.moves:
-            return None
+    plan_file, plan = _read_plan(settings)
+    if not plan.moves:
+        return None  # nothing to do: the cluster is not contacted
+    check_new_journal(settings.journal, settings.plan)
+    with _ready(settings, cluster, hooks, plan_file, plan) as ready:
         run_id = new_run_id()
         config, journal = ready.config, settings.journal
         header = header_record(ready.plan, config.to_journal())

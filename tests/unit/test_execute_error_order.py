@@ -88,3 +88,20 @@ def test_a_refused_run_prints_the_error_first_and_writes_no_journal(
     assert plan_path.read_bytes() == before
     assert sorted(p.name for p in plan_path.parent.iterdir()) == ["plan.json"]
     assert json.loads(before)["moves"]
+
+
+def test_an_empty_plan_is_nothing_to_do_without_contacting_the_cluster(
+        tmp_path: Path, rebalance_main: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = make_plan_file(topology([1, 2]), (), Goals(), Budget(),
+                          SolverInfo(SolverStatus.OPTIMAL, 0), "2026-01-01T00:00:00+00:00")
+    path = tmp_path / "plan.json"
+    write_plan(path, plan)
+
+    def no_contact(*args: object) -> None:
+        raise AssertionError("the cluster was contacted for an empty plan")
+
+    monkeypatch.setattr(run_usecase, "real_ports", no_contact)
+    result = rebalance_main("execute", str(path), *CONN)
+    assert result.code == 0, result.err_lines
+    assert "nothing to do" in result.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]  # no journal

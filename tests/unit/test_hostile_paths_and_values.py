@@ -102,6 +102,13 @@ def test_a_journal_path_that_is_no_journal_is_named_for_what_it_is(tmp_path: Pat
     with pytest.raises(ExecutionError, match="already exists: resume or cancel that run"):
         check_new_journal(journal, plan)
     check_new_journal(tmp_path / "new.journal", plan)  # a new path passes
+    assert not list(tmp_path.glob(".rebalance-probe-*"))  # the probe leaves nothing behind
+
+
+def test_a_journal_in_a_directory_no_file_can_be_created_in_is_refused_first() -> None:
+    """Before the cluster is contacted (as root too, whom permission bits do not stop)."""
+    with pytest.raises(InputError, match="cannot create a file in /proc"):
+        check_new_journal(Path("/proc/run.journal"))
 
 
 def test_a_lock_file_the_state_dir_cannot_hold_is_refused(tmp_path: Path) -> None:
