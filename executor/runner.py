@@ -226,6 +226,7 @@ class Executor:
             self.starter.watch_quotas()  # copies in flight until now, before they end
             for move in self._active():
                 self.driver.advance(move)
+            self.driver.elect_waiting()  # leadership-only moves elect together
             if not self.cancelling:
                 self.guard.tick(self._active())
             blocked = self._failed_brokers()

@@ -42,6 +42,9 @@ _NOT_EXPOSED = 1 << 30  # sorts after any count of in-sync replicas
 # hands its ends to the next move: the two copies share the receiver's quota for a moment
 # instead of leaving a gap that Kafka's quota window would let the next copy make up at full
 # speed.
+# Leadership-only moves (replica order and a preferred election, no copy) start together, this
+# many at a time, once no copy is in flight: they need no throttle, no gate and no end.
+LEADERSHIP_BATCH = 100
 HANDOVER_POLLS = 3
 HANDOVER_MIN_SECONDS = 2.0
 # A window's proof of no copies looks this much further back: the last scrapes may lag.
@@ -144,6 +147,8 @@ class MoveStarter:
 
     def start_moves(self, active: list[Move]) -> None:
         """Start what may start now, given the moves in flight (`active`)."""
+        if any(m.leadership_only for m in active):
+            return  # a batch of leadership changes is under way; what follows starts after it
         if not self._proved:
             self._prove_clean()
         one_at_a_time = self.config.concurrency == 1
@@ -164,11 +169,20 @@ class MoveStarter:
         slots = self.config.slots - sum(1 for m in active if m.name not in finishing)
         leaders = _Leaders(self.ports.admin)
         now = self.ports.clock.now()
-        for move in self._candidates():
+        candidates = self._candidates()
+        copying = any(not m.leadership_only for m in active)
+        for index, move in enumerate(candidates):
             if slots <= 0:
                 return
             if self.blocked & {*move.current, *move.target}:
                 continue  # through a failed move's broker: left for resume --retry-failed
+            if move.leadership_only:
+                if not copying:  # their leadership changes move client traffic: not under a
+                    self._start_leaderships(candidates[index:])  # copy's gate
+                    return
+                if one_at_a_time:
+                    return
+                continue
             receivers = frozenset((b, Direction.IN) for b in move.added_brokers)
             if fits(move, receivers, holders, ending)[0]:  # known without the live leader
                 ends = move_ends(move, leaders.of(move), leaders.live())
@@ -202,6 +216,16 @@ class MoveStarter:
             for end in ends:
                 holders.setdefault(end, {})[move.name] = end_share(move, end)
             slots -= 1
+            copying = True
+
+    def _start_leaderships(self, candidates: list[Move]) -> None:
+        """Start up to LEADERSHIP_BATCH leadership-only moves of `candidates` at once."""
+        batch = [m for m in candidates if m.leadership_only
+                 and not self.blocked & {*m.current, *m.target}][:LEADERSHIP_BATCH]
+        if len(batch) > 1:
+            self._note(f"{len(batch)} leadership-only moves start together (they copy "
+                       "nothing: no throttle, no gate)")
+        self.driver.start_leaderships(batch)
 
     def _baselines_of(self, ends: frozenset[End],
                       holders: Mapping[End, Mapping[str, float]]) -> NetworkSample | None:

@@ -6,7 +6,7 @@ down) or ends. Every step first looks at the cluster, so redoing it after a cras
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from enum import Enum
 
@@ -40,6 +40,7 @@ from executor.throttle import (
 from kafka_rebalance.core.errors import ClusterError, ExecutionError, MetricsError, TopicGone
 from kafka_rebalance.core.ports import PartitionInfo
 from planner.result import Move
+from topology.model import TopicPartition
 from topology.units import rate_text
 
 S = MoveState
@@ -73,6 +74,11 @@ class MoveDriver:
         # move -> (the next move, the ends it took over): its gate is the next move's (volatile:
         # after a crash the gate runs as usual and waits for the next move's copy too)
         self.handed_over: dict[str, tuple[str, frozenset[End]]] = {}
+        # leadership-only moves elect together once a poll (elect_waiting): waiting, elected
+        # by that one request, and those left to elect on their own (the request failed)
+        self._to_elect: dict[TopicPartition, Move] = {}
+        self._elected: set[TopicPartition] = set()
+        self._elect_alone: set[TopicPartition] = set()
         self._handlers: dict[MoveState, Callable[[Move], bool]] = {
             S.THROTTLING: self._throttle, S.SUBMITTED: self._submit, S.COPYING: self._copy,
             S.VERIFYING: self._verify, S.UNTHROTTLING: self._unthrottle,
@@ -229,6 +235,9 @@ class MoveDriver:
         (`inherited`): the network as it was before either copy. A move whose own brokers
         have no network series yet (a broker Prometheus has not scraped) is held alone; when
         Prometheus cannot answer at all, every start is."""
+        if move.leadership_only:
+            self.start_leaderships([move])
+            return Started.STARTED
         ins = sorted(b for b, d in ends if d is Direction.IN)
         outs = sorted(b for b, d in ends if d is Direction.OUT)
         try:
@@ -256,6 +265,44 @@ class MoveDriver:
             self._event(EventKind.NOTE, move, note)
         self.advance(move)
         return Started.STARTED
+
+    def start_leaderships(self, moves: Sequence[Move]) -> None:
+        """Start leadership-only `moves` together. A move that only reorders replicas copies
+        nothing: no throttle, no baseline, no gate and no Prometheus are needed. Each is
+        journaled as ever, their new replica orders submitted in one request. If that request
+        fails, each move submits its own at its next step (a submit is idempotent) and names
+        its own error."""
+        submitting: list[tuple[Move, Step]] = []
+        for move in moves:
+            self.enter(move, S.THROTTLING, throttle=ThrottlePlan(
+                move.name, ThrottlePriors({}, move.topic, {})))
+            try:
+                if self._throttle(move) and self._record(move).state is S.SUBMITTED:
+                    submitting.append((move, self._submit_step(move)))
+            except TopicGone:
+                self._topic_gone(move)
+        targets = {m.key: list(m.target) for m, step in submitting if step.action is Action.SUBMIT}
+        try:
+            self.ports.admin.alter_partition_reassignments(targets)
+        except ClusterError:
+            return
+        for move, step in submitting:
+            if self._take(move, step):
+                self.advance(move)
+
+    def elect_waiting(self) -> None:
+        """One preferred election for every leadership-only move waiting in ELECTING (their
+        next step takes it); if it fails, each elects on its own and names its own error."""
+        keys = list(self._to_elect)
+        self._to_elect.clear()
+        if not keys:
+            return
+        try:
+            self.ports.admin.elect_preferred_leaders(keys)
+        except ClusterError:
+            self._elect_alone.update(keys)
+            return
+        self._elected.update(keys)
 
     def _live(self) -> frozenset[int]:
         """The live brokers (read once per poll: executor.tickreads)."""
@@ -352,11 +399,14 @@ class MoveDriver:
         problems = self.apply_throttle(self._throttle_plan(move))
         return self._take(move, self._decide(move, Observation(problems=tuple(problems))))
 
-    def _submit(self, move: Move) -> bool:
+    def _submit_step(self, move: Move) -> Step:
         live = self._partition(move)
         listed = move.key in self.ports.admin.list_partition_reassignments()
-        step = self._decide(move, Observation(listed=listed,
+        return self._decide(move, Observation(listed=listed,
                                               replicas=live.replicas if live else None))
+
+    def _submit(self, move: Move) -> bool:
+        step = self._submit_step(move)
         if step.action is Action.SUBMIT:
             self.ports.admin.alter_partition_reassignments({move.key: list(move.target)})
         return self._take(move, step)
@@ -423,6 +473,13 @@ class MoveDriver:
         return self._take(move, self._decide(move, Observation(problems=tuple(problems))))
 
     def _elect(self, move: Move) -> bool:
+        if move.leadership_only and move.key not in self._elect_alone:
+            if move.key not in self._elected:
+                self._to_elect[move.key] = move  # elected with the others (elect_waiting)
+                return False
+            self._elected.discard(move.key)
+            return self._take(move, self._decide(move, Observation()))
+        self._elect_alone.discard(move.key)
         failure = ""
         try:
             self.ports.admin.elect_preferred_leaders([move.key])
@@ -487,8 +544,10 @@ class MoveDriver:
         return frozenset(carried)
 
     def _gate_needed(self) -> bool:
-        """A gate protects the next move: needed while a move is pending, or when asked for."""
-        return self.config.final_gate or bool(self.journal.run.in_state(frozenset({S.PENDING})))
+        """A gate protects the next copy: needed while a move that copies is pending, or when
+        asked for (a leadership-only move copies nothing and needs none)."""
+        return self.config.final_gate or any(
+            not m.leadership_only for m in self.journal.run.in_state(frozenset({S.PENDING})))
 
     def _restore_order(self, move: Move) -> bool:
         """Kafka's cancel puts the original replicas back but in the in-flight order (target

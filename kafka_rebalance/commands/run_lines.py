@@ -22,6 +22,10 @@ if TYPE_CHECKING:  # the journal and plan types pull in numpy: not at start-up
     from planner.result import Move
 
 S = MoveState
+# the steps of a leadership-only move, said in its one 'done' line
+_LEADERSHIP_QUIET = frozenset(s.value for s in (S.THROTTLING, S.SUBMITTED, S.COPYING,
+                                                S.VERIFYING, S.UNTHROTTLING, S.ELECTING,
+                                                S.COOLING_DOWN))
 
 
 @dataclass
@@ -80,10 +84,17 @@ class RunLines:
         before, seen.state, seen.held = seen.state, state, False
         reason = _reason(event)
         size = size_text(event.bytes_total)
+        move = self.moves.get(name)
+        if move is not None and move.leadership_only and state in _LEADERSHIP_QUIET:
+            if state == S.THROTTLING.value:
+                seen.started_at = now
+            return None  # one line when done: leadership changes come by the hundred
+        if state == S.DONE.value and move is not None and move.leadership_only:
+            return (f"{name}: done, replicas {list(move.current)} -> {list(move.target)}"
+                    + (f" ({reason})" if reason else ""))
         if state == S.THROTTLING.value:
             seen.started_at, seen.copying_at, seen.gate, seen.gate_since = now, None, "", None
             seen.quarters = 0
-            move = self.moves.get(name)
             replicas = (f", replicas {list(move.current)} -> {list(move.target)}"
                         if move is not None else "")
             what = f"{size} to copy" if event.bytes_total else "leadership only"

@@ -50,6 +50,7 @@ def test_a_demoted_broker_leads_nothing_and_keeps_its_replicas(
     assert run.returncode == 0, output
     assert "leadership only: it copied nothing, no gate" in output or "gate not needed" in output
     assert "gate after" not in output, output
+    assert "4 leadership-only moves start together" in output, output  # one batch, no poll each
     assert replicas_of(admin, topic) == {p: (lay.follower, demoted) for p in range(4)}
     assert all(p.leader == lay.follower for p in admin.partitions([topic]))
     assert throttle_configs(admin, lay.all_ids, topic) == before

@@ -104,3 +104,21 @@ def test_the_end_of_a_run_is_left_to_the_summary_and_notes_are_shown() -> None:
     assert lines.lines(Event(EventKind.END, "run completed: 2 of 2 moves done"), 0.0) == []
     assert lines.lines(Event(EventKind.NOTE, "preflight: 1 topic has a follower list"),
                        0.0) == ["preflight: 1 topic has a follower list"]
+
+
+def test_a_leadership_only_move_is_one_line_when_done() -> None:
+    """A demotion is hundreds of them: each says only that it is done, and with what."""
+    lead = Move("t", 0, (1, 2), (2, 1), 10 * MB)
+    lines = RunLines(2 * MB, moves={"t-0": lead})
+    said: list[str] = []
+    for value in ("throttling", "submitted", "copying", "verifying", "unthrottling",
+                  "electing", "cooling_down"):
+        said += lines.lines(state("t-0", value), 100.0)
+    said += lines.lines(state("t-0", "done", "leadership only: it copied nothing, no gate"),
+                        101.0)
+    assert said == ["[1/2] t-0: done, replicas [1, 2] -> [2, 1] (leadership only: it copied "
+                    "nothing, no gate)"]
+    failed = RunLines(2 * MB, moves={"t-0": lead})
+    failed.lines(state("t-0", "throttling"), 100.0)
+    assert failed.lines(state("t-0", "failed", "election failed"), 101.0) == [
+        "[1/2] t-0: FAILED (election failed)"]
