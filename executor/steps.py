@@ -161,10 +161,13 @@ class MoveDriver:
                                                     rate))
         return shared
 
-    def restore_throttle(self, plan: ThrottlePlan, *, all_moves: bool = False) -> list[str]:
+    def restore_throttle(self, plan: ThrottlePlan, *, all_moves: bool = False,
+                         topic_gone: bool = False) -> list[str]:
         """Undo `plan` exactly and read back; the differences (or why it could not be done).
         A rate another move still holds stays (that move puts it back), unless `all_moves`
-        are being restored together (clear-throttles).
+        are being restored together (clear-throttles). When the move's topic was deleted
+        (`topic_gone`), its configs went with it: only the broker rates are put back, and
+        there is nothing of the topic to read back.
 
         The topic lists go first, then each broker on its own: a dead broker (its configs are
         written through it) leaves only its own rate behind for `clear-throttles` once it is
@@ -175,11 +178,12 @@ class MoveDriver:
         admin = self.ports.admin
         keep = frozenset() if all_moves else frozenset(self.shared_rates(plan.move))
         try:
-            brokers, topics = restore_changes(plan, self._topic_throttles(plan), keep)
+            brokers, topics = restore_changes(
+                plan, {} if topic_gone else self._topic_throttles(plan), keep)
         except ClusterError as exc:
             return [f"could not restore throttles ({exc})"]
         problems = []
-        if topics:
+        if topics and not topic_gone:
             try:
                 admin.alter_topic_configs(topics)
             except ClusterError as exc:
@@ -189,7 +193,7 @@ class MoveDriver:
                 admin.alter_broker_configs({broker: changes})
             except ClusterError as exc:
                 problems.append(f"broker {broker}: could not restore ({exc})")
-        if problems:
+        if problems or topic_gone:
             return problems
         try:
             return check_restored(plan, *self.read_throttles(plan), keep)
@@ -356,16 +360,8 @@ class MoveDriver:
         configs went with the topic) and it ends cancelled, or failed when a rate could not be
         restored; the run's other moves go on."""
         record = self._record(move)
-        problems: list[str] = []
         plan = record.throttle
-        if plan is not None and not plan.empty:
-            keep = frozenset(self.shared_rates(move.name))
-            brokers, _ = restore_changes(plan, {}, keep)
-            for broker, changes in sorted(brokers.items()):
-                try:
-                    self.ports.admin.alter_broker_configs({broker: changes})
-                except ClusterError as exc:
-                    problems.append(f"broker {broker}: could not restore ({exc})")
+        problems = [] if plan is None else self.restore_throttle(plan, topic_gone=True)
         reason = f"topic {move.topic} was deleted during the run: nothing is left to move"
         self.gone.add(move.name)
         if can_transition(record.state, S.CANCELLING):
