@@ -127,12 +127,17 @@ class SolverState:
         dist: FloatArray = (over + under) * self.inv_norm[brokers]
         return dist
 
-    def no_worse(self, brokers: IntArray, loads: FloatArray) -> npt.NDArray[np.bool_]:
+    def no_worse(self, brokers: IntArray, loads: FloatArray, *,
+                 strict: bool = False) -> npt.NDArray[np.bool_]:
         """Per row: no guarded resource of that broker ends further outside its band than now
         or than the worst broker was at the start, so balance of a resource never gets worse
-        than it was (a move may not trade a balanced resource for another)."""
+        than it was (a move may not trade a balanced resource for another). `strict`: no
+        resource at all ends further outside than now, for steps that buy something other
+        than balance (topic spread) and may not pay for it with balance."""
         now = self.outside(brokers, self.loads[brokers])
         after = self.outside(brokers, loads)
+        if strict:
+            return np.asarray((after <= now + 1e-12).all(axis=1), dtype=np.bool_)
         guarded = self.resource_weight >= 1.0
         limit = np.maximum(now, self.allowance[None, :]) + 1e-12
         ok = np.asarray(((after <= limit) | ~guarded).all(axis=1), dtype=np.bool_)

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from planner.arrays import BoolArray, FloatArray, IntArray
+from planner.arrays import FloatArray, IntArray
 from planner.spread import TopicSpread
 from planner.state import SolverState
 
@@ -56,15 +56,6 @@ def _topic_parts(state: SolverState, t: int, broker: int) -> IntArray:
     members = state.spread.members[t]
     found: IntArray = members[(state.replicas[members] == broker).any(axis=1)]
     return found
-
-
-def _keeps_band(state: SolverState, brokers: IntArray, rows: FloatArray) -> BoolArray:
-    """Per row: no resource of that broker ends further outside its band than now. (Stricter
-    than the balance stages' no-worse rule, which lets a broker go as far out as the worst one
-    was: spreading must not buy itself with balance.)"""
-    now = state.outside(brokers, state.loads[brokers])
-    ok: BoolArray = np.asarray((state.outside(brokers, rows) <= now + 1e-12).all(axis=1))
-    return ok
 
 
 def _open_to(state: SolverState, p: int, source: int, brokers: IntArray) -> IntArray:
@@ -112,10 +103,11 @@ def _move_one(state: SolverState, spread: TopicSpread, t: int, source: int) -> b
         if dests.size == 0:
             continue
         vec = state.replica_vector(p, col == 0)
-        if not _keeps_band(state, np.array([source]), (state.loads[source] - vec)[None, :])[0]:
+        at_source = (state.loads[source] - vec)[None, :]
+        if not state.no_worse(np.array([source]), at_source, strict=True)[0]:
             continue
         rows = state.loads[dests] + vec
-        ok = _keeps_band(state, dests, rows)
+        ok = state.no_worse(dests, rows, strict=True)
         dests, rows = dests[ok], rows[ok]
         gained = (state.penalty_rows(dests, rows) - state.penalty_rows(dests, state.loads[dests])
                   + state.penalty(source, -vec) - state.penalty(source))
@@ -151,7 +143,7 @@ def _replace_one(state: SolverState, spread: TopicSpread, t: int, source: int) -
             continue
         rows = state.loads[dests] + vec_p
         gains = state.penalty_rows(dests, rows) - state.penalty_rows(dests, state.loads[dests])
-        takes = _keeps_band(state, dests, rows)
+        takes = state.no_worse(dests, rows, strict=True)
         roomiest = dests[np.argsort(spread.counts[t, dests] - spread.caps[t, dests],
                                     kind="stable")][:SWAP_DESTINATIONS]
         tries = [(int(d), True, 0.0) for d in roomiest.tolist()]
@@ -209,7 +201,8 @@ def _incoming(state: SolverState, spread: TopicSpread, p: int, vec_p: FloatArray
     at_source = state.loads[source] - vec_p + vec
     at_giver = state.loads[givers] - vec + (vec_p if swap else 0.0)
     sources = np.full(rows.size, source)
-    keep = _keeps_band(state, sources, at_source) & _keeps_band(state, givers, at_giver)
+    keep = (state.no_worse(sources, at_source, strict=True)
+            & state.no_worse(givers, at_giver, strict=True))
     if not keep.any():
         return None
     rows, cols, givers = rows[keep], cols[keep], givers[keep]
@@ -247,7 +240,7 @@ def _level_leaders(state: SolverState, spread: TopicSpread, deadline: float) -> 
                 ids = np.array([b, d])
                 rows = state.loads[ids].copy()
                 rows[:, 2] += np.array([-out, out])
-                if not _keeps_band(state, ids, rows).all():
+                if not state.no_worse(ids, rows, strict=True).all():
                     continue
                 gained = float(state.penalty_rows(ids, rows).sum()
                                - state.penalty_rows(ids, state.loads[ids]).sum())
