@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from executor.gates import NetworkSample
 from executor.plan import ExecutionPlan
 from executor.records import (
+    CancelRecord,
     CordonRecord,
     EndRecord,
     GuardRecord,
@@ -112,6 +113,9 @@ class RunState:
     guard_lowest: int | None = None  # the lowest level any of them set
     # brokers the run cordoned for its drain, with their cordoned.log.dirs before (None: unset)
     cordons: dict[int, str | None] = field(default_factory=dict)
+    # the operator cancelled the run: a process that takes it over finishes the cancel (a
+    # retry of its cancelled moves takes the cancel back)
+    cancelled: bool = False
 
     def state_of(self, name: str) -> MoveState:
         return self.moves[name].state
@@ -241,6 +245,9 @@ def fold(run: RunState, record: RunRecord) -> None:
             run.moves[_known(run, name)] = replace(run.moves[name], throttles_left=present)
         case RetryRecord(move=name):
             _retry(run, name)
+            run.cancelled = False
+        case CancelRecord():
+            run.cancelled = True
         case GuardRecord(levels=levels):
             run.guard_levels = dict(levels)
             run.guard_steps += 1
@@ -528,6 +535,10 @@ class Journal:
 
     def end(self, outcome: RunOutcome, at: float, reason: str = "") -> None:
         self._write(EndRecord(outcome, at, reason))
+
+    def cancel(self, at: float) -> None:
+        """Record that the operator cancelled the run, before any move is reverted."""
+        self._write(CancelRecord(at))
 
     def reopen(self, at: float) -> None:
         """Mark a stopped run as resumed."""

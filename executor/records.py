@@ -33,6 +33,7 @@ class RecordKind(StrEnum):
     NOTE = "note"  # something said during the run
     END = "end"  # the run ended
     RESUME = "resume"  # an ended run goes on
+    CANCEL = "cancel"  # the operator cancelled the run (before its moves are reverted)
 
 
 class RunOutcome(StrEnum):
@@ -149,8 +150,16 @@ class ResumeRecord:
         return {"kind": RecordKind.RESUME.value, "at": self.at}
 
 
+@dataclass(frozen=True)
+class CancelRecord:
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.CANCEL.value, "at": self.at}
+
+
 RunRecord = (StateRecord | RatesRecord | ThrottlesRecord | GuardRecord | RetryRecord
-             | NoteRecord | EndRecord | ResumeRecord | CordonRecord)
+             | NoteRecord | EndRecord | ResumeRecord | CordonRecord | CancelRecord)
 
 
 def parse_record(raw: Mapping[str, Any]) -> RunRecord:
@@ -191,6 +200,8 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
                          at=at())
     if kind is RecordKind.RESUME:
         return ResumeRecord(at=at())
+    if kind is RecordKind.CANCEL:
+        return CancelRecord(at=at())
     raise UnknownKind(raw.get("kind"))
 
 

@@ -154,6 +154,9 @@ class Executor:
         for warning in burst + offline_replicas(view, pending):
             executor._note(warning)
         executor.reconcile_throttles()
+        if run.cancelled:  # a cancel that did not end: finish it, start nothing
+            executor._note("the run was being cancelled: finishing the cancel")
+            executor.cancel()
         return executor
 
     @classmethod
@@ -273,10 +276,13 @@ class Executor:
         return [m for m in self._pending() if not blocked & {*m.current, *m.target}]
 
     def cancel(self) -> None:
-        """Revert what is in flight and restore throttles; moves past copying finish."""
+        """Revert what is in flight and restore throttles; moves past copying finish. The
+        cancel is journaled first: a process that takes the run over finishes it."""
         self.cancelling = True
         self.driver.skip_gate = True
-        self._note("cancel requested: reverting moves in flight and restoring throttles")
+        if not self.run_state.cancelled:
+            self.journal.cancel(self.ports.clock.now())
+            self._note("cancel requested: reverting moves in flight and restoring throttles")
         for move in self.run_state.unfinished:
             state = self.run_state.state_of(move.name)
             if state is S.PENDING:

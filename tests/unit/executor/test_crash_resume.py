@@ -195,6 +195,28 @@ def test_crash_during_cancel_then_cancel_again_is_clean() -> None:
             assert_clean(world, before)
 
 
+def test_a_resume_that_takes_over_a_killed_cancel_finishes_it_as_cancelled() -> None:
+    """The process cancelling the run dies mid-cancel; a `resume` of the journal (not a second
+    `cancel`) reverts what is left, starts nothing and ends the run cancelled."""
+    for j in (1, 3):
+        world = prepared()
+        before = world.admin.configs()
+        records = crash(world, 40, after=False)  # mid-copy of the first move
+        world.admin.crash_at = len(world.admin.calls) + j
+        with pytest.raises(Crash):
+            first = Executor.for_cancel(records, world.sink, world.ports(), world.config)
+            first.cancel()
+            first.run()
+        world.admin.crash_at = None
+        again = json.loads(json.dumps(world.sink.records))
+        resumed = Executor.resume(again, world.sink, world.ports(), world.config)
+        report = resumed.run()
+        assert report.outcome is RunOutcome.CANCELLED, j
+        assert report.done == 0
+        assert world.admin.replicas()["orders-0"] == (1, 2)
+        assert_clean(world, before)
+
+
 def test_resume_refuses_a_journal_whose_done_moves_are_not_on_the_cluster() -> None:
     """A finished run's journal cut in half after the cluster was put back: the moves it marks
     done sit at their original replicas. Resume names them and changes nothing."""
