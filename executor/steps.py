@@ -141,10 +141,14 @@ class MoveDriver:
             plan = replace(plan, broker_rates=guarded(plan.broker_rates, levels))
         admin = self.ports.admin
         brokers, topics = apply_changes(plan, self._topic_throttles(plan))
-        if brokers:
-            admin.alter_broker_configs(brokers)
+        # The topic lists first: a broker applies the cluster's metadata in order, so once each
+        # broker describes a new rate of this plan (alter_broker_configs waits for that, asking
+        # the broker itself) it holds the lists too. The other way round, the lists were only
+        # known to be on whichever broker answered the topic's describe.
         if topics:
             admin.alter_topic_configs(topics)
+        if brokers:
+            admin.alter_broker_configs(brokers)
         return check_applied(plan, *self.read_throttles(plan))
 
     def shared_rates(self, move_name: str) -> dict[tuple[int, str], tuple[str | None, int]]:
