@@ -156,19 +156,28 @@ def copies_in_over(metrics: MetricsSource, queries: GateQueries, seconds: float
 
 
 def under_replicated(partitions: Iterable[PartitionInfo],
-                     live: frozenset[int] | None = None) -> frozenset[TopicPartition]:
+                     live: frozenset[int] | None = None,
+                     near: frozenset[int] | None = None) -> frozenset[TopicPartition]:
     """Partitions whose ISR lacks one of their assigned replicas; with `live`, only those
     missing a live broker's replica (a follower falling behind, which a pause can cure), not
-    those missing only offline brokers' (a fault no wait cures: a drain does)."""
-    def lagging(p: PartitionInfo) -> set[int]:
+    those missing only offline brokers' (a fault no wait cures: a drain does); with `near`,
+    only those whose lagging follower or leader is one of those brokers (what a copy through
+    them can have slowed), not a slow broker elsewhere, which no wait of this run cures."""
+    def lagging(p: PartitionInfo) -> bool:
         missing = set(p.replicas) - set(p.isr)
-        return missing if live is None else missing & live
+        if live is not None:
+            missing &= live
+        if near is not None and missing and p.leader not in near:
+            missing &= near
+        return bool(missing)
     return frozenset(p.key for p in partitions if lagging(p))
 
 
 def read_gate(metrics: MetricsSource, admin: KafkaAdmin, queries: GateQueries,
               brokers: Iterable[int], want_p99: bool) -> GateReading:
-    """One gate sample; a metrics or cluster failure becomes an 'unavailable' reading."""
+    """One gate sample; a metrics or cluster failure becomes an 'unavailable' reading. Only
+    the under-replication near `brokers` (the move's) counts: executor.readings.under_replicated."""
+    brokers = frozenset(brokers)
     try:
         network = read_network(metrics, queries, brokers)
         p99: float | None = None
@@ -179,7 +188,7 @@ def read_gate(metrics: MetricsSource, admin: KafkaAdmin, queries: GateQueries,
         return GateReading(None, unavailable=str(exc))
     try:
         live = frozenset(b.id for b in admin.brokers())
-        urp = under_replicated(admin.partitions(), live)
+        urp = under_replicated(admin.partitions(), live, brokers)
     except ClusterError as exc:
         return GateReading(None, unavailable=f"cluster metadata: {exc}")
     return GateReading(network, urp, p99)

@@ -62,6 +62,21 @@ def test_under_replicated_compares_isr_with_replicas() -> None:
     assert under_replicated(parts) == {TopicPartition("a", 1)}
 
 
+def test_the_gate_counts_only_under_replication_near_the_moves_brokers() -> None:
+    """A follower lagging on the move's broker, or behind a leader on it, may be the copy's
+    doing and a pause cures it; a slow follower of brokers 5 and 6 elsewhere is not, and
+    would hold the gate for as long as it lasts."""
+    parts = [PartitionInfo("near", 0, (1, 5), (5,), 5),      # lags on broker 1
+             PartitionInfo("near", 1, (5, 6, 1), (1,), 1),   # led by 1, followers lag
+             PartitionInfo("behind", 0, (1, 6), (1,), 1),    # behind leader 1
+             PartitionInfo("far", 0, (5, 6), (5,), 5),       # elsewhere
+             PartitionInfo("dead", 0, (1, 7), (1,), 1)]      # broker 7 is offline
+    live = frozenset({1, 2, 5, 6})
+    assert under_replicated(parts, live, frozenset({1, 2})) == {
+        TopicPartition("near", 0), TopicPartition("near", 1), TopicPartition("behind", 0)}
+    assert TopicPartition("far", 0) in under_replicated(parts, live)
+
+
 def test_custom_templates_and_window() -> None:
     q = GateQueries(net_in="in_{window}", window="3s")
     assert q.render(q.net_in) == "in_3s"
