@@ -511,7 +511,7 @@ class MoveDriver:
                 self.enter(move, S.DONE, f"handed over to {following}: its gate covers both")
                 return False
         if not self._gate_needed():
-            self.enter(move, S.DONE, "no move follows: gate not needed")
+            self.enter(move, S.DONE, "no move is left to start: gate not needed")
             return False
         policy = self.config.gate
         reading = read_gate(self.ports.metrics, self.ports.admin, self.config.queries,
