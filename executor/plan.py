@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka_rebalance.core.errors import PlanError
 from planner.result import Move, MoveTotals
@@ -19,14 +19,20 @@ class ExecutionPlan(MoveTotals):
 
     moves: tuple[Move, ...]
     fingerprint: str | None = None
+    # move name -> its 0-based position: a run looks moves up by name at every event, and a
+    # scan of a plan of tens of thousands of moves each time made a run quadratic
+    _positions: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        positions: dict[str, int] = {}
         seen: set[TopicPartition] = set()
-        for move in self.moves:
+        for index, move in enumerate(self.moves):
             if move.key in seen:
                 raise PlanError(f"partition {move.name} appears in more than one move; "
                                 "a plan moves each partition once")
             seen.add(move.key)
+            positions[move.name] = index
+        object.__setattr__(self, "_positions", positions)
 
     @classmethod
     def of(cls, moves: Iterable[Move], fingerprint: str | None = None) -> ExecutionPlan:
@@ -40,10 +46,14 @@ class ExecutionPlan(MoveTotals):
             h.update(f"{m.topic}\x00{m.partition}\x00{m.current}\x00{m.target}\n".encode())
         return "sha256:" + h.hexdigest()[:32]
 
+    def position(self, name: str) -> int:
+        """The 1-based position of the move of partition `name` ("topic-partition")."""
+        index = self._positions.get(name)
+        if index is None:
+            raise PlanError(f"the plan has no move for partition {name}")
+        return index + 1
+
     def move(self, name: str) -> Move:
         """The move of partition `name` ("topic-partition")."""
-        for m in self.moves:
-            if m.name == name:
-                return m
-        raise PlanError(f"the plan has no move for partition {name}")
+        return self.moves[self.position(name) - 1]
 

@@ -98,7 +98,7 @@ class MoveDriver:
     def _event(self, kind: EventKind, move: Move, message: str, bytes_done: int = 0,
                state: str = "") -> None:
         plan = self.journal.run.plan
-        index = plan.moves.index(move) + 1
+        index = plan.position(move.name)
         self.report(Event(kind, message, move.name, index, len(plan.moves), bytes_done,
                           move.bytes_moved, state))
 

@@ -19,6 +19,8 @@ def test_plan_keeps_order_and_totals() -> None:
     plan = ExecutionPlan.of([B, A], "sha256:x")
     assert [m.name for m in plan.moves] == ["b-1", "a-0"]
     assert plan.bytes_moved == 150 and plan.move("a-0") is A
+    assert (plan.position("b-1"), plan.position("a-0")) == (1, 2)
+    assert plan == ExecutionPlan.of([B, A], "sha256:x")  # the lookup is not part of the value
 
 
 def test_plan_id_depends_on_moves_and_their_order() -> None:
