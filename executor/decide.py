@@ -42,7 +42,8 @@ class Observation:
     it is gone); dead: brokers of the move that are offline; progress: bytes on the new
     replicas (-1: unreadable) and the ISR; problems: what a throttle write or restore read back
     differently (or why it could not be done); failure: why an effect failed, where the move
-    goes on anyway (a leader election)."""
+    goes on anyway (a leader election); watched: this process has followed the copy (it
+    submitted it, or saw it in flight), so it knows when it ended."""
 
     listed: bool = False
     replicas: tuple[int, ...] | None = None
@@ -51,6 +52,12 @@ class Observation:
     progress: tuple[int, tuple[int, ...]] = (-1, ())
     problems: tuple[str, ...] = ()
     failure: str = ""
+    watched: bool = True
+
+
+# The reason of a copy found ended by a process that took the run over: it ended while no
+# executor ran, at a time nobody saw, so no copy rate can be told from it.
+COPY_ENDED_UNSEEN = "its copy ended while no executor was running"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +115,7 @@ def _submitted(move: Move, seen: Observation) -> Step:
 
 def _copying(move: Move, seen: Observation, tracking: Tracking, stall_intervals: int) -> Step:
     if not seen.listed:
-        return Step(S.VERIFYING)
+        return Step(S.VERIFYING, "" if seen.watched else COPY_ENDED_UNSEEN)
     if seen.dead:
         return Step(S.CANCELLING, f"broker(s) {sorted(seen.dead)} went offline during the move",
                     tracking=tracking)

@@ -79,6 +79,7 @@ class MoveDriver:
         self._to_elect: dict[TopicPartition, Move] = {}
         self._elected: set[TopicPartition] = set()
         self._elect_alone: set[TopicPartition] = set()
+        self._copies_watched: set[str] = set()  # moves whose copy this process has followed
         self._handlers: dict[MoveState, Callable[[Move], bool]] = {
             S.THROTTLING: self._throttle, S.SUBMITTED: self._submit, S.COPYING: self._copy,
             S.VERIFYING: self._verify, S.UNTHROTTLING: self._unthrottle,
@@ -107,6 +108,8 @@ class MoveDriver:
         """Journal the state change (durably, before its side effect) and report it."""
         self.journal.enter(move.name, state, self._now(), reason=reason, throttle=throttle,
                            baseline=baseline)
+        if state is S.COPYING:
+            self._copies_watched.add(move.name)
         self._event(EventKind.STATE, move, f"{move.name}: {state.value}"
                     + (f" ({reason})" if reason else ""), state=state.value)
 
@@ -417,8 +420,9 @@ class MoveDriver:
 
     def _copy(self, move: Move) -> bool:
         admin = self.ports.admin
-        seen = Observation()
+        seen = Observation(watched=move.name in self._copies_watched)
         if move.key in admin.list_partition_reassignments():
+            self._copies_watched.add(move.name)
             # a broker that must hold the partition once it is done; a leaving broker may be
             # offline (the drain of a dead broker): the reassignment completes without it
             dead = tuple(sorted(set(move.target) - self._live()))

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from executor.config import Concurrency
+from executor.decide import COPY_ENDED_UNSEEN
 from executor.journal import RunState
 from executor.records import Record, RecordKind
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, schedule
@@ -89,15 +90,18 @@ def timeline(records: Sequence[Record]) -> RunTimeline:
             moves[str(record.get("move"))] = MoveTiming()
         elif kind == RecordKind.STATE:
             name = str(record.get("move"))
-            moves[name] = _milestone(moves.get(name, MoveTiming()), str(record.get("state")), at)
+            moves[name] = _milestone(moves.get(name, MoveTiming()), str(record.get("state")), at,
+                                     str(record.get("reason", "")))
     return RunTimeline(started, ended, last, moves)
 
 
-def _milestone(timing: MoveTiming, state: str, at: float) -> MoveTiming:
+def _milestone(timing: MoveTiming, state: str, at: float, reason: str = "") -> MoveTiming:
     if state == S.THROTTLING.value:
         return MoveTiming(started_at=at)
     if state == S.COPYING.value:
         return replace(timing, copying_at=at)
+    if state == S.VERIFYING.value and reason == COPY_ENDED_UNSEEN:
+        return replace(timing, copying_at=None)  # when it ended is unknown: no copy time
     if state == S.VERIFYING.value or (state == S.CANCELLING.value and
                                       timing.copying_at is not None and timing.copied_at is None):
         return replace(timing, copied_at=at)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from executor.config import Event, EventKind
+from executor.decide import COPY_ENDED_UNSEEN
 from executor.state import MoveState
 from topology.units import duration_text, rate_text, share_text, size_text
 
@@ -106,7 +107,10 @@ class RunLines:
             return (f"{name}: throttle set ({rate_text(self.cap_bytes_per_sec)} cap per "
                     f"broker), reassignment submitted; copying {size}")
         if state == S.VERIFYING.value:
-            return f"{name}: {self._copied(event, seen, now)}; checking replicas and ISR"
+            copied = (f"copy of {size} ended while no executor was running (its rate is "
+                      "unknown)" if reason == COPY_ENDED_UNSEEN
+                      else self._copied(event, seen, now))
+            return f"{name}: {copied}; checking replicas and ISR"
         if state in (S.SUBMITTED.value, S.UNTHROTTLING.value):
             return None  # said by the next line (throttle set / throttle cleared)
         if state == S.ELECTING.value:

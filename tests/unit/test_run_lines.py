@@ -4,6 +4,7 @@ only when something changed, in human units; a resumed move is timed from the jo
 from __future__ import annotations
 
 from executor.config import Event, EventKind
+from executor.decide import COPY_ENDED_UNSEEN
 from executor.timeline import MoveTiming, RunTimeline
 from kafka_rebalance.commands.run_lines import RunLines
 from planner.result import Move
@@ -89,6 +90,10 @@ def test_a_resumed_move_is_timed_from_the_journal_and_failures_stand_out() -> No
         "ISR"]
     assert lines.lines(state("t-0", "failed", "broker 4: could not restore"), 912.0) == [
         "[1/2] t-0: FAILED (broker 4: could not restore)"]
+    ended = RunLines(1 * MB, times=times)  # it ended before this process looked: when is
+    assert ended.lines(state("t-0", "verifying", COPY_ENDED_UNSEEN), 3600.0) == [  # unknown
+        "[1/2] t-0: copy of 10.0 MB ended while no executor was running (its rate is "
+        "unknown); checking replicas and ISR"]
     fresh = RunLines(1 * MB)  # no journal: the copy's start is unknown, nothing is made up
     assert fresh.lines(state("t-0", "verifying"), 911.0) == [
         "[1/2] t-0: copy of 10.0 MB ended; checking replicas and ISR"]

@@ -272,3 +272,25 @@ def test_a_resume_with_a_lower_cap_slows_the_copy_in_flight_at_once() -> None:
     assert world.admin.copy_rate(copying) <= lower
     assert executor.run().outcome is RunOutcome.COMPLETED
     assert_clean(world, before)
+
+
+def test_a_copy_that_ended_while_no_executor_ran_gets_no_made_up_rate() -> None:
+    """Killed mid-copy; the copy finishes under its throttle while nothing runs; an hour
+    later `resume` finds it done. When it ended is unknown: the journal says so, and the
+    run's timeline gives it no copy time (its rate would count the hour)."""
+    from executor.decide import COPY_ENDED_UNSEEN
+    from executor.timeline import timeline
+
+    world = prepared()
+    records = crash(world, 40, after=False)  # mid-copy of the first move
+    world.clock.sleep(3600.0)
+    resumed = Executor.resume(records, world.sink, world.ports(), world.config)
+    assert resumed.run().outcome is RunOutcome.COMPLETED
+    first = world.plan.moves[0].name
+    verifying = [r for r in world.sink.records if r.get("move") == first
+                 and r.get("state") == "verifying"]
+    assert [r.get("reason") for r in verifying] == [COPY_ENDED_UNSEEN]
+    times = timeline(world.sink.records)
+    assert times.of(first).copy_seconds is None
+    later = world.plan.moves[1].name  # copied while this process watched: timed as ever
+    assert times.of(later).copy_seconds is not None
