@@ -95,7 +95,7 @@ def per_broker(metrics: MetricsSource, queries: GateQueries, template: str,
     result: dict[int, float] = {}
     for labels, value in metrics.query(query):
         raw = labels.get(queries.broker_label)
-        if raw is not None and raw.lstrip("-").isdigit():
+        if raw is not None and raw.isascii() and raw.lstrip("-").isdigit():
             result[int(raw)] = result.get(int(raw), 0.0) + value
     return result
 

@@ -39,7 +39,7 @@ from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder
 from planner.result import SolverStatus
 from topology.capacities import read_capacities
-from topology.model import Topology
+from topology.model import INT32_MAX, Topology, is_kafka_id
 from topology.snapshot import read_snapshot
 from topology.units import MAX_QUANTITY, parse_bytes
 
@@ -254,8 +254,8 @@ def broker_ids(values: Sequence[str], flag: str) -> tuple[int, ...]:
     for value in values:
         for part in value.split(","):
             text = part.strip()
-            if not text.lstrip("-").isdigit():
-                raise InputError(f"{flag} {value!r}: give broker ids, one per flag or "
-                                 "separated by commas (13,14,15)")
+            if not (text.isascii() and text.isdigit()) or not is_kafka_id(int(text)):
+                raise InputError(f"{flag} {value!r}: give broker ids (0 to {INT32_MAX}, in "
+                                 "ASCII digits), one per flag or separated by commas (13,14,15)")
             ids.append(int(text))
     return tuple(ids)

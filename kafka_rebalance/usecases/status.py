@@ -167,7 +167,7 @@ def measured_copy_rates(prometheus: str, started_at: float | None, elapsed: floa
     measured: Series = {}
     for labels, samples in series:
         raw = labels.get(label, "")
-        if raw.isdigit():
+        if raw.isascii() and raw.isdigit():
             measured.setdefault(int(raw), []).extend(
                 (t - start, v) for t, v in samples if math.isfinite(v))
     if not measured:

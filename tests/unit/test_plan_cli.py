@@ -98,8 +98,11 @@ def test_broker_flags_take_comma_lists_like_kafkas_tools(tmp_path: Path) -> None
     for bad in ("13;14", "a", "13,,14"):
         result = run_cli("plan", "--snapshot", str(snap), "--add-broker", bad, "--out", str(out))
         assert result.returncode == InputError.exit_code, result.stderr
-        assert "give broker ids, one per flag or separated by commas" in result.stderr
+        assert "one per flag or separated by commas" in result.stderr
         assert not out.exists()
+    for bad in ("\u0661\u0663", "-1", "99999999999"):  # Arabic-Indic 13, negative, > int32
+        with pytest.raises(InputError, match="give broker ids .0 to 2147483647, in ASCII"):
+            broker_ids([bad], "--add-broker")
 
 
 def test_needs_exactly_one_source(tmp_path: Path) -> None:
