@@ -152,8 +152,15 @@ FinishBy = Annotated[str | None, typer.Option(
     "`rebalance resume` continues it. Moves in flight always finish.")]
 MetricsPort = Annotated[int | None, typer.Option(
     help="Serve the executor's own Prometheus metrics on this port.")]
+def _run_id(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise InputError("--take-over-lease is empty: give the id of the killed run, as the "
+                         "refusal names it")
+    return value
+
+
 TakeOver = Annotated[str | None, typer.Option(
-    "--take-over-lease", metavar="RUN_ID",
+    "--take-over-lease", metavar="RUN_ID", callback=_run_id,
     help="Take the cluster's run lease from run RUN_ID, which was killed and will not come "
     "back (only a run you name; a live or other run is still refused).")]
 

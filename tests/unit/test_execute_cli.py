@@ -113,6 +113,7 @@ def test_resume_of_a_journal_in_use_is_refused(tmp_path: Path) -> None:
     (["--max-mbps", "5", "--finish-by", "24:00"], "not a time of day"),
     (["--max-mbps", "5", "--adaptive"], "--adaptive needs --capacities"),
     (["--max-mbps", "5", "--gate-samples", "0"], "at least 1 consecutive sample"),
+    (["--max-mbps", "5", "--take-over-lease", " "], "--take-over-lease is empty"),
 ])
 def test_execute_checks_flags_before_touching_anything(tmp_path: Path, flags: list[str],
                                                        message: str) -> None:
