@@ -37,6 +37,7 @@ from topology.model import TopicPartition
 
 S = MoveState
 _COPY_IN_FLIGHT = frozenset({S.SUBMITTED, S.COPYING})
+_STARTED_COPY = _COPY_IN_FLIGHT | {S.THROTTLING}
 _NOT_EXPOSED = 1 << 30  # sorts after any count of in-sync replicas
 # A move whose copy ends within this many polls (and at least HANDOVER_MIN_SECONDS) at the cap
 # hands its ends to the next move: the two copies share the receiver's quota for a moment
@@ -209,7 +210,8 @@ class MoveStarter:
                 return  # metrics unavailable: start nothing blind (one at a time: in order)
             if started is Started.HELD_MOVE:
                 continue  # its brokers are not scraped yet; moves elsewhere go on
-            if taking is not None:
+            in_copy = self.journal.run.state_of(move.name) in _STARTED_COPY
+            if taking is not None and in_copy:  # not a move its first steps cancelled
                 self.driver.hand_over(taking, move, ends & self._ends(
                     self.journal.run.plan.move(taking)))
                 ending.discard(taking)

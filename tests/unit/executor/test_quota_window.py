@@ -176,3 +176,25 @@ def test_small_moves_one_at_a_time_never_run_more_than_two_copies() -> None:
                             reporter=world.reporter).run()
     assert report.outcome is RunOutcome.COMPLETED
     assert max(peak) <= 2
+
+
+def test_a_taker_cancelled_by_its_first_steps_takes_nothing_over() -> None:
+    """Q would take broker 3 over from P as P ends, but someone moved Q's partition since the
+    plan: Q is cancelled as it starts, and the log does not go on to say it took 3 over."""
+    from executor.config import Event
+
+    moves = [Move("orders", 0, (1, 2), (3, 2), 60 * MB), Move("orders", 1, (4, 2), (3, 2), 10 * MB)]
+    world = make_world(moves, quota_window_seconds=11.0)
+
+    def move_q(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-0" and e.bytes_done >= 30 * MB:
+            part = w.admin.parts[moves[1].key]
+            part.replicas = part.isr = (4, 1)
+            w.hooks.remove(move_q)
+    world.hooks.append(move_q)
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                   reporter=world.reporter).run()
+    said = world.messages(EventKind.NOTE) + world.messages(EventKind.STATE)
+    assert any("orders-1: cancelling (replicas changed to [4, 1] outside this run)" in m
+               for m in said), said
+    assert not any("takes over" in m for m in said), said
