@@ -166,6 +166,20 @@ def test_header_is_the_first_record() -> None:
     assert records[0] == json.loads(json.dumps(header))
 
 
+def die_cancelling(world: World, j: int, after: bool) -> list[dict[str, object]]:
+    """Kill the run mid-copy of its first move, then kill the process cancelling it at its
+    j-th admin call; the journal as the next process reads it."""
+    records = crash(world, 40, after=False)
+    world.admin.crash_at, world.admin.crash_after_effect = len(world.admin.calls) + j, after
+    with pytest.raises(Crash):
+        first = Executor.for_cancel(records, world.sink, world.ports(), world.config)
+        first.cancel()
+        first.run()
+    world.admin.crash_at = None
+    again: list[dict[str, object]] = json.loads(json.dumps(world.sink.records))
+    return again
+
+
 def test_crash_during_cancel_then_cancel_again_is_clean() -> None:
     probe = prepared()
     records = crash(probe, 40, after=False)  # mid-copy of the first move
@@ -179,15 +193,7 @@ def test_crash_during_cancel_then_cancel_again_is_clean() -> None:
         for after in (False, True):
             world = prepared()
             before = world.admin.configs()
-            records = crash(world, 40, after=False)
-            world.admin.crash_at = len(world.admin.calls) + j
-            world.admin.crash_after_effect = after
-            with pytest.raises(Crash):
-                first = Executor.for_cancel(records, world.sink, world.ports(), world.config)
-                first.cancel()
-                first.run()
-            world.admin.crash_at = None
-            again = json.loads(json.dumps(world.sink.records))
+            again = die_cancelling(world, j, after)
             second = Executor.for_cancel(again, world.sink, world.ports(), world.config)
             second.cancel()
             assert second.run().outcome is RunOutcome.CANCELLED
@@ -201,14 +207,7 @@ def test_a_resume_that_takes_over_a_killed_cancel_finishes_it_as_cancelled() -> 
     for j in (1, 3):
         world = prepared()
         before = world.admin.configs()
-        records = crash(world, 40, after=False)  # mid-copy of the first move
-        world.admin.crash_at = len(world.admin.calls) + j
-        with pytest.raises(Crash):
-            first = Executor.for_cancel(records, world.sink, world.ports(), world.config)
-            first.cancel()
-            first.run()
-        world.admin.crash_at = None
-        again = json.loads(json.dumps(world.sink.records))
+        again = die_cancelling(world, j, after=False)
         resumed = Executor.resume(again, world.sink, world.ports(), world.config)
         report = resumed.run()
         assert report.outcome is RunOutcome.CANCELLED, j
