@@ -113,17 +113,18 @@ def _as_reassigned(infos: Sequence[PartitionInfo],
                    notes: list[str]) -> list[PartitionInfo]:
     """`infos` with each partition in flight at the replicas it is moving to: Kafka lists the
     replicas being removed beside the target ones until the copy ends."""
+    out = list(infos)
     if not moving:
-        return list(infos)
-    out = []
+        return out
     changed: list[str] = []
-    for p in infos:
+    for i, p in enumerate(out):
         state = moving.get(p.key)
-        target = tuple(b for b in p.replicas if state is None or b not in state.removing)
-        if state is not None and target and target != p.replicas:
+        if state is None:
+            continue
+        target = tuple(b for b in p.replicas if b not in state.removing)
+        if target and target != p.replicas:
             changed.append(f"{p.key} {list(p.replicas)} -> {list(target)}")
-            p = replace(p, replicas=target, isr=tuple(b for b in p.isr if b in target))
-        out.append(p)
+            out[i] = replace(p, replicas=target, isr=tuple(b for b in p.isr if b in target))
     if changed:
         notes.append(f"{len(changed)} partition(s) were being reassigned and are recorded with "
                      f"the replicas they are moving to, e.g. {changed[0]}")

@@ -152,6 +152,8 @@ FinishBy = Annotated[str | None, typer.Option(
     "`rebalance resume` continues it. Moves in flight always finish.")]
 MetricsPort = Annotated[int | None, typer.Option(
     help="Serve the executor's own Prometheus metrics on this port.")]
+
+
 def _run_id(value: str | None) -> str | None:
     if value is not None and not value.strip():
         raise InputError("--take-over-lease is empty: give the id of the killed run, as the "
