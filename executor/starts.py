@@ -36,8 +36,7 @@ from planner.result import Move
 from topology.model import TopicPartition
 
 S = MoveState
-_COPY_IN_FLIGHT = frozenset({S.SUBMITTED, S.COPYING})
-_STARTED_COPY = _COPY_IN_FLIGHT | {S.THROTTLING}
+_STARTED_COPY = frozenset({S.THROTTLING, S.SUBMITTED, S.COPYING})
 _NOT_EXPOSED = 1 << 30  # sorts after any count of in-sync replicas
 # A move whose copy ends within this many polls (and at least HANDOVER_MIN_SECONDS) at the cap
 # hands its ends to the next move: the two copies share the receiver's quota for a moment
@@ -140,12 +139,6 @@ class MoveStarter:
                 handing.add(move.name)
         return handing
 
-    def _giver_copying(self, active: list[Move]) -> bool:
-        """True while a move that handed its ends over still copies its last bytes."""
-        state = self.journal.run.state_of
-        return any(m.name in self.driver.handed_over and state(m.name) in _COPY_IN_FLIGHT
-                   for m in active)
-
     def start_moves(self, active: list[Move]) -> None:
         """Start what may start now, given the moves in flight (`active`)."""
         if any(m.leadership_only for m in active):
@@ -154,10 +147,6 @@ class MoveStarter:
             self._prove_clean()
         one_at_a_time = self.config.concurrency == 1
         ending = self._handing_over(active)
-        if one_at_a_time and self._giver_copying(active):
-            # one hand-over at a time: the taker keeps its ends until the move that handed
-            # them over has copied its last bytes, so at most two copies overlap, never a chain
-            ending = set()
         holders: dict[End, dict[str, float]] = {}
         for m in active:
             given = self.driver.handed_over.get(m.name, ("", frozenset()))[1]
