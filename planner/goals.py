@@ -29,6 +29,9 @@ class Goals:
     # --topic-spread: each topic's replicas (and leaders) on a broker at most its fair share
     # x (1 + this), rounded up (planner.spread); None: topics may crowd brokers
     topic_spread: float | None = None
+    # --leader-balance: each broker's leader count and leader bytes in within this fraction of
+    # its fair share of its own replicas (planner.leader_balance); None: only net out counts
+    leader_balance: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.tolerance < 1:
@@ -40,6 +43,9 @@ class Goals:
         if self.topic_spread is not None and not 0 <= self.topic_spread <= 10:
             raise InputError(f"--topic-spread must be between 0 and 10 (a fraction of the fair "
                              f"share, e.g. 0.5), got {self.topic_spread}")
+        if self.leader_balance is not None and not 0 <= self.leader_balance <= 1:
+            raise InputError(f"--leader-balance must be between 0 and 1 (a fraction of each "
+                             f"broker's fair share, e.g. 0.1), got {self.leader_balance}")
         both = self.add_brokers & self.remove_brokers
         if both:
             raise InputError(f"broker {min(both)} is both added and removed")

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.arrays import ClusterArrays, to_arrays
+from planner.arrays import ClusterArrays, IntArray, to_arrays
 from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Budget, Goals
+from planner.leader_balance import LeaderLevel, leader_level
 from planner.result import Move, MoveTotals, SolverStatus
 from planner.spread import Crowding, crowding
 from planner.tally import Tally, balance_of, load_rows, retally, tally
@@ -113,6 +114,16 @@ class SpreadInfo:
     after: Crowding
 
 
+@dataclass(frozen=True, slots=True)
+class LeaderInfo:
+    """How far leader counts and leader bytes in are from each broker's fair share before and
+    after the plan, at the --leader-balance tolerance (planner.leader_balance)."""
+
+    tolerance: float
+    before: LeaderLevel
+    after: LeaderLevel
+
+
 @dataclass(frozen=True)
 class PlanFile(MoveTotals):
     """A plan as written to disk: ordered moves and the context to review or execute them."""
@@ -128,6 +139,7 @@ class PlanFile(MoveTotals):
     warnings: tuple[str, ...] = ()
     targets: TargetInfo | None = None
     spread: SpreadInfo | None = None  # with --topic-spread only
+    leaders: LeaderInfo | None = None  # with --leader-balance only
 
     def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Target replicas of every changed partition."""
@@ -182,19 +194,24 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
     dev_before = deviation(arrays, targets, load_rows(counts_before, arrays.broker_ids))
     dev_after = deviation(arrays, targets, load_rows(counts_after, arrays.broker_ids))
     tol = goals.tolerance
-    spread = None if goals.topic_spread is None else spread_info(before, arrays, moves,
-                                                                     goals.topic_spread)
+    after = _after(before, arrays, moves)
+    spread = None if goals.topic_spread is None else SpreadInfo(
+        goals.topic_spread, crowding(arrays, arrays.replicas, goals.topic_spread),
+        crowding(arrays, after, goals.topic_spread))
+    leaders = None if goals.leader_balance is None else LeaderInfo(
+        goals.leader_balance, leader_level(arrays, arrays.replicas, goals.leader_balance),
+        leader_level(arrays, after, goals.leader_balance))
     return PlanFile(tuple(moves), before.fingerprint(), goals, budget,
                     cluster_stats(before.brokers, counts_before, tol, alive,
                                   dev_before.tolist(), targets.forced),
                     cluster_stats(before.brokers, counts_after, tol, remaining,
                                   dev_after.tolist(), targets.forced),
-                    solver, created_at, tuple(warnings), target_info(arrays, targets), spread)
+                    solver, created_at, tuple(warnings), target_info(arrays, targets), spread,
+                    leaders)
 
 
-def spread_info(before: Topology, arrays: ClusterArrays, moves: Sequence[Move],
-                tolerance: float) -> SpreadInfo:
-    """Topic crowding of `before` (whose arrays are given) and of it after `moves`."""
+def _after(before: Topology, arrays: ClusterArrays, moves: Sequence[Move]) -> IntArray:
+    """The replica rows of `before` (whose arrays are given) after `moves`."""
     after = arrays.replicas.copy()
     if moves:
         wanted = {m.key: m.target for m in moves}
@@ -203,5 +220,4 @@ def spread_info(before: Topology, arrays: ClusterArrays, moves: Sequence[Move],
             target = wanted.get(partition.key)
             if target is not None:
                 after[i, : len(target)] = [position[b] for b in target]
-    return SpreadInfo(tolerance, crowding(arrays, arrays.replicas, tolerance),
-                      crowding(arrays, after, tolerance))
+    return after

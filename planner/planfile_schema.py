@@ -72,6 +72,7 @@ class GoalsEntry(TypedDict):
     balance_leaders: NotRequired[Flag]
     cordoned_brokers: NotRequired[list[KafkaId]]
     topic_spread: NotRequired[Number | None]
+    leader_balance: NotRequired[Number | None]
 
 
 @with_config(_FORBID)
@@ -179,6 +180,20 @@ class SpreadEntry(TypedDict):
 
 
 @with_config(_IGNORE)
+class LeaderLevelEntry(TypedDict):
+    count_over_fair: Quantity
+    bytes_in_over_fair: Quantity
+    brokers_outside: Count
+
+
+@with_config(_IGNORE)
+class LeaderBalanceEntry(TypedDict):
+    tolerance: Quantity
+    before: LeaderLevelEntry
+    after: LeaderLevelEntry
+
+
+@with_config(_IGNORE)
 class TotalsEntry(TypedDict, total=False):
     bytes_moved: ByteCount
     moves: Count
@@ -201,6 +216,7 @@ class PlanDocument(TypedDict, total=False):
     created_at: Text | None
     targets: TargetsEntry | None
     topic_spread: SpreadEntry | None
+    leader_balance: LeaderBalanceEntry | None
 
 
 PLAN_ADAPTER = TypeAdapter(PlanDocument)

@@ -50,6 +50,7 @@ from planner.consolidate import consolidate_moves
 from planner.goals import Budget, Goals
 from planner.greedy import rebalance_replicas
 from planner.guard import undo_worsening
+from planner.leader_balance import leader_level, level_leaders
 from planner.leaders import rebalance_leaders
 from planner.lns import improve, rounds_for
 from planner.phases import Phases
@@ -248,9 +249,12 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     with phases("bounds"):
         bounds = lower_bounds(arrays, goals, targets)
     lower_bound = bounds.combined
-    if _in_band(arrays, arrays.replicas, goals, targets) and (
-            goals.topic_spread is None
-            or crowding(arrays, arrays.replicas, goals.topic_spread).none):
+    if (_in_band(arrays, arrays.replicas, goals, targets)
+            and (goals.topic_spread is None
+                 or crowding(arrays, arrays.replicas, goals.topic_spread).none)
+            and (goals.leader_balance is None
+                 or not leader_level(arrays, arrays.replicas, goals.leader_balance)
+                 .brokers_outside)):
         return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
                           0.0, (), time.monotonic() - start, targets, None, bounds.disk,
                           phases.items())
@@ -271,6 +275,8 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
             uncrowd_topics(state, max(deadline, time.monotonic() + SPREAD_SECONDS))
     with phases("polish"):
         prune_moves(state)
+        if goals.leader_balance is not None:  # after pruning, which keeps only what balances
+            level_leaders(state, goals.leader_balance)
         undo_worsening(state)
         if not relieve_overloads(state):
             raise PlanError("no plan keeps every broker under the maximum utilization "

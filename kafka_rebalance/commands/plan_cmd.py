@@ -145,8 +145,15 @@ def plan(
         "leaders) than its fair share (by capacity; its rack's share where the rack rule forces "
         "one) x (1 + this), rounded up; e.g. 0.5. Costs moves; the review shows how many "
         "topics crowd a broker before and after. Off by default.")] = None,
-    max_bytes: Annotated[str | None, typer.Option(help="Cap on bytes moved (e.g. 500GB).")
-                         ] = None,
+    leader_balance: Annotated[float | None, typer.Option(
+        help="Also level leaders: each broker leads its fair share of partitions and of "
+        "produce bytes in (the partitions it holds, each split over its replicas) within "
+        "+/- this fraction, e.g. 0.1; reached by reordering replicas only, never by copying, "
+        "and never at net out's cost. With --max-bytes 0 the whole plan moves no data. Off by "
+        "default.")] = None,
+    max_bytes: Annotated[str | None, typer.Option(
+        help="Cap on bytes moved (e.g. 500GB). 0: move no data, only reorder leaders (net "
+        "out, and --leader-balance).")] = None,
     max_moves: Annotated[int | None, typer.Option(help="Cap on partitions moved.")] = None,
     time_limit: Annotated[float, typer.Option(help="Solver time limit, seconds.")] = 60.0,
     order: Annotated[MoveOrder, typer.Option(help="Execution order of the moves.")
@@ -174,17 +181,18 @@ def plan(
     check_html(html, {"--out": out, "--snapshot": snapshot, "--capacities": capacities,
                       "--weights": weights, "--command-config": command_config})
     budget = Budget(_optional_bytes(max_bytes, "--max-bytes"), max_moves, time_limit)
-    for flag, limit in (("--max-moves", budget.max_moves), ("--max-bytes", budget.max_bytes)):
-        if limit == 0:
-            raise InputError(f"{flag} 0 allows no move, so the plan would be empty; give a "
-                             "positive limit, or leave the flag out for none")
+    if budget.max_moves == 0:
+        raise InputError("--max-moves 0 allows no move, so the plan would be empty; give a "
+                         "positive limit, or leave the flag out for none (--max-bytes 0 "
+                         "moves leadership only)")
     adds = broker_ids(add_broker or (), "--add-broker")
     removes = broker_ids(remove_broker or (), "--remove-broker")
     demotes = broker_ids(demote_broker or (), "--demote-broker")
-    if demotes and (adds or removes or max_bytes or max_moves or topic_spread is not None):
+    if demotes and (adds or removes or max_bytes or max_moves or topic_spread is not None
+                    or leader_balance is not None):
         raise InputError("--demote-broker moves leadership only, planned on its own: leave out "
-                         "--add-broker, --remove-broker, --max-bytes, --max-moves and "
-                         "--topic-spread (plan those in a second plan)")
+                         "--add-broker, --remove-broker, --max-bytes, --max-moves, "
+                         "--topic-spread and --leader-balance (plan those in a second plan)")
     inputs = PlanInputs(snapshot=snapshot, bootstrap=bootstrap, prometheus=prometheus,
                         command_config=command_config, capacities=capacities, weights=weights,
                         horizon_days=horizon, add_brokers=adds, remove_brokers=removes)
@@ -194,7 +202,7 @@ def plan(
             note(message, label="warning")
         settings = PlanSettings(
             goals=Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes),
-                        topic_spread=topic_spread),
+                        topic_spread=topic_spread, leader_balance=leader_balance),
             budget=budget, order=order)
         with err_console.status(f"planning {len(topology.partitions)} partitions on "
                                 f"{len(topology.brokers)} brokers ..."):

@@ -14,10 +14,12 @@ from pydantic import ValidationError
 
 from kafka_rebalance.core.errors import InputError, problems_message
 from planner.goals import Budget, Goals
+from planner.leader_balance import LeaderLevel
 from planner.planfile import (
     PLAN_VERSION,
     BrokerStats,
     ClusterStats,
+    LeaderInfo,
     PlanFile,
     ResourceStats,
     SolverInfo,
@@ -30,6 +32,7 @@ from planner.planfile_schema import (
     TOP_LEVEL_KEYS,
     BudgetEntry,
     GoalsEntry,
+    LeaderBalanceEntry,
     PlanDocument,
     ReassignmentEntry,
     SolverEntry,
@@ -82,7 +85,9 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
                   "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders,
                   **({"cordoned_brokers": sorted(g.cordoned_brokers)}
                      if g.cordoned_brokers else {}),
-                  **({"topic_spread": g.topic_spread} if g.topic_spread is not None else {})},
+                  **({"topic_spread": g.topic_spread} if g.topic_spread is not None else {}),
+                  **({"leader_balance": g.leader_balance}
+                     if g.leader_balance is not None else {})},
         "budget": {"max_bytes": b.max_bytes, "max_moves": b.max_moves,
                    "time_limit_s": b.time_limit_s, "seed": b.seed},
         "before": _stats_dict(plan.before),
@@ -99,6 +104,7 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         "created_at": plan.created_at,
         **({"targets": _targets_dict(plan.targets)} if plan.targets is not None else {}),
         **({"topic_spread": _spread_dict(plan.spread)} if plan.spread is not None else {}),
+        **({"leader_balance": _leaders_dict(plan.leaders)} if plan.leaders is not None else {}),
     }
 
 
@@ -107,6 +113,14 @@ def _spread_dict(spread: SpreadInfo) -> dict[str, Any]:
             **{when: {"replicas_over": c.replicas, "leaders_over": c.leaders,
                       "topics_crowding": c.topics}
                for when, c in (("before", spread.before), ("after", spread.after))}}
+
+
+def _leaders_dict(leaders: LeaderInfo) -> dict[str, Any]:
+    return {"tolerance": leaders.tolerance,
+            **{when: {"count_over_fair": level.count_over_fair,
+                      "bytes_in_over_fair": level.bytes_in_over_fair,
+                      "brokers_outside": level.brokers_outside}
+               for when, level in (("before", leaders.before), ("after", leaders.after))}}
 
 
 def _targets_dict(targets: TargetInfo) -> dict[str, Any]:
@@ -205,13 +219,15 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
     solver = _solver(doc["solver"], problems)
     if problems or goals is None or budget is None or solver is None:
         raise InputError(problems_message(problems))
-    targets, spread = doc.get("targets"), doc.get("topic_spread")
+    targets, spread, leaders = (doc.get("targets"), doc.get("topic_spread"),
+                                doc.get("leader_balance"))
     return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
                     before=before, after=_stats(doc["after"]), solver=solver,
                     created_at=doc.get("created_at") or "",
                     warnings=tuple(doc.get("warnings") or ()),
                     targets=None if targets is None else _targets(targets),
-                    spread=None if spread is None else _spread(spread))
+                    spread=None if spread is None else _spread(spread),
+                    leaders=None if leaders is None else _leaders(leaders))
 
 
 def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:
@@ -271,7 +287,8 @@ def _goals(entry: GoalsEntry, problems: list[str]) -> Goals | None:
                      rack_aware=entry.get("rack_aware", True),
                      balance_leaders=entry.get("balance_leaders", True),
                      cordoned_brokers=frozenset(entry.get("cordoned_brokers", ())),
-                     topic_spread=entry.get("topic_spread"))
+                     topic_spread=entry.get("topic_spread"),
+                     leader_balance=entry.get("leader_balance"))
     except InputError as exc:
         problems.append(f"goals: {exc}")
         return None
@@ -329,3 +346,9 @@ def _spread(entry: SpreadEntry) -> SpreadInfo:
     before, after = (Crowding(c["replicas_over"], c["leaders_over"], c["topics_crowding"])
                      for c in (entry["before"], entry["after"]))
     return SpreadInfo(entry["tolerance"], before, after)
+
+
+def _leaders(entry: LeaderBalanceEntry) -> LeaderInfo:
+    before, after = (LeaderLevel(c["count_over_fair"], c["bytes_in_over_fair"],
+                                 c["brokers_outside"]) for c in (entry["before"], entry["after"]))
+    return LeaderInfo(entry["tolerance"], before, after)

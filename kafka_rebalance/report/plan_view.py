@@ -246,6 +246,10 @@ def headline(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[tuple[str, str]
         before, after = plan.spread.before, plan.spread.after
         rows.append((f"topic spread (+{plan.spread.tolerance:.0%})",
                      f"{before.topics} topic(s) crowd a broker before, {after.topics} after"))
+    if plan.leaders is not None:
+        rows.append((f"leader balance (+/-{plan.leaders.tolerance:.0%})",
+                     f"{plan.leaders.before.brokers_outside} broker(s) outside their fair share "
+                     f"of leaders before, {plan.leaders.after.brokers_outside} after"))
     unreachable = binding_text(plan)
     if unreachable is not None:
         rows.append(("why not", _plain(unreachable)))

@@ -316,6 +316,20 @@ def spread_text(plan: PlanFile) -> str | None:
             f"after{left}")
 
 
+def leaders_text(plan: PlanFile) -> str | None:
+    """With --leader-balance: brokers outside their fair share of leaders before and after."""
+    leaders = plan.leaders
+    if leaders is None:
+        return None
+    before, after = leaders.before, leaders.after
+    return (f"Leader balance (each broker's fair share of leaders and of produce bytes in, "
+            f"+/-{leaders.tolerance:.0%}): {before.brokers_outside} broker(s) outside before the "
+            f"plan, {after.brokers_outside} after; most leaders over the fair share "
+            f"{before.count_over_fair:.2f}x -> {after.count_over_fair:.2f}x, most leader bytes "
+            f"in {before.bytes_in_over_fair:.2f}x -> {after.bytes_in_over_fair:.2f}x (reached "
+            "by reordering replicas: no byte copied for it)")
+
+
 def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
            width: int | None = None) -> Group:
     """The whole dry-run review as one renderable, laid out for `width` columns (None: the
@@ -329,9 +343,7 @@ def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
         parts.append(f"Cordoned (cordoned.log.dirs): broker(s) "
                      f"{sorted(plan.goals.cordoned_brokers)} get no new replica; they may "
                      "keep or give up what they hold")
-    spread = spread_text(plan)
-    if spread is not None:
-        parts.append(spread)
+    parts.extend(text for text in (spread_text(plan), leaders_text(plan)) if text is not None)
     parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in shown_warnings(plan))
     binding = binding_text(plan)
     if binding is not None:
@@ -414,12 +426,18 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                   "remove_brokers": sorted(g.remove_brokers),
                   "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders,
                   "cordoned_brokers": sorted(g.cordoned_brokers),
-                  "topic_spread": g.topic_spread},
+                  "topic_spread": g.topic_spread, "leader_balance": g.leader_balance},
         **({"topic_spread": {when: {"topics_crowding": c.topics, "replicas_over": c.replicas,
                                     "leaders_over": c.leaders}
                              for when, c in (("before", plan.spread.before),
                                              ("after", plan.spread.after))}}
            if plan.spread is not None else {}),
+        **({"leader_balance": {when: {"brokers_outside": level.brokers_outside,
+                                      "count_over_fair": level.count_over_fair,
+                                      "bytes_in_over_fair": level.bytes_in_over_fair}
+                               for when, level in (("before", plan.leaders.before),
+                                                   ("after", plan.leaders.after))}}
+           if plan.leaders is not None else {}),
         "budget": {"max_bytes": budget.max_bytes, "max_moves": budget.max_moves,
                    "time_limit_seconds": budget.time_limit_s},
         "solver": {"status": s.status.value, "seconds": s.seconds,

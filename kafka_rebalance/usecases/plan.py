@@ -148,8 +148,10 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
     goals, budget = with_cordons(settings.goals, topology), settings.budget
     created_at = created_at or datetime.now(UTC).isoformat(timespec="seconds")
     current = validate_plan(topology, (), goals)
-    if not current.errors and current.balanced and goals.topic_spread is None:
-        # (with --topic-spread the planner says whether the topics are spread already)
+    if (not current.errors and current.balanced and goals.topic_spread is None
+            and goals.leader_balance is None):
+        # (with --topic-spread or --leader-balance the planner says whether those goals hold
+        # already)
         return make_plan_file(topology, (), goals, budget,
                               SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at)
     result = (solver or load_solver())(topology, goals, budget)

@@ -1,0 +1,200 @@
+"""Leader balance: each broker leads about its fair share of partitions and of produce bytes
+(`plan --leader-balance TOL`), reached by reordering replicas alone (no byte copied).
+
+A broker's fair share of leaders is what it would lead if every partition's leadership were
+split evenly over its replicas on brokers that may lead: the sum over the partitions it holds
+of 1 / (their replicas on such brokers). Its fair share of leader bytes in (what producers
+send to the leader) is the same sum weighted by each partition's bytes in. Both are reachable
+by choosing leaders among the replicas each broker already holds, so this goal never moves
+data: it is reached after the placement is settled, by leadership switches. A broker is in
+band when its leader count lies within [floor(fair x (1 - TOL)), ceil(fair x (1 + TOL))] and
+its leader bytes in within fair x (1 +/- TOL).
+
+The phase switches leaders on the broker furthest outside (relative to its fair share): a
+leader it has too many of goes to the follower whose broker gains most; one it lacks comes
+from a partition it follows. No switch leaves either broker further outside its net-out band
+(the network goal comes first), and budgets hold; a switch on a partition that already moves
+is preferred (it adds no move).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.arrays import NET_OUT, ClusterArrays, FloatArray, IntArray
+from planner.state import SolverState, sessions_on_worst
+
+SESSION_SWITCHES = 64
+MAX_REJECTS = 40
+ALREADY_MOVED_BONUS = 4.0  # a switch on a partition that moves anyway costs no extra move
+
+
+@dataclass(frozen=True)
+class LeaderLevel:
+    """How far leaders are from the brokers' fair shares (brokers that may lead only)."""
+
+    count_over_fair: float  # the largest leader count / fair count
+    bytes_in_over_fair: float  # the largest leader bytes in / fair bytes in (1.0: no traffic)
+    brokers_outside: int  # brokers outside the band on leader count or leader bytes in
+
+
+@dataclass(frozen=True)
+class FairLeaders:
+    """Fair leader count and leader bytes in per broker, and the bands around them."""
+
+    count: FloatArray
+    bytes_in: FloatArray
+    count_low: FloatArray
+    count_high: FloatArray
+    bytes_low: FloatArray
+    bytes_high: FloatArray
+
+    @classmethod
+    def of(cls, arrays: ClusterArrays, replicas: IntArray, tolerance: float) -> FairLeaders:
+        may_lead = (replicas >= 0) & arrays.eligible[np.maximum(replicas, 0)]
+        holders = np.maximum(may_lead.sum(axis=1), 1)
+        share = np.where(may_lead, 1.0 / holders[:, None], 0.0)
+        brokers = np.where(may_lead, replicas, 0)
+        count = _floats(np.bincount(brokers.ravel(), weights=share.ravel(),
+                                    minlength=arrays.brokers))
+        weighted = share * arrays.net_in[:, None]
+        bytes_in = _floats(np.bincount(brokers.ravel(), weights=weighted.ravel(),
+                                       minlength=arrays.brokers))
+        return cls(count, bytes_in, _floats(np.floor(count * (1 - tolerance) + 1e-9)),
+                   _floats(np.ceil(count * (1 + tolerance) - 1e-9)), bytes_in * (1 - tolerance),
+                   bytes_in * (1 + tolerance))
+
+    def penalty(self, brokers: IntArray, count: FloatArray, bytes_in: FloatArray) -> FloatArray:
+        """Distance outside both bands, relative to each broker's fair share."""
+        off_count = (np.maximum(count - self.count_high[brokers], 0.0)
+                     + np.maximum(self.count_low[brokers] - count, 0.0))
+        off_bytes = (np.maximum(bytes_in - self.bytes_high[brokers], 0.0)
+                     + np.maximum(self.bytes_low[brokers] - bytes_in, 0.0))
+        res: FloatArray = (off_count / np.maximum(self.count[brokers], 1.0)
+                           + off_bytes / np.maximum(self.bytes_in[brokers], 1e-9))
+        return res
+
+
+def led(arrays: ClusterArrays, replicas: IntArray) -> tuple[FloatArray, FloatArray]:
+    """Leader count and leader bytes in per broker."""
+    count = _floats(np.bincount(replicas[:, 0], minlength=arrays.brokers))
+    bytes_in = _floats(np.bincount(replicas[:, 0], weights=arrays.net_in,
+                                   minlength=arrays.brokers))
+    return count, bytes_in
+
+
+def _floats(values: object) -> FloatArray:
+    return np.asarray(values, dtype=np.float64)
+
+
+def leader_level(arrays: ClusterArrays, replicas: IntArray, tolerance: float) -> LeaderLevel:
+    """The leader balance of `replicas` against fair shares of its own placement."""
+    fair = FairLeaders.of(arrays, replicas, tolerance)
+    count, bytes_in = led(arrays, replicas)
+    lead = np.flatnonzero(arrays.eligible & (fair.count > 0))
+    if lead.size == 0:
+        return LeaderLevel(1.0, 1.0, 0)
+    outside = fair.penalty(lead, count[lead], bytes_in[lead]) > 1e-9
+    ratio = count[lead] / fair.count[lead]
+    has_bytes = fair.bytes_in[lead] > 0
+    byte_ratio = (float((bytes_in[lead][has_bytes] / fair.bytes_in[lead][has_bytes]).max())
+                  if has_bytes.any() else 1.0)
+    return LeaderLevel(float(ratio.max()), byte_ratio, int(outside.sum()))
+
+
+class _Leaders:
+    """Leader counts and bytes of the solver's assignment, kept in step by this phase."""
+
+    def __init__(self, state: SolverState, tolerance: float) -> None:
+        self.state = state
+        self.fair = FairLeaders.of(state.arrays, state.replicas, tolerance)
+        self.count, self.bytes_in = led(state.arrays, state.replicas)
+        self.everyone = np.arange(state.arrays.brokers)
+
+    def penalties(self) -> FloatArray:
+        pen = self.fair.penalty(self.everyone, self.count, self.bytes_in)
+        res: FloatArray = np.where(self.state.arrays.eligible, pen, 0.0)
+        return res
+
+    def gains(self, parts: IntArray, old: IntArray, new: IntArray) -> FloatArray:
+        """Penalty removed by moving each partition's leadership from `old` to `new`."""
+        size = self.state.arrays.net_in[parts]
+        before = (self.fair.penalty(old, self.count[old], self.bytes_in[old])
+                  + self.fair.penalty(new, self.count[new], self.bytes_in[new]))
+        after = (self.fair.penalty(old, self.count[old] - 1, self.bytes_in[old] - size)
+                 + self.fair.penalty(new, self.count[new] + 1, self.bytes_in[new] + size))
+        res: FloatArray = before - after
+        return res
+
+    def switch(self, p: int, col: int) -> None:
+        state = self.state
+        old, new = int(state.replicas[p, 0]), int(state.replicas[p, col])
+        size = float(state.arrays.net_in[p])
+        self.count[old] -= 1
+        self.count[new] += 1
+        self.bytes_in[old] -= size
+        self.bytes_in[new] += size
+        state.set_leader(p, col)
+
+
+def _candidates(leaders: _Leaders, broker: int) -> list[tuple[float, int, int]]:
+    """(gain, partition, column of the new leader) for switches off or onto `broker`."""
+    state = leaders.state
+    a = state.arrays
+    hosted = state.hosted_array(broker)
+    if hosted.size == 0:
+        return []
+    fair = leaders.fair
+    shed = (leaders.count[broker] > fair.count_high[broker]
+            or leaders.bytes_in[broker] > fair.bytes_high[broker])
+    leads = state.replicas[hosted, 0] == broker
+    parts = hosted[leads] if shed else hosted[~leads]
+    found: list[tuple[float, int, int]] = []
+    for col in range(1, state.replicas.shape[1]):
+        sel = parts if shed else parts[state.replicas[parts, col] == broker]
+        new = state.replicas[sel, col]
+        valid = (new >= 0) & a.eligible[np.maximum(new, 0)]
+        sel, new = sel[valid], new[valid]
+        gains = leaders.gains(sel, state.replicas[sel, 0], new)
+        moved = np.fromiter((p in state.changed for p in sel.tolist()), dtype=np.bool_,
+                            count=sel.size)
+        score = gains * np.where(moved, ALREADY_MOVED_BONUS, 1.0)
+        keep = np.flatnonzero(gains > 1e-12)
+        found.extend((float(score[k]), int(sel[k]), col) for k in keep.tolist())
+    found.sort(key=lambda s: (-s[0], s[1], s[2]))
+    return found
+
+
+def _net_out_kept(state: SolverState, p: int, col: int) -> bool:
+    """The switch leaves neither broker further outside its net-out band than now."""
+    old, new = int(state.replicas[p, 0]), int(state.replicas[p, col])
+    out = float(state.arrays.leader_out[p])
+    ids = np.array([old, new])
+    rows = state.loads[ids].copy()
+    rows[:, NET_OUT] += np.array([-out, out])
+    return bool(state.no_worse(ids, rows, strict=True).all())
+
+
+def _session(leaders: _Leaders, broker: int) -> int:
+    state = leaders.state
+    applied = rejects = 0
+    for _, p, col in _candidates(leaders, broker):
+        if applied >= SESSION_SWITCHES or rejects >= MAX_REJECTS:
+            break
+        old, new = state.replicas[p, 0:1], state.replicas[p, col:col + 1]
+        gain = float(leaders.gains(np.array([p]), old, new)[0])
+        if gain <= 1e-12 or not _net_out_kept(state, p, col) or not state.affordable(p, 0.0):
+            rejects += 1
+            continue
+        leaders.switch(p, col)
+        applied += 1
+        rejects = 0
+    return applied
+
+
+def level_leaders(state: SolverState, tolerance: float, max_sessions: int = 100_000) -> int:
+    """Leadership switches towards every broker's fair share; returns how many were made."""
+    leaders = _Leaders(state, tolerance)
+    return sessions_on_worst(leaders.penalties, lambda b: _session(leaders, b), max_sessions)
