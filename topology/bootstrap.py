@@ -7,8 +7,10 @@ client parses the list here first, so a bad entry is an InputError before anythi
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import re
+import socket
 from dataclasses import dataclass
 
 from kafka_rebalance.core.errors import InputError, problems_message
@@ -103,3 +105,28 @@ def _port(entry: str, text: str) -> int:
     if not 1 <= port <= 65535:
         raise ValueError(f"{entry!r}: the port {port} is not in 1..65535")
     return port
+
+
+PROBE_SECONDS = 2.0  # a TCP connect slower than this decides nothing: the client tries as usual
+_DEFINITE = (errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL)
+
+
+def refused_everywhere(servers: tuple[BootstrapServer, ...],
+                       timeout_s: float = PROBE_SECONDS) -> str | None:
+    """Why, server by server, when every one of `servers` definitely refuses a TCP connection
+    (nothing listens on the port, the host name is unknown, no route to it); None when one
+    accepts or any is merely slow. A Kafka client would retry such a list until its timeout
+    (15 s and more) before saying the same: this answers at once, and connects nothing else."""
+    reasons: list[str] = []
+    for server in servers:
+        try:
+            socket.create_connection((server.host, server.port), timeout=timeout_s).close()
+        except socket.gaierror:
+            reasons.append(f"{server}: host name not found")
+        except OSError as exc:
+            if exc.errno not in _DEFINITE:
+                return None
+            reasons.append(f"{server}: {exc.strerror or 'refused'}")
+        else:
+            return None
+    return "; ".join(reasons)

@@ -39,7 +39,7 @@ from kafka_rebalance.core.ports import (
     PartitionInfo,
     ReassignmentState,
 )
-from topology.bootstrap import bootstrap_string, parse_bootstrap
+from topology.bootstrap import bootstrap_string, parse_bootstrap, refused_everywhere
 from topology.model import TopicPartition
 from topology.security import SecuritySettings
 
@@ -80,12 +80,19 @@ class KafkaClusterAdmin:
         except (KafkaException, ValueError, TypeError) as exc:
             raise ClusterError(f"invalid Kafka client settings: {_short(exc)}") from None
         self._kp: KafkaAdminClient | None = None
+        self._probed = False  # something listened at the bootstrap list once
 
     # -- error translation -------------------------------------------------------------
 
     @contextmanager
     def _calling(self, action: str) -> Iterator[None]:
-        """Turn client exceptions raised while doing `action` into actionable ClusterErrors."""
+        """Turn client exceptions raised while doing `action` into actionable ClusterErrors.
+        The first call looks whether anything listens at the bootstrap list at all."""
+        if not self._probed:
+            refused = refused_everywhere(self._servers)
+            if refused is not None:
+                raise self._unreachable(action, refused)
+            self._probed = True
         try:
             yield
         except ClusterError:

@@ -41,7 +41,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from kafka_rebalance.core.errors import ClusterError, LeaseRefused
 from kafka_rebalance.core.ports import LeaseDecision
-from topology.bootstrap import bootstrap_string, parse_bootstrap
+from topology.bootstrap import bootstrap_string, parse_bootstrap, refused_everywhere
 from topology.security import SecuritySettings
 
 LEASE_TOPIC = "__kafka_rebalance_lease"
@@ -92,7 +92,8 @@ class KafkaLeaseStore:
 
     def __init__(self, bootstrap: str, security: SecuritySettings | None = None,
                  timeout_s: float = 15.0, topic: str = LEASE_TOPIC) -> None:
-        self._bootstrap = bootstrap_string(parse_bootstrap(bootstrap))
+        self._servers = parse_bootstrap(bootstrap)
+        self._bootstrap = bootstrap_string(self._servers)
         self._conf: dict[str, Any] = {
             "bootstrap.servers": self._bootstrap, "log_level": 0, "logger": _QUIET,
             **(security or SecuritySettings()).confluent_config()}
@@ -105,6 +106,10 @@ class KafkaLeaseStore:
         by an older version is switched to append time once)."""
         if self._ready:
             return
+        refused = refused_everywhere(self._servers)
+        if refused is not None:
+            raise ClusterError(f"cannot reach the cluster at {self._bootstrap} to take its run "
+                               f"lease: {refused}")
         admin = AdminClient(self._conf)
         try:
             metadata = admin.list_topics(timeout=self._timeout)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
-from kafka_rebalance.core.errors import InputError
-from topology.bootstrap import BootstrapServer, bootstrap_string, parse_bootstrap
+from kafka_rebalance.core.errors import ClusterError, InputError
+from topology.bootstrap import (
+    BootstrapServer,
+    bootstrap_string,
+    parse_bootstrap,
+    refused_everywhere,
+)
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.kafka_lease import KafkaLeaseStore
 
@@ -69,3 +76,39 @@ def test_the_kafka_adapters_refuse_a_bad_list_before_opening_a_client() -> None:
         KafkaClusterAdmin("127.0.0.1:99999")
     with pytest.raises(InputError, match="port 99999"):
         KafkaLeaseStore("127.0.0.1:99999")
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_list_where_nothing_listens_is_refused_everywhere() -> None:
+    first, second = _closed_port(), _closed_port()
+    why = refused_everywhere(parse_bootstrap(f"127.0.0.1:{first},127.0.0.1:{second}"))
+    assert why is not None
+    assert f"127.0.0.1:{first}: Connection refused" in why
+    assert f"127.0.0.1:{second}: Connection refused" in why
+
+
+def test_one_listening_server_is_enough() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert refused_everywhere(parse_bootstrap(
+            f"127.0.0.1:{_closed_port()},127.0.0.1:{port}")) is None
+
+
+def test_the_admin_and_the_lease_say_nothing_listens_without_waiting_out_a_timeout() -> None:
+    """The refusal names the cause librdkafka would only time out on (after 15 s and more)."""
+    address = f"127.0.0.1:{_closed_port()}"
+    admin = KafkaClusterAdmin(address, timeout_s=60)
+    with pytest.raises(ClusterError, match=f"cannot reach Kafka at {address}: {address}: "
+                                           "Connection refused"):
+        admin.brokers()
+    admin.close()
+    with pytest.raises(ClusterError, match=f"run lease: {address}: Connection refused"):
+        KafkaLeaseStore(address, timeout_s=60).claim(lambda latest, age: b"never written")
