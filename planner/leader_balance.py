@@ -185,13 +185,85 @@ def _session(leaders: _Leaders, broker: int) -> int:
             break
         old, new = state.replicas[p, 0:1], state.replicas[p, col:col + 1]
         gain = float(leaders.gains(np.array([p]), old, new)[0])
-        if gain <= 1e-12 or not _net_out_kept(state, p, col) or not state.affordable(p, 0.0):
+        if gain <= 1e-12 or not state.affordable(p, 0.0):
             rejects += 1
             continue
-        leaders.switch(p, col)
-        applied += 1
+        if _net_out_kept(state, p, col):
+            leaders.switch(p, col)
+            applied += 1
+        elif _relay(leaders, p, col, broker):
+            applied += 2
+        else:
+            rejects += 1
+            continue
         rejects = 0
     return applied
+
+
+def _relay(leaders: _Leaders, p: int, col: int, broker: int) -> bool:
+    """Make the switch of p (to or from `broker`) together with a second one through its other
+    end, the relay, so that the relay's leader count stays and its net out moves back: when
+    `broker` sheds p, the relay passes one of its own leaderships on to a third broker; when
+    `broker` takes p, the relay takes one back from a third broker. For a relay at the edge of
+    its net-out band. The best pair that keeps every net out and lowers the leader penalty."""
+    state = leaders.state
+    a = state.arrays
+    old, new = int(state.replicas[p, 0]), int(state.replicas[p, col])
+    sign = 1.0 if old == broker else -1.0  # +1: broker sheds p, the relay gives one on
+    relay = new if sign > 0 else old
+    out_p, in_p = float(a.leader_out[p]), float(a.net_in[p])
+    own = state.loads[broker].copy()
+    own[NET_OUT] -= sign * out_p
+    if not state.no_worse(np.array([broker]), own[None, :], strict=True)[0]:
+        return False
+    hosted = state.hosted_array(relay)
+    hosted = hosted[hosted != p]
+    leads = state.replicas[hosted, 0] == relay
+    mine = hosted[leads] if sign > 0 else hosted[~leads]
+    best: tuple[float, int, int] | None = None
+    for col2 in range(1, state.replicas.shape[1]):
+        sel = mine if sign > 0 else mine[state.replicas[mine, col2] == relay]
+        third = state.replicas[sel, col2] if sign > 0 else state.replicas[sel, 0]
+        valid = ((third >= 0) & a.eligible[np.maximum(third, 0)] & (third != old)
+                 & (third != new))
+        sel, third = sel[valid], third[valid]
+        if sel.size == 0:
+            continue
+        out_q, in_q = a.leader_out[sel], a.net_in[sel]
+        relay_rows = np.repeat(state.loads[relay][None, :], sel.size, axis=0)
+        relay_rows[:, NET_OUT] += sign * (out_p - out_q)
+        third_rows = state.loads[third].copy()
+        third_rows[:, NET_OUT] += sign * out_q
+        ok = (state.no_worse(np.full(sel.size, relay), relay_rows, strict=True)
+              & state.no_worse(third, third_rows, strict=True))
+        gain = _pair_gain(leaders, broker, relay, third, sign, in_p, in_q)
+        keep = np.flatnonzero(ok & (gain > 1e-12))
+        if keep.size:
+            k = int(keep[np.argmax(gain[keep])])
+            if best is None or float(gain[k]) > best[0]:
+                best = (float(gain[k]), int(sel[k]), col2)
+    if best is None or not state.affordable(best[1], 0.0):
+        return False
+    leaders.switch(p, col)
+    leaders.switch(best[1], best[2])
+    return True
+
+
+def _pair_gain(leaders: _Leaders, broker: int, relay: int, third: IntArray, sign: float,
+               in_p: float, in_q: FloatArray) -> FloatArray:
+    """Leader penalty removed by a relayed pair (see _relay) for each candidate third broker."""
+    fair, count, bytes_in = leaders.fair, leaders.count, leaders.bytes_in
+    one = np.array([broker])
+    at_relay = np.array([relay])
+    before = (fair.penalty(one, count[one], bytes_in[one])
+              + fair.penalty(at_relay, count[at_relay], bytes_in[at_relay])
+              + fair.penalty(third, count[third], bytes_in[third]))
+    after = (fair.penalty(one, count[one] - sign, bytes_in[one] - sign * in_p)
+             + fair.penalty(at_relay, count[at_relay],
+                            bytes_in[at_relay] + sign * (in_p - in_q))
+             + fair.penalty(third, count[third] + sign, bytes_in[third] + sign * in_q))
+    res: FloatArray = before - after
+    return res
 
 
 def level_leaders(state: SolverState, tolerance: float, max_sessions: int = 100_000) -> int:

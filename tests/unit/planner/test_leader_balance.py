@@ -149,3 +149,31 @@ def test_demotion_is_planned_without_the_leader_goal(tmp_path: Path,
     code, error = rebalance("plan", "--snapshot", str(snapshot), "--demote-broker", "1",
                             "--leader-balance", "0.1")
     assert (code, "leave out" in error and "--leader-balance" in error) == (2, True), error
+
+
+def test_a_switch_blocked_at_a_net_out_edge_is_relayed_through_its_new_leader() -> None:
+    """Broker 1 leads too many partitions; giving one of its light ones (1 B/s out) to broker 2
+    would push broker 2, at its net-out band's upper edge (66 of an average 60), further out.
+    The relay pairs it with one of broker 2's own light leaderships passed on to broker 3, at
+    its lower edge: broker 2's count and net out stay, broker 3's net out rises into the band."""
+    from planner.leader_balance import _Leaders, _net_out_kept, _relay
+    from planner.state import SolverState
+
+    brokers = tuple(Broker(i, None, CAP) for i in (1, 2, 3))
+    parts = ([Partition("p", n, (1, 2), 1000, 0.0, 1.0) for n in range(6)]
+             + [Partition("s1", 0, (1, 3), 1000, 0.0, 54.0)]
+             + [Partition("q", n, (2, 3), 1000, 0.0, 1.0) for n in range(6)]
+             + [Partition("s2", 0, (2, 3), 1000, 0.0, 60.0)]
+             + [Partition("s3", 0, (3, 1), 1000, 0.0, 54.0)])
+    goals = Goals(leader_balance=0.1)
+    arrays = to_arrays(Topology(brokers, tuple(parts)), goals)
+    state = SolverState(arrays, goals, Budget(), achievable_targets(arrays, goals))
+    leaders = _Leaders(state, 0.1)
+    one, two, three = (int(np.flatnonzero(arrays.broker_ids == b)[0]) for b in (1, 2, 3))
+    assert state.loads[[one, two, three], 2].tolist() == [60.0, 66.0, 54.0]
+    p = int(np.flatnonzero(arrays.topic == arrays.topic_names.index("p"))[0])
+    assert state.replicas[p, 1] == two and not _net_out_kept(state, p, 1)
+    assert _relay(leaders, p, 1, one)
+    assert state.replicas[p, 0] == two
+    assert state.loads[[one, two, three], 2].tolist() == [59.0, 66.0, 55.0]
+    assert led(arrays, state.replicas)[0][[one, two, three]].tolist() == [6, 7, 2]
