@@ -119,14 +119,28 @@ def refused_everywhere(servers: tuple[BootstrapServer, ...],
     (15 s and more) before saying the same: this answers at once, and connects nothing else."""
     reasons: list[str] = []
     for server in servers:
-        try:
-            socket.create_connection((server.host, server.port), timeout=timeout_s).close()
-        except socket.gaierror:
-            reasons.append(f"{server}: host name not found")
-        except OSError as exc:
-            if exc.errno not in _DEFINITE:
-                return None
-            reasons.append(f"{server}: {exc.strerror or 'refused'}")
-        else:
+        reason = _refusal(server, timeout_s)
+        if reason is None:
             return None
+        reasons.append(reason)
     return "; ".join(reasons)
+
+
+def refusing(servers: tuple[BootstrapServer, ...],
+             timeout_s: float = PROBE_SECONDS) -> tuple[list[str], int]:
+    """Why each server of `servers` that definitely refuses a TCP connection does, and how many
+    others accept one (or are merely slow): which of a list is down when a call timed out."""
+    reasons = [reason for reason in (_refusal(s, timeout_s) for s in servers)
+               if reason is not None]
+    return reasons, len(servers) - len(reasons)
+
+
+def _refusal(server: BootstrapServer, timeout_s: float) -> str | None:
+    try:
+        socket.create_connection((server.host, server.port), timeout=timeout_s).close()
+    except socket.gaierror:
+        return f"{server}: host name not found"
+    except OSError as exc:
+        if exc.errno in _DEFINITE:
+            return f"{server}: {exc.strerror or 'refused'}"
+    return None

@@ -39,7 +39,12 @@ from kafka_rebalance.core.ports import (
     PartitionInfo,
     ReassignmentState,
 )
-from topology.bootstrap import bootstrap_string, parse_bootstrap, refused_everywhere
+from topology.bootstrap import (
+    bootstrap_string,
+    parse_bootstrap,
+    refused_everywhere,
+    refusing,
+)
 from topology.model import TopicPartition
 from topology.security import SecuritySettings
 
@@ -136,6 +141,10 @@ class KafkaClusterAdmin:
                                 "(--command-config, REBALANCE_*)")
         if last is not None:
             detail = f"{detail}; client reports: {last.str()}"
+        down, up = refusing(self._servers) if len(self._servers) > 1 else ([], 0)
+        if down and up:  # name the brokers that are down, not the whole list
+            detail = (f"{detail}; {'; '.join(down)} (the other {up} of the bootstrap list "
+                      "accept connections)")
         return ClusterError(f"cannot reach Kafka at {self._bootstrap}: {detail} (while trying "
                             f"to {action}); check --bootstrap, that the brokers are up, and the "
                             "security settings")

@@ -112,3 +112,19 @@ def test_the_admin_and_the_lease_say_nothing_listens_without_waiting_out_a_timeo
     admin.close()
     with pytest.raises(ClusterError, match=f"run lease: {address}: Connection refused"):
         KafkaLeaseStore(address, timeout_s=60).claim(lambda latest, age: b"never written")
+
+
+def test_a_call_that_times_out_names_the_bootstrap_servers_that_are_down() -> None:
+    """One server of the list listens (and never answers as Kafka would), one refuses: the
+    timeout names the one that is down, not only the whole list."""
+    down = _closed_port()
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        up = listening.getsockname()[1]
+        admin = KafkaClusterAdmin(f"127.0.0.1:{down},127.0.0.1:{up}", timeout_s=1)
+        with pytest.raises(ClusterError) as caught:
+            admin.brokers()
+        admin.close()
+    assert (f"127.0.0.1:{down}: Connection refused (the other 1 of the bootstrap list accept "
+            "connections)") in str(caught.value)
