@@ -124,6 +124,15 @@ class LeaderInfo:
     after: LeaderLevel
 
 
+@dataclass(frozen=True, slots=True)
+class TieredInfo:
+    """Tiered storage (KIP-405): what remote storage holds, in the cluster and in the
+    partitions the plan copies. None of it is copied: a move copies local bytes only."""
+
+    remote_bytes: int
+    moved_remote_bytes: int
+
+
 @dataclass(frozen=True)
 class PlanFile(MoveTotals):
     """A plan as written to disk: ordered moves and the context to review or execute them."""
@@ -140,6 +149,7 @@ class PlanFile(MoveTotals):
     targets: TargetInfo | None = None
     spread: SpreadInfo | None = None  # with --topic-spread only
     leaders: LeaderInfo | None = None  # with --leader-balance only
+    tiered: TieredInfo | None = None  # when partitions keep bytes in remote storage
 
     def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Target replicas of every changed partition."""
@@ -207,7 +217,17 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
                     cluster_stats(before.brokers, counts_after, tol, remaining,
                                   dev_after.tolist(), targets.forced),
                     solver, created_at, tuple(warnings), target_info(arrays, targets), spread,
-                    leaders)
+                    leaders, tiered_info(before, moves))
+
+
+def tiered_info(before: Topology, moves: Sequence[Move]) -> TieredInfo | None:
+    """Remote bytes of the cluster and of the partitions `moves` copy; None without any."""
+    remote = sum(p.remote_size_bytes for p in before.partitions)
+    if not remote:
+        return None
+    copied = {m.key for m in moves if m.bytes_moved}
+    return TieredInfo(remote, sum(p.remote_size_bytes for p in before.partitions
+                                  if p.key in copied))
 
 
 def _after(before: Topology, arrays: ClusterArrays, moves: Sequence[Move]) -> IntArray:

@@ -194,6 +194,12 @@ class LeaderBalanceEntry(TypedDict):
 
 
 @with_config(_IGNORE)
+class TieredEntry(TypedDict):
+    remote_bytes: ByteCount
+    moved_remote_bytes: ByteCount
+
+
+@with_config(_IGNORE)
 class TotalsEntry(TypedDict, total=False):
     bytes_moved: ByteCount
     moves: Count
@@ -217,6 +223,7 @@ class PlanDocument(TypedDict, total=False):
     targets: TargetsEntry | None
     topic_spread: SpreadEntry | None
     leader_balance: LeaderBalanceEntry | None
+    tiered_storage: TieredEntry | None
 
 
 PLAN_ADAPTER = TypeAdapter(PlanDocument)

@@ -61,7 +61,8 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
         parts.append(Partition(
             p.topic, p.partition, p.replicas, projected,
             p.bytes_in_per_sec if w.bytes_in_per_sec is None else w.bytes_in_per_sec,
-            p.bytes_out_per_sec if w.bytes_out_per_sec is None else w.bytes_out_per_sec))
+            p.bytes_out_per_sec if w.bytes_out_per_sec is None else w.bytes_out_per_sec,
+            p.remote_size_bytes))
     known = {p.key for p in topology.partitions}
     unknown = sum(1 for key in weights if key not in known)
     notes = []

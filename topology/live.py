@@ -35,9 +35,11 @@ from topology.promql import (
     DEFAULT_RATE_WINDOW,
     TOPIC_BYTES_IN_RATE,
     TOPIC_BYTES_OUT_RATE,
+    TOPIC_REMOTE_LOG_SIZE_BYTES,
     render,
 )
 from topology.snapshot import SNAPSHOT_VERSION, partition_to_dict
+from topology.units import size_text
 
 INTERNAL_TOPIC_PREFIX = "__"
 _Rates = dict[TopicPartition, float]
@@ -72,12 +74,15 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
     infos = _as_reassigned(infos, _reassignments(admin, notes), notes)
     rates_in: dict[TopicPartition, float] = {}
     rates_out: dict[TopicPartition, float] = {}
+    remote: Mapping[TopicPartition, float] = {}
     if metrics is None:
         notes.append("no Prometheus given: byte rates are recorded as 0")
     else:
         rates_in, rates_out = _read_rates(metrics, sizes, rate_window, notes)
+        remote = _remote_sizes(metrics, sizes, notes)
     partitions = [Partition(p.topic, p.partition, p.replicas, sizes.get(p.key, 0),
-                            rates_in.get(p.key, 0.0), rates_out.get(p.key, 0.0))
+                            rates_in.get(p.key, 0.0), rates_out.get(p.key, 0.0),
+                            round(remote.get(p.key, 0.0)))
                   for p in infos]
     brokers = broker_entries(live_brokers, infos, capacities, admin.registered_racks())
     cordoned = admin.cordoned_brokers(sorted(live_ids))
@@ -146,6 +151,23 @@ def _read_rates(metrics: MetricsSource, sizes: Mapping[TopicPartition, int], win
                  "brokers) split over each topic's partitions in proportion to partition size "
                  "(equally when all sizes are 0)")
     return split_topic_rates(topic_in, sizes), split_topic_rates(topic_out, sizes)
+
+
+def _remote_sizes(metrics: MetricsSource, sizes: Mapping[TopicPartition, int],
+                  notes: list[str]) -> Mapping[TopicPartition, float]:
+    """Bytes each partition keeps in remote storage (tiered storage): per topic from the
+    brokers' RemoteLogSizeBytes, split over its partitions by their local size."""
+    topic_remote = {t: v for t, v in topic_rates(metrics.query(
+        render(TOPIC_REMOTE_LOG_SIZE_BYTES))).items() if v > 0}
+    if not topic_remote:
+        return {}
+    remote = split_topic_rates(topic_remote, sizes)
+    total = sum(remote.values())
+    notes.append(f"tiered storage: {len(topic_remote)} topic(s) keep {size_text(total)} in remote "
+                 "storage (kafka_topic_remote_log_size_bytes, RemoteLogSizeBytes summed over "
+                 "brokers, split over each topic's partitions in proportion to local size); "
+                 "size_bytes is what is local, which is all a broker holds and a move copies")
+    return remote
 
 
 def snapshot_document(brokers: Sequence[Mapping[str, Any]], partitions: Iterable[Partition],

@@ -142,7 +142,12 @@ class KeyedByPartition:
 
 @dataclass(frozen=True, slots=True)
 class Partition(KeyedByPartition):
-    """A partition with its replica list (preferred leader first), size and byte rates."""
+    """A partition with its replica list (preferred leader first), size and byte rates.
+
+    size_bytes is what a replica holds on a broker's disk: with tiered storage (KIP-405) only
+    the segments still local, and so all a move copies (a new follower fetches from the
+    leader's local log start). remote_size_bytes is what remote storage holds besides: it
+    fills no broker and is never moved."""
 
     topic: str
     partition: int
@@ -150,6 +155,7 @@ class Partition(KeyedByPartition):
     size_bytes: int = 0
     bytes_in_per_sec: float = 0.0
     bytes_out_per_sec: float = 0.0
+    remote_size_bytes: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.topic, str) or not is_topic_name(self.topic):
@@ -167,6 +173,9 @@ class Partition(KeyedByPartition):
             )
         if self.size_bytes < 0:
             raise InputError(f"partition {name}: size_bytes is negative ({self.size_bytes})")
+        if self.remote_size_bytes < 0:
+            raise InputError(f"partition {name}: remote_size_bytes is negative "
+                             f"({self.remote_size_bytes})")
         for rate in (self.bytes_in_per_sec, self.bytes_out_per_sec):
             if not math.isfinite(rate) or rate < 0:
                 raise InputError(f"partition {name}: byte rates must not be negative "
@@ -269,6 +278,6 @@ def replace_replicas(
         else:
             parts.append(
                 Partition(p.topic, p.partition, tuple(target), p.size_bytes,
-                          p.bytes_in_per_sec, p.bytes_out_per_sec)
+                          p.bytes_in_per_sec, p.bytes_out_per_sec, p.remote_size_bytes)
             )
     return topology.with_partitions(parts)

@@ -64,6 +64,13 @@ CONSUMER_LAG = "max(sum by (consumergroup) (kafka_consumergroup_lag{{{selector}}
 # Replica log sizes as the brokers report them (an alternative to DescribeLogDirs).
 LOG_SIZE_BYTES = "max by (topic, partition) (kafka_log_size_bytes{{{selector}}})"
 
+# Tiered storage (KIP-405): bytes each topic keeps in remote storage. Each broker reports the
+# partitions it leads (BrokerTopicMetrics RemoteLogSizeBytes), so the sum over brokers is the
+# topic's; brokers without remote storage report no series.
+TOPIC_REMOTE_LOG_SIZE_BYTES = (
+    "sum by (topic) (kafka_topic_remote_log_size_bytes{{{selector}}})"
+)
+
 
 TEMPLATES: dict[str, str] = {
     "topic_bytes_in_rate": TOPIC_BYTES_IN_RATE,
@@ -80,6 +87,7 @@ TEMPLATES: dict[str, str] = {
     "log_flush_p95_ms": LOG_FLUSH_P95_MS,
     "consumer_lag": CONSUMER_LAG,
     "log_size_bytes": LOG_SIZE_BYTES,
+    "topic_remote_log_size_bytes": TOPIC_REMOTE_LOG_SIZE_BYTES,
 }
 """Every default template by name (documentation, and the integration test's checklist)."""
 

@@ -69,9 +69,13 @@ def broker_to_dict(broker: Broker) -> dict[str, Any]:
 
 
 def partition_to_dict(p: Partition) -> dict[str, Any]:
-    return {"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas),
-            "size_bytes": p.size_bytes, "bytes_in_per_sec": p.bytes_in_per_sec,
-            "bytes_out_per_sec": p.bytes_out_per_sec}
+    entry: dict[str, Any] = {"topic": p.topic, "partition": p.partition,
+                             "replicas": list(p.replicas), "size_bytes": p.size_bytes,
+                             "bytes_in_per_sec": p.bytes_in_per_sec,
+                             "bytes_out_per_sec": p.bytes_out_per_sec}
+    if p.remote_size_bytes:  # tiered storage only: other snapshots read as before
+        entry["remote_size_bytes"] = p.remote_size_bytes
+    return entry
 
 
 def _compact(value: float) -> float | int:

@@ -71,6 +71,8 @@ class PartitionEntry(TypedDict, total=False):
     size_bytes: Quantity | None
     bytes_in_per_sec: Quantity | None
     bytes_out_per_sec: Quantity | None
+    # tiered storage (KIP-405): bytes in remote storage; size_bytes is then the local part
+    remote_size_bytes: Quantity | None
     internal: Flag  # written by live snapshots for Kafka's internal topics
 
 
@@ -227,7 +229,8 @@ def _partitions(entries: Sequence[PartitionEntry], problems: list[str]) -> tuple
         try:
             out.append(Partition(e["topic"], e["partition"], tuple(e["replicas"]),
                                  int(e.get("size_bytes") or 0), e.get("bytes_in_per_sec") or 0.0,
-                                 e.get("bytes_out_per_sec") or 0.0))
+                                 e.get("bytes_out_per_sec") or 0.0,
+                                 int(e.get("remote_size_bytes") or 0)))
         except InputError as exc:
             problems.append(str(exc))
     return tuple(out)

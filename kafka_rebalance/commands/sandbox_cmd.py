@@ -145,12 +145,17 @@ def up(
         "--link-mbps", min=1, help="Put each broker in a network namespace of its own behind "
         "a link shaped to this many Mbit/s each way (needs root, `ip` and `tc`); default: "
         "all on loopback.")] = None,
+    tiered_storage: Annotated[bool, typer.Option(
+        "--tiered-storage", help="Enable tiered storage: topics created with "
+        "remote.storage.enable=true keep their older segments in DIR/remote-storage (Kafka's "
+        "file-system remote storage manager), and only the newer ones on the brokers' "
+        "disks.")] = False,
 ) -> None:
     """Start the sandbox (or report the one already running in the dir)."""
     target = _dir(sandbox_dir)
     check_up_dir(target, force)
     result = cluster.up(target, brokers=brokers, racks=racks, base_port=base_port,
-                        progress=_progress, link_mbps=link_mbps)
+                        progress=_progress, link_mbps=link_mbps, tiered_storage=tiered_storage)
     info = result.info
     if result.already_running and link_mbps is not None and info.link_mbps != link_mbps:
         running_as = f"{info.link_mbps} Mbit/s links" if info.link_mbps else "loopback"

@@ -25,6 +25,7 @@ from planner.planfile import (
     SolverInfo,
     SpreadInfo,
     TargetInfo,
+    TieredInfo,
 )
 from planner.planfile_schema import (
     NOUNS,
@@ -105,6 +106,9 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         **({"targets": _targets_dict(plan.targets)} if plan.targets is not None else {}),
         **({"topic_spread": _spread_dict(plan.spread)} if plan.spread is not None else {}),
         **({"leader_balance": _leaders_dict(plan.leaders)} if plan.leaders is not None else {}),
+        **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
+                               "moved_remote_bytes": plan.tiered.moved_remote_bytes}}
+           if plan.tiered is not None else {}),
     }
 
 
@@ -221,13 +225,16 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
         raise InputError(problems_message(problems))
     targets, spread, leaders = (doc.get("targets"), doc.get("topic_spread"),
                                 doc.get("leader_balance"))
+    tiered = doc.get("tiered_storage")
     return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
                     before=before, after=_stats(doc["after"]), solver=solver,
                     created_at=doc.get("created_at") or "",
                     warnings=tuple(doc.get("warnings") or ()),
                     targets=None if targets is None else _targets(targets),
                     spread=None if spread is None else _spread(spread),
-                    leaders=None if leaders is None else _leaders(leaders))
+                    leaders=None if leaders is None else _leaders(leaders),
+                    tiered=None if tiered is None else TieredInfo(
+                        tiered["remote_bytes"], tiered["moved_remote_bytes"]))
 
 
 def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:

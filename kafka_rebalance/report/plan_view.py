@@ -246,6 +246,10 @@ def headline(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[tuple[str, str]
         before, after = plan.spread.before, plan.spread.after
         rows.append((f"topic spread (+{plan.spread.tolerance:.0%})",
                      f"{before.topics} topic(s) crowd a broker before, {after.topics} after"))
+    if plan.tiered is not None:
+        rows.append(("in remote storage", f"{size_text(plan.tiered.remote_bytes, compact=True)} "
+                     f"(not copied: {size_text(plan.tiered.moved_remote_bytes, compact=True)} "
+                     "of it in partitions this plan moves)"))
     if plan.leaders is not None:
         rows.append((f"leader balance (+/-{plan.leaders.tolerance:.0%})",
                      f"{plan.leaders.before.brokers_outside} broker(s) outside their fair share "

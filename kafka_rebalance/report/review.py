@@ -330,6 +330,17 @@ def leaders_text(plan: PlanFile) -> str | None:
             "by reordering replicas: no byte copied for it)")
 
 
+def tiered_text(plan: PlanFile) -> str | None:
+    """With tiered storage: what stays in remote storage, and that moves copy local bytes."""
+    tiered = plan.tiered
+    if tiered is None:
+        return None
+    return (f"Tiered storage: {size_text(tiered.remote_bytes)} is in remote storage, "
+            f"{size_text(tiered.moved_remote_bytes)} of it in partitions this plan copies; none "
+            "of it is copied or fills a broker. Sizes, balance and the ETA count local bytes "
+            f"only: {size_text(plan.bytes_moved)} to copy")
+
+
 def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
            width: int | None = None) -> Group:
     """The whole dry-run review as one renderable, laid out for `width` columns (None: the
@@ -343,7 +354,8 @@ def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
         parts.append(f"Cordoned (cordoned.log.dirs): broker(s) "
                      f"{sorted(plan.goals.cordoned_brokers)} get no new replica; they may "
                      "keep or give up what they hold")
-    parts.extend(text for text in (spread_text(plan), leaders_text(plan)) if text is not None)
+    parts.extend(text for text in (spread_text(plan), leaders_text(plan), tiered_text(plan))
+                 if text is not None)
     parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in shown_warnings(plan))
     binding = binding_text(plan)
     if binding is not None:
@@ -438,6 +450,9 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                                for when, level in (("before", plan.leaders.before),
                                                    ("after", plan.leaders.after))}}
            if plan.leaders is not None else {}),
+        **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
+                               "moved_remote_bytes": plan.tiered.moved_remote_bytes}}
+           if plan.tiered is not None else {}),
         "budget": {"max_bytes": budget.max_bytes, "max_moves": budget.max_moves,
                    "time_limit_seconds": budget.time_limit_s},
         "solver": {"status": s.status.value, "seconds": s.seconds,

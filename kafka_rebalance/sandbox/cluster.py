@@ -32,6 +32,7 @@ from kafka_rebalance.sandbox.ports import ports_free as ports_free
 from kafka_rebalance.sandbox.state import (
     BROKER_DIR_PREFIX,
     CAPACITIES_FILE,
+    REMOTE_DIR,
     RESET_DIRS,
     BrokerInfo,
     SandboxInfo,
@@ -142,7 +143,8 @@ def _write_broker_config(info: SandboxInfo, broker_id: int, rack: str) -> Path:
     node_dir = info.dir / f"broker-{broker_id}"
     ports = config.PortPlan(info.base_port)
     text = config.broker_properties(broker_id, rack, ports, node_dir / "data", info.internal_rf,
-                                    info.broker_host(broker_id), info.controller_host)
+                                    info.broker_host(broker_id), info.controller_host,
+                                    info.dir / REMOTE_DIR if info.tiered_storage else None)
     return _write(node_dir / "server.properties", text)
 
 
@@ -153,7 +155,7 @@ def _write_static_files(info: SandboxInfo) -> Path:
     _write(info.dir / "exporter.yml", yaml.safe_dump(config.exporter_config(), sort_keys=False))
     ports = config.PortPlan(info.base_port)
     text = config.controller_properties(ports, info.dir / "controller" / "data",
-                                        info.controller_host)
+                                        info.controller_host, info.tiered_storage)
     return _write(info.dir / "controller" / "server.properties", text)
 
 
@@ -233,9 +235,12 @@ def _quiet(message: str) -> None:
 
 def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
        base_port: int = config.DEFAULT_BASE_PORT,
-       progress: Callable[[str], None] = _quiet, link_mbps: int | None = None) -> UpResult:
+       progress: Callable[[str], None] = _quiet, link_mbps: int | None = None,
+       tiered_storage: bool = False) -> UpResult:
     """Start a sandbox in sandbox_dir, or report the one already running there; with link_mbps
-    every broker gets a namespace and a link shaped to that many Mbit/s each way."""
+    every broker gets a namespace and a link shaped to that many Mbit/s each way; with
+    tiered_storage, topics created with remote.storage.enable=true keep their older segments
+    in a directory of the sandbox that stands for remote storage."""
     sandbox_dir = sandbox_dir.resolve()
     if link_mbps is not None:
         links.check_link_mbps(link_mbps)
@@ -251,7 +256,8 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
         down(sandbox_dir)
     require_tool("java")
     require_tool("prometheus")
-    planned = _planned(sandbox_dir, brokers, racks, base_port)
+    planned = replace(_planned(sandbox_dir, brokers, racks, base_port),
+                      tiered_storage=tiered_storage)
     check_ports(port_roles(planned))
     if link_mbps is not None:
         planned = replace(planned, link=network.plan(sandbox_dir, link_mbps,

@@ -84,10 +84,13 @@ def _quorum(ports: PortPlan, controller_host: str) -> str:
     return f"{CONTROLLER_ID}@{controller_host}:{ports.controller}"
 
 
-def controller_properties(ports: PortPlan, data_dir: Path, host: str = LOOPBACK) -> str:
+def controller_properties(ports: PortPlan, data_dir: Path, host: str = LOOPBACK,
+                          tiered: bool = False) -> str:
     """server.properties of the dedicated KRaft controller, listening on host (the bridge of
-    a linked sandbox, where the brokers' namespaces reach it)."""
+    a linked sandbox, where the brokers' namespaces reach it). `tiered`: it accepts topics
+    with remote storage (it validates their configs)."""
     return _properties({
+        **({"remote.log.storage.system.enable": "true"} if tiered else {}),
         "process.roles": "controller",
         "node.id": CONTROLLER_ID,
         "controller.quorum.voters": _quorum(ports, host),
@@ -107,10 +110,11 @@ def controller_properties(ports: PortPlan, data_dir: Path, host: str = LOOPBACK)
 
 def broker_properties(
     broker_id: int, rack: str, ports: PortPlan, data_dir: Path, internal_rf: int,
-    host: str = LOOPBACK, controller_host: str = LOOPBACK,
+    host: str = LOOPBACK, controller_host: str = LOOPBACK, remote_dir: Path | None = None,
 ) -> str:
     """server.properties of one broker: small thread pools, small segments, explicit topics;
-    it listens (and is advertised) on host, its namespace's address in a linked sandbox."""
+    it listens (and is advertised) on host, its namespace's address in a linked sandbox. With
+    `remote_dir`, tiered storage in that directory (shared by every broker)."""
     port = ports.broker(broker_id)
     min_isr = 2 if internal_rf >= 3 else 1
     return _properties({
@@ -145,7 +149,28 @@ def broker_properties(
         "log.cleaner.threads": 1,
         "log.cleaner.dedupe.buffer.size": 8388608,
         "num.recovery.threads.per.data.dir": 1,
+        **(tiered_storage(remote_dir, internal_rf) if remote_dir else {}),
     })
+
+
+REMOTE_STORAGE_MANAGER = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+
+
+def tiered_storage(remote_dir: Path, internal_rf: int) -> dict[str, object]:
+    """Broker settings of tiered storage: Kafka's file-system remote storage manager in
+    `remote_dir`, remote log metadata in Kafka's own topic, segments copied within a second of
+    rolling and local segments past their topic's local retention deleted within a few."""
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": REMOTE_STORAGE_MANAGER,
+        "rsm.config.dir": remote_dir,
+        "rsm.config.delete.enable": "true",
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": internal_rf,
+        "rlmm.config.remote.log.metadata.topic.num.partitions": 4,
+        "remote.log.manager.task.interval.ms": 1000,
+        "log.retention.check.interval.ms": 2000,
+    }
 
 
 TOPIC_METERS = (
@@ -184,6 +209,10 @@ def exporter_rules() -> list[dict[str, object]]:
                     "partition=(\\d+)><>Value",
          "name": "kafka_log_size_bytes", "type": "GAUGE",
          "labels": {"topic": "$1", "partition": "$2"}},
+        {"pattern": "kafka.server<type=BrokerTopicMetrics, name=RemoteLogSizeBytes, "
+                    "topic=(.+)><>Value",
+         "name": "kafka_topic_remote_log_size_bytes", "type": "GAUGE",
+         "labels": {"topic": "$1"}},
         {"pattern": "kafka.server<type=ReplicaManager, name=UnderReplicatedPartitions><>Value",
          "name": "kafka_under_replicated_partitions", "type": "GAUGE"},
     ]
@@ -210,6 +239,7 @@ def exporter_config() -> dict[str, object]:
         "lowercaseOutputName": False,
         "includeObjectNames": [
             *(f"kafka.server:type=BrokerTopicMetrics,name={meter},*" for meter in TOPIC_METERS),
+            "kafka.server:type=BrokerTopicMetrics,name=RemoteLogSizeBytes,*",
             "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions",
             "kafka.log:type=Log,name=Size,*",
             *(f"kafka.network:type=RequestMetrics,name=TotalTimeMs,request={request}"

@@ -1,4 +1,5 @@
-"""The sandbox's jar cache: Kafka, its tools, a log4j2 binding and the JMX exporter agent.
+"""The sandbox's jar cache: Kafka, its tools, a log4j2 binding, the JMX exporter agent and
+Kafka's file-system remote storage manager (for `sandbox up --tiered-storage`).
 
 Jars come from Maven Central through the pom shipped beside this module and are copied once into
 `~/.cache/kafka-rebalance/jars/<kafka version>` (or `$REBALANCE_JAR_CACHE/<version>`).
@@ -19,6 +20,7 @@ from kafka_rebalance.core.errors import SandboxError
 KAFKA_VERSION = "4.3.1"
 JMX_EXPORTER_JAR = "jmx_prometheus_javaagent-1.0.1.jar"
 SLF4J_API_JAR = "slf4j-api-2.0.16.jar"
+TIERED_STORAGE_JAR = f"kafka-storage-{KAFKA_VERSION}-test.jar"  # LocalTieredStorage
 POM = Path(__file__).with_name("pom.xml")
 MAVEN_TIMEOUT_S = 900
 
@@ -40,7 +42,8 @@ def require_tool(name: str) -> str:
 
 def jars_present(directory: Path) -> bool:
     """True when the cache holds the Kafka server jar, the logging API and the exporter agent."""
-    expected = (f"kafka_2.13-{KAFKA_VERSION}.jar", SLF4J_API_JAR, JMX_EXPORTER_JAR)
+    expected = (f"kafka_2.13-{KAFKA_VERSION}.jar", SLF4J_API_JAR, JMX_EXPORTER_JAR,
+                TIERED_STORAGE_JAR)
     return all((directory / name).is_file() for name in expected)
 
 

@@ -24,7 +24,8 @@ MARKER_FILE = ".rebalance-sandbox"
 CAPACITIES_FILE = "capacities.yaml"
 # What `up` deletes (RESET_DIRS, broker-N/) or writes at the top of a sandbox dir: a directory
 # holding any of these that is not a sandbox already is refused by the CLI without --force.
-RESET_DIRS = ("controller", "prometheus-data", "logs")
+REMOTE_DIR = "remote-storage"  # what stands for remote storage (`up --tiered-storage`)
+RESET_DIRS = ("controller", "prometheus-data", "logs", REMOTE_DIR)
 WRITTEN_NAMES = (*RESET_DIRS, STATE_FILE, "log4j2.properties", "exporter.yml", "prometheus.yml",
                  CAPACITIES_FILE, MARKER_FILE)
 BROKER_DIR_PREFIX = "broker-"
@@ -59,6 +60,9 @@ class SandboxInfo:
     internal_rf: int
     link: LinkInfo | None = None
     """The shaped network (`up --link-mbps`); None: everything on loopback."""
+    tiered_storage: bool = False
+    """Brokers keep older segments of topics with remote.storage.enable in a shared directory
+    (`up --tiered-storage`, Kafka's LocalTieredStorage)."""
 
     def broker_host(self, broker_id: int) -> str:
         """Where a broker and its exporter listen: its namespace's address, else loopback."""
@@ -201,6 +205,7 @@ def read_state(sandbox_dir: Path) -> SandboxInfo | None:
             brokers=tuple(BrokerInfo(**b) for b in data["brokers"]),
             internal_rf=int(data["internal_rf"]),
             link=link_from_dict(data["link"]) if data.get("link") is not None else None,
+            tiered_storage=bool(data.get("tiered_storage", False)),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxError(f"{path} is not a sandbox state file ({exc}); remove the dir") from exc

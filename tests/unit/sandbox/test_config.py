@@ -16,7 +16,7 @@ CONTRACT = {
     "kafka_broker_replication_bytes_in_total", "kafka_broker_replication_bytes_out_total",
     "kafka_broker_reassignment_bytes_in_total", "kafka_broker_reassignment_bytes_out_total",
     "kafka_log_size_bytes", "kafka_under_replicated_partitions", "kafka_request_total_time_ms",
-    "kafka_log_flush_time_ms",
+    "kafka_log_flush_time_ms", "kafka_topic_remote_log_size_bytes",
 }
 
 
@@ -121,6 +121,8 @@ def first_match(bean_attribute: str) -> tuple[str, dict[str, str]] | None:
      ("kafka_request_total_time_ms", {"request": "FetchFollower", "quantile": "0.999"})),
     ("kafka.log<type=LogFlushStats, name=LogFlushRateAndTimeMs><>95thPercentile",
      ("kafka_log_flush_time_ms", {"quantile": "0.95"})),
+    ("kafka.server<type=BrokerTopicMetrics, name=RemoteLogSizeBytes, topic=orders><>Value",
+     ("kafka_topic_remote_log_size_bytes", {"topic": "orders"})),
     ("kafka.log<type=Log, name=Size, topic=__cluster_metadata, partition=0><>Value", None),
     ("kafka.server<type=BrokerTopicMetrics, name=BytesInPerSec><>OneMinuteRate", None),
     ("kafka.network<type=RequestMetrics, name=TotalTimeMs, request=Metadata><>99thPercentile",
@@ -149,3 +151,20 @@ def test_java_command_has_small_heap_and_serial_gc() -> None:
     assert cmd[0] == "java"
     assert "-Xmx384m" in cmd and "-XX:+UseSerialGC" in cmd
     assert cmd[-3:] == ["/jars/*", "kafka.Kafka", "/s/server.properties"]
+
+
+def test_tiered_storage_uses_the_shared_remote_dir_on_brokers_and_the_controller() -> None:
+    ports = config.PortPlan(29090)
+    remote = Path("/tmp/sb/remote-storage")
+    props = parse_properties(config.broker_properties(1, "a", ports, Path("/tmp/sb/data"), 3,
+                                                      remote_dir=remote))
+    assert props["remote.log.storage.system.enable"] == "true"
+    assert props["remote.log.storage.manager.class.name"] == config.REMOTE_STORAGE_MANAGER
+    assert props["rsm.config.dir"] == str(remote)
+    assert props["log.retention.check.interval.ms"] == "2000"  # local copies go promptly
+    plain = parse_properties(config.broker_properties(1, "a", ports, Path("/tmp/sb/data"), 3))
+    assert not any(key.startswith(("remote.", "rsm.", "rlmm.")) for key in plain)
+    controller = parse_properties(config.controller_properties(ports, Path("/c"), tiered=True))
+    assert controller["remote.log.storage.system.enable"] == "true"
+    assert "remote.log.storage.system.enable" not in parse_properties(
+        config.controller_properties(ports, Path("/c")))

@@ -17,7 +17,7 @@ from topology.live import (
     topic_rates,
 )
 from topology.model import TopicPartition
-from topology.snapshot import topology_from_dict
+from topology.snapshot import topology_from_dict, topology_to_dict
 
 TP = TopicPartition
 
@@ -212,7 +212,28 @@ def test_reader_with_metrics_splits_topic_rates_and_says_so() -> None:
     assert by_name[("idle", 0)]["bytes_in_per_sec"] == pytest.approx(5.0)  # equal split
     assert snap.total_bytes_in_per_sec == pytest.approx(410.0)
     assert any("in proportion to partition size" in n for n in snap.notes)
-    assert all("[1m]" in q for q in metrics.queries)
+    assert all("[1m]" in q for q in metrics.queries if "rate(" in q)
+    assert all("remote_size_bytes" not in p for p in snap.document["partitions"])
+
+
+def test_remote_storage_bytes_are_split_by_local_size_and_round_trip() -> None:
+    """Tiered storage: the topic's remote bytes (the brokers' RemoteLogSizeBytes, summed)
+    are split over its partitions by local size; the local size stays size_bytes."""
+    metrics = FakeMetrics({"kafka_topic_remote_log_size_bytes": [({"topic": "orders"}, 8000.0)]})
+    caps = parse_capacities({"default": {"disk_bytes": 10**12, "net_in_bytes_per_sec": 10**8,
+                                         "net_out_bytes_per_sec": 10**8}})
+    snap = read_live_topology(_cluster(), metrics, caps)
+    by_name = {(p["topic"], p["partition"]): p for p in snap.document["partitions"]}
+    assert by_name[("orders", 0)]["size_bytes"] == 300
+    assert by_name[("orders", 0)]["remote_size_bytes"] == 6000  # 300 of 400 local bytes
+    assert by_name[("orders", 1)]["remote_size_bytes"] == 2000
+    assert "remote_size_bytes" not in by_name[("orders", 2)]  # no local bytes, no share
+    assert "remote_size_bytes" not in by_name[("idle", 0)]
+    assert any("tiered storage: 1 topic(s) keep 8.00 kB in remote storage" in n
+               for n in snap.notes)
+    topology = topology_from_dict(snap.document)
+    assert {p.name: p.remote_size_bytes for p in topology.partitions}["orders-0"] == 6000
+    assert topology_from_dict(topology_to_dict(topology)) == topology
 
 
 def test_reader_document_is_a_valid_snapshot_once_capacities_are_given() -> None:
