@@ -19,6 +19,7 @@ is preferred (it adds no move).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -185,7 +186,7 @@ def _session(leaders: _Leaders, broker: int) -> int:
             break
         old, new = state.replicas[p, 0:1], state.replicas[p, col:col + 1]
         gain = float(leaders.gains(np.array([p]), old, new)[0])
-        if gain <= 1e-12 or not state.affordable(p, 0.0):
+        if gain <= 1e-12 or not _spread_kept(state, p, col) or not state.affordable(p, 0.0):
             rejects += 1
             continue
         if _net_out_kept(state, p, col):
@@ -200,6 +201,25 @@ def _session(leaders: _Leaders, broker: int) -> int:
     return applied
 
 
+def _spread_kept(state: SolverState, p: int, col: int) -> bool:
+    """With --topic-spread: the switch crowds no topic's leaders more than now."""
+    if state.spread is None:
+        return True
+    row = state.replicas[p, : int(state.arrays.rf[p])].tolist()
+    switched = list(row)
+    switched[0], switched[col] = row[col], row[0]
+    return state.spread.excess_change(p, row, switched) <= 0
+
+
+def _pair_affordable(state: SolverState, p: int, q: int) -> bool:
+    """Both switches of a relay within the move budget (they copy no byte)."""
+    added = (p not in state.changed) + (q not in state.changed)
+    if len(state.changed) + added > state.max_moves:
+        state.budget_hit.add("moves")
+        return False
+    return True
+
+
 def _relay(leaders: _Leaders, p: int, col: int, broker: int) -> bool:
     """Make the switch of p (to or from `broker`) together with a second one through its other
     end, the relay, so that the relay's leader count stays and its net out moves back: when
@@ -211,6 +231,8 @@ def _relay(leaders: _Leaders, p: int, col: int, broker: int) -> bool:
     old, new = int(state.replicas[p, 0]), int(state.replicas[p, col])
     sign = 1.0 if old == broker else -1.0  # +1: broker sheds p, the relay gives one on
     relay = new if sign > 0 else old
+    if not a.eligible[relay]:  # a broker being drained takes no leadership back
+        return False
     out_p, in_p = float(a.leader_out[p]), float(a.net_in[p])
     own = state.loads[broker].copy()
     own[NET_OUT] -= sign * out_p
@@ -237,12 +259,14 @@ def _relay(leaders: _Leaders, p: int, col: int, broker: int) -> bool:
         ok = (state.no_worse(np.full(sel.size, relay), relay_rows, strict=True)
               & state.no_worse(third, third_rows, strict=True))
         gain = _pair_gain(leaders, broker, relay, third, sign, in_p, in_q)
-        keep = np.flatnonzero(ok & (gain > 1e-12))
-        if keep.size:
-            k = int(keep[np.argmax(gain[keep])])
-            if best is None or float(gain[k]) > best[0]:
+        good = np.flatnonzero(ok & (gain > 1e-12))
+        for k in good[np.argsort(-gain[good], kind="stable")].tolist():
+            if best is not None and float(gain[k]) <= best[0]:
+                break
+            if _spread_kept(state, int(sel[k]), col2):
                 best = (float(gain[k]), int(sel[k]), col2)
-    if best is None or not state.affordable(best[1], 0.0):
+                break
+    if best is None or not _pair_affordable(state, p, best[1]):
         return False
     leaders.switch(p, col)
     leaders.switch(best[1], best[2])
@@ -266,7 +290,13 @@ def _pair_gain(leaders: _Leaders, broker: int, relay: int, third: IntArray, sign
     return res
 
 
-def level_leaders(state: SolverState, tolerance: float, max_sessions: int = 100_000) -> int:
-    """Leadership switches towards every broker's fair share; returns how many were made."""
+def level_leaders(state: SolverState, tolerance: float, deadline: float,
+                  max_sessions: int = 100_000) -> int:
+    """Leadership switches towards every broker's fair share until `deadline` (monotonic
+    clock); returns how many were made."""
     leaders = _Leaders(state, tolerance)
-    return sessions_on_worst(leaders.penalties, lambda b: _session(leaders, b), max_sessions)
+
+    def session(broker: int) -> int:
+        return _session(leaders, broker) if time.monotonic() < deadline else 0
+
+    return sessions_on_worst(leaders.penalties, session, max_sessions)

@@ -66,7 +66,8 @@ from topology.model import TopicPartition, Topology, replace_replicas
 from topology.units import size_text
 
 _NAMES = {DISK: "disk", NET_IN: "net in", NET_OUT: "net out"}
-SPREAD_SECONDS = 5.0  # the least time topic spreading gets when the search used it all
+SPREAD_SECONDS = 5.0  # the least time topic spreading (or leader levelling) gets when the
+# search used it all
 
 
 def _in_band(arrays: ClusterArrays, replicas: IntArray, goals: Goals, targets: Targets) -> bool:
@@ -144,8 +145,11 @@ class _Outcome:
     def of(cls, state: SolverState) -> _Outcome:
         return cls(state.bytes_moved, len(state.changed), _outside(state))
 
-    def no_worse(self, state: SolverState) -> bool:
-        return (state.bytes_moved <= self.bytes_moved and len(state.changed) <= self.moves
+    def no_worse(self, state: SolverState, switched: int = 0) -> bool:
+        """`switched`: leadership-only moves another goal (--leader-balance) added since;
+        they copy nothing and are not the proven objective's to count."""
+        return (state.bytes_moved <= self.bytes_moved
+                and len(state.changed) <= self.moves + switched
                 and bool(np.all(_outside(state) <= self.outside + ROUNDING_SLACK)))
 
 
@@ -275,8 +279,11 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
             uncrowd_topics(state, max(deadline, time.monotonic() + SPREAD_SECONDS))
     with phases("polish"):
         prune_moves(state)
+        moves_before = len(state.changed)
         if goals.leader_balance is not None:  # after pruning, which keeps only what balances
-            level_leaders(state, goals.leader_balance)
+            level_leaders(state, goals.leader_balance,
+                          max(deadline, time.monotonic() + SPREAD_SECONDS))
+        switched = len(state.changed) - moves_before  # leadership moves the goal asked for
         undo_worsening(state)
         if not relieve_overloads(state):
             raise PlanError("no plan keeps every broker under the maximum utilization "
@@ -285,10 +292,10 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
         moves = to_moves(topology, arrays, state.replicas)
         after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
                                             for m in moves})
-    binding = _binding(state, goals, search.optimal and searched.no_worse(state),
-                       budget.time_limit_s)
+    proven = search.optimal and searched.no_worse(state, max(switched, 0))
+    binding = _binding(state, goals, proven, budget.time_limit_s)
     moved = sum(m.bytes_moved for m in moves)
-    if search.optimal and searched.no_worse(state):
+    if proven:
         status = SolverStatus.OPTIMAL
     elif binding:
         status = SolverStatus.BEST_EFFORT

@@ -108,7 +108,10 @@ def _port(entry: str, text: str) -> int:
 
 
 PROBE_SECONDS = 2.0  # a TCP connect slower than this decides nothing: the client tries as usual
-_DEFINITE = (errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL)
+_DEFINITE = (errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH)
+# the resolver's answer "no such name" (not a resolver that did not answer: EAI_AGAIN)
+_UNKNOWN_HOST = tuple(getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA")
+                      if hasattr(socket, name))
 
 
 def refused_everywhere(servers: tuple[BootstrapServer, ...],
@@ -136,10 +139,18 @@ def refusing(servers: tuple[BootstrapServer, ...],
 
 
 def _refusal(server: BootstrapServer, timeout_s: float) -> str | None:
+    """Why `server` definitely refuses a connection; None when it accepts one, is slow, or
+    fails in a way that may pass (a DNS server not answering, one address of several)."""
     try:
-        socket.create_connection((server.host, server.port), timeout=timeout_s).close()
-    except socket.gaierror:
-        return f"{server}: host name not found"
+        socket.create_connection((server.host, server.port), timeout=timeout_s,
+                                 all_errors=True).close()
+    except socket.gaierror as exc:
+        return f"{server}: host name not found" if exc.errno in _UNKNOWN_HOST else None
+    except ExceptionGroup as group:  # one error per address the name resolved to
+        errors = [e for e in group.exceptions if isinstance(e, OSError)]
+        if errors and len(errors) == len(group.exceptions) and all(
+                e.errno in _DEFINITE for e in errors):
+            return f"{server}: {errors[0].strerror or 'refused'}"
     except OSError as exc:
         if exc.errno in _DEFINITE:
             return f"{server}: {exc.strerror or 'refused'}"

@@ -96,7 +96,7 @@ class KafkaClusterAdmin:
         if not self._probed:
             refused = refused_everywhere(self._servers)
             if refused is not None:
-                raise self._unreachable(action, refused)
+                raise self._unreachable(action, refused, probed=True)
             self._probed = True
         try:
             yield
@@ -132,7 +132,8 @@ class KafkaClusterAdmin:
         """librdkafka's background errors (e.g. failed SASL) explain a later timeout."""
         self._last_error = error
 
-    def _unreachable(self, action: str, detail: str) -> ClusterError:
+    def _unreachable(self, action: str, detail: str, probed: bool = False) -> ClusterError:
+        """`probed`: `detail` already says which servers refuse connections."""
         self._admin.poll(0)  # serve queued error callbacks
         last = self._last_error
         if last is not None and last.code() in _AUTH:
@@ -141,7 +142,8 @@ class KafkaClusterAdmin:
                                 "(--command-config, REBALANCE_*)")
         if last is not None:
             detail = f"{detail}; client reports: {last.str()}"
-        down, up = refusing(self._servers) if len(self._servers) > 1 else ([], 0)
+        down, up = (refusing(self._servers) if len(self._servers) > 1 and not probed
+                    else ([], 0))
         if down and up:  # name the brokers that are down, not the whole list
             detail = (f"{detail}; {'; '.join(down)} (the other {up} of the bootstrap list "
                       "accept connections)")

@@ -188,6 +188,10 @@ def plan(
     adds = broker_ids(add_broker or (), "--add-broker")
     removes = broker_ids(remove_broker or (), "--remove-broker")
     demotes = broker_ids(demote_broker or (), "--demote-broker")
+    if budget.max_bytes == 0 and removes:
+        raise InputError(f"--max-bytes 0 moves no data, so it cannot drain --remove-broker "
+                         f"{removes[0]}: give the bytes the drain may copy, or leave "
+                         "--max-bytes out")
     if demotes and (adds or removes or max_bytes or max_moves or topic_spread is not None
                     or leader_balance is not None):
         raise InputError("--demote-broker moves leadership only, planned on its own: leave out "

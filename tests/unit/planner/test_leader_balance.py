@@ -15,9 +15,10 @@ from kafka_rebalance.usecases.plan import PlanSettings, build_plan
 from planner.arrays import broker_loads, to_arrays
 from planner.balance import achievable_targets, deviation
 from planner.goals import Budget, Goals
-from planner.leader_balance import FairLeaders, leader_level, led
+from planner.leader_balance import FairLeaders, _Leaders, leader_level, led
 from planner.result import SolverStatus
 from planner.solve import plan
+from planner.state import SolverState
 from planner.validate import validate_plan
 from tests.unit.conftest import Rebalance
 from topology.model import Broker, Capacity, Partition, Topology
@@ -82,6 +83,17 @@ def test_a_generated_cluster_levels_leaders_for_no_byte_and_no_net_out() -> None
     assert out <= max(plain_out, goals.tolerance) + 1e-9
 
 
+def test_max_bytes_0_without_the_goal_levels_net_out_by_leadership_alone() -> None:
+    topology = one_broker_leads(bytes_in=10_000.0)
+    arrays = to_arrays(topology, Goals())
+    targets = achievable_targets(arrays, Goals())
+    assert deviation(arrays, targets, broker_loads(arrays, arrays.replicas))[2] > 0.5
+    result = plan(topology, Goals(), Budget(max_bytes=0, time_limit_s=3))
+    assert result.moves and result.bytes_moved == 0
+    after = to_arrays(result.after, Goals())
+    assert deviation(arrays, targets, broker_loads(after, after.replicas))[2] <= 0.1 + 1e-9
+
+
 def test_max_bytes_0_moves_leadership_only_and_levels_net_out() -> None:
     """Broker 1 leads every partition with traffic: net out piles on it. No byte may move,
     so leadership alone spreads net out (and the leaders with it)."""
@@ -140,6 +152,18 @@ def test_plan_max_bytes_0_writes_a_plan_of_leadership_moves(tmp_path: Path,
     assert written.leaders is not None and written.leaders.after.brokers_outside == 0
 
 
+def test_max_bytes_0_cannot_drain_a_broker(tmp_path: Path, rebalance: Rebalance) -> None:
+    from topology.snapshot import write_snapshot
+
+    snapshot, out = tmp_path / "snap.json", tmp_path / "plan.json"
+    write_snapshot(snapshot, one_broker_leads())
+    code, error = rebalance("plan", "--snapshot", str(snapshot), "--max-bytes", "0",
+                            "--remove-broker", "3", "--out", str(out))
+    assert (code, "--max-bytes 0 moves no data, so it cannot drain --remove-broker 3"
+            in error) == (2, True), error
+    assert not out.exists()
+
+
 def test_demotion_is_planned_without_the_leader_goal(tmp_path: Path,
                                                      rebalance: Rebalance) -> None:
     from topology.snapshot import write_snapshot
@@ -151,13 +175,10 @@ def test_demotion_is_planned_without_the_leader_goal(tmp_path: Path,
     assert (code, "leave out" in error and "--leader-balance" in error) == (2, True), error
 
 
-def test_a_switch_blocked_at_a_net_out_edge_is_relayed_through_its_new_leader() -> None:
+def _edge_state(budget: Budget) -> tuple[SolverState, _Leaders, int, int, int, int]:
     """Broker 1 leads too many partitions; giving one of its light ones (1 B/s out) to broker 2
-    would push broker 2, at its net-out band's upper edge (66 of an average 60), further out.
-    The relay pairs it with one of broker 2's own light leaderships passed on to broker 3, at
-    its lower edge: broker 2's count and net out stay, broker 3's net out rises into the band."""
-    from planner.leader_balance import _Leaders, _net_out_kept, _relay
-    from planner.state import SolverState
+    would push broker 2, at its net-out band's upper edge (66 of an average 60), further out;
+    broker 3 sits at the lower edge (54)."""
 
     brokers = tuple(Broker(i, None, CAP) for i in (1, 2, 3))
     parts = ([Partition("p", n, (1, 2), 1000, 0.0, 1.0) for n in range(6)]
@@ -167,13 +188,46 @@ def test_a_switch_blocked_at_a_net_out_edge_is_relayed_through_its_new_leader() 
              + [Partition("s3", 0, (3, 1), 1000, 0.0, 54.0)])
     goals = Goals(leader_balance=0.1)
     arrays = to_arrays(Topology(brokers, tuple(parts)), goals)
-    state = SolverState(arrays, goals, Budget(), achievable_targets(arrays, goals))
-    leaders = _Leaders(state, 0.1)
+    state = SolverState(arrays, goals, budget, achievable_targets(arrays, goals))
     one, two, three = (int(np.flatnonzero(arrays.broker_ids == b)[0]) for b in (1, 2, 3))
-    assert state.loads[[one, two, three], 2].tolist() == [60.0, 66.0, 54.0]
     p = int(np.flatnonzero(arrays.topic == arrays.topic_names.index("p"))[0])
+    return state, _Leaders(state, 0.1), p, one, two, three
+
+
+def test_a_switch_blocked_at_a_net_out_edge_is_relayed_through_its_new_leader() -> None:
+    """The relay pairs the blocked switch with one of broker 2's own light leaderships passed
+    on to broker 3: broker 2's count and net out stay, broker 3's net out rises into the band."""
+    from planner.leader_balance import _net_out_kept, _relay
+
+    state, leaders, p, one, two, three = _edge_state(Budget())
+    assert state.loads[[one, two, three], 2].tolist() == [60.0, 66.0, 54.0]
     assert state.replicas[p, 1] == two and not _net_out_kept(state, p, 1)
     assert _relay(leaders, p, 1, one)
     assert state.replicas[p, 0] == two
     assert state.loads[[one, two, three], 2].tolist() == [59.0, 66.0, 55.0]
-    assert led(arrays, state.replicas)[0][[one, two, three]].tolist() == [6, 7, 2]
+    assert led(state.arrays, state.replicas)[0][[one, two, three]].tolist() == [6, 7, 2]
+
+
+def test_a_relay_needs_room_for_both_of_its_moves_in_the_budget() -> None:
+    from planner.leader_balance import _relay
+
+    state, leaders, p, one, _, _ = _edge_state(Budget(max_moves=1))
+    assert not _relay(leaders, p, 1, one)
+    assert not state.changed and "moves" in state.budget_hit
+
+
+def test_levelling_leaders_never_crowds_a_topics_leaders_more() -> None:
+    """With --topic-spread the leader phase keeps every topic's leader crowding as it was."""
+    import time
+
+    from planner.leader_balance import level_leaders
+    from planner.spread import crowding
+
+    topology = generate_cluster(brokers=9, new_brokers=0, racks=3, partitions=600, seed=0)
+    goals = Goals(topic_spread=0.2, leader_balance=0.0)
+    arrays = to_arrays(topology, goals)
+    state = SolverState(arrays, goals, Budget(), achievable_targets(arrays, goals))
+    before = crowding(arrays, state.replicas, 0.2)
+    assert level_leaders(state, 0.0, time.monotonic() + 30) > 0
+    after = crowding(arrays, state.replicas, 0.2)
+    assert after.leaders <= before.leaders and after.replicas == before.replicas
