@@ -5,9 +5,9 @@ its bytes at the rate; one at a time, moves go in plan order; side by side (a nu
 "auto"), the busiest brokers' moves first, each broker sending for at most one move and
 receiving for at most one. After its copy a move holds its ends for `gap_seconds` more (leader
 election and the gate while the network settles, DEFAULT_GAP_SECONDS as measured on the
-sandbox; a leadership-only move copies nothing and has no gate); a copy starts only into a
-receiver whose quota window is clean (the first one a window after the start), or one it takes
-over as the previous copy into it ends.
+sandbox; a leadership-only move copies nothing, has no gate and takes LEADERSHIP_SECONDS); a
+copy starts only into a receiver whose quota window is clean (the first one a window after the
+start), or one it takes over as the previous copy into it ends.
 """
 
 from __future__ import annotations
@@ -45,6 +45,10 @@ DEFAULT_GAP_SECONDS = 8.0
 # the prior throttles read back and the start-up proof of clean quota windows).
 COPY_EFFICIENCY = 0.9
 START_SECONDS = 4.0
+# A leadership-only move copies nothing; the run applies such moves in batches (one
+# reassignment and one election request each, its journal records), 300 in 9.4 s on the
+# sandbox (benchmarks/README.md, "Demotion"): about 31 ms a move.
+LEADERSHIP_SECONDS = 0.031
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +202,8 @@ class _Simulation:
             del pending[name]
 
     def _start(self, move: Move, ends: frozenset[End], taking: str | None) -> None:
-        copy_end = self.now + move.bytes_moved / self.rate
+        copy_end = self.now + (LEADERSHIP_SECONDS if move.leadership_only
+                               else move.bytes_moved / self.rate)
         self.placed[move.name] = ScheduledMove(self.index[move.name], move, self.now, copy_end,
                                                copy_end + self.gap)
         for end in ends:

@@ -7,7 +7,7 @@ import pytest
 from executor.journal import end_record, header_record, replay, retry_record, state_record
 from executor.plan import ExecutionPlan
 from executor.records import Record, RunOutcome
-from executor.schedule import COPY_EFFICIENCY
+from executor.schedule import COPY_EFFICIENCY, LEADERSHIP_SECONDS
 from executor.state import MoveState
 from executor.timeline import copy_pace, estimate_eta, timeline
 from planner.result import Move
@@ -113,7 +113,7 @@ def test_side_by_side_the_eta_lays_the_moves_left_out_as_the_run_would() -> None
     assert serial is not None and serial.seconds == pytest.approx(5 + 5)
     auto = estimate_eta(run, times, 5 * MB, 5.0, T0 + 21, "auto")
     assert auto is not None and auto.concurrency == "auto" and auto.bytes_left == 10 * MB
-    assert auto.seconds == pytest.approx(2 + 5 + 3)
+    assert auto.seconds == pytest.approx(LEADERSHIP_SECONDS + 2 + 5 + 3)  # t-2 holds broker 1
     apart = ExecutionPlan.of([*PLAN.moves[:2], Move("t", 3, (2, 3), (2, 5), 6 * MB)])
     records = [header_record(apart, {"max_bytes_per_sec": 2 * MB}),
                *[state_record(m, s, T0 + at) for at, m, s in done("t-0", 0, 1, 6, 20)]]

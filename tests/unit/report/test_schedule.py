@@ -11,6 +11,7 @@ from executor.flows import Direction, move_ends
 from executor.schedule import (
     COPY_EFFICIENCY,
     DEFAULT_GAP_SECONDS,
+    LEADERSHIP_SECONDS,
     START_SECONDS,
     expected_schedule,
     plan_eta,
@@ -115,3 +116,12 @@ def test_a_busy_broker_lets_a_later_free_move_go_first() -> None:
 def test_a_bad_rate_or_concurrency_is_refused(rate: float, concurrency: int) -> None:
     with pytest.raises(ValueError):
         schedule([], rate, concurrency)
+
+
+def test_leadership_only_moves_take_their_batch_time_and_no_gate() -> None:
+    """300 leaderships took 9.4 s on the sandbox: the review counts about that, not nothing."""
+    moves = [Move("t", n, (1, 2), (2, 1), 10**9) for n in range(300)]
+    eta = plan_eta(moves, RATE, DEFAULT_QUOTA_WINDOW_SECONDS)
+    assert eta.one_at_a_time.eta_seconds == pytest.approx(START_SECONDS + 300 * LEADERSHIP_SECONDS)
+    assert 9.0 < 300 * LEADERSHIP_SECONDS < 10.0
+    assert eta.between_moves_seconds == pytest.approx(0.0, abs=1e-6)
