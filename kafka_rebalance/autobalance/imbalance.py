@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.arrays import to_arrays
 from planner.goals import Goals
+from planner.leader_balance import leader_level
 from planner.validate import ResourceReport, validate_plan
 from topology.load import ResourceBalance, balance
 from topology.model import Topology
@@ -48,10 +50,29 @@ def imbalance_verdict(topology: Topology, goals: Goals) -> Verdict:
     loads = balance(topology)
     outside = [r for r in report.resources if not r.within_tolerance_before]
     reasons.extend(_spread_reason(r, loads[r.resource]) for r in outside)
+    leaders = _leader_reason(topology, goals)
+    if leaders:
+        reasons.append(leaders)
     if reasons:
         return Verdict(True, tuple(reasons), len(report.errors))
+    level = (f"; leaders within +/-{goals.leader_balance:.0%} of their fair shares"
+             if goals.leader_balance is not None else "")
     return Verdict(False, (f"every resource within +/-{goals.tolerance:.0%} of the average "
-                           "and every hard goal met",))
+                           f"and every hard goal met{level}",))
+
+
+def _leader_reason(topology: Topology, goals: Goals) -> str | None:
+    """With --leader-balance: the brokers off their fair share of leaders, if any."""
+    if goals.leader_balance is None:
+        return None
+    arrays = to_arrays(topology, goals)
+    level = leader_level(arrays, arrays.replicas, goals.leader_balance)
+    if not level.brokers_outside:
+        return None
+    return (f"leaders: {level.brokers_outside} broker(s) off their fair share of leaders or "
+            f"produce bytes by more than +/-{goals.leader_balance:.0%} (most leaders "
+            f"{level.count_over_fair:.2f}x the fair share, most leader bytes in "
+            f"{level.bytes_in_over_fair:.2f}x)")
 
 
 def _spread_reason(report: ResourceReport, detail: ResourceBalance) -> str:

@@ -11,7 +11,9 @@ for a balance that hardly changes. A run is worth it when it
   `min_improvement` (a fraction of the average, like the tolerance):
       deviation = the largest |utilization / target - 1| over the brokers (planner.balance:
       the target is the average unless the rack rule forbids it),
-      improvement = deviation before - after.
+      improvement = deviation before - after, or
+- with --leader-balance, leaves fewer brokers off their fair share of leaders (its leadership
+  moves copy nothing).
 Resources already inside the band do not count: they did not make the run due.
 """
 
@@ -98,6 +100,11 @@ def judge_plan(plan: PlanFile, hard_before: int, hard_after: int,
               and g.improvement >= min_improvement - ROUNDING_SLACK]
     if enough:
         return Worth(True, f"{shown} (at least {min_improvement * 100:.1f} points); {size}")
+    leaders = plan.leaders
+    if leaders is not None and leaders.after.brokers_outside < leaders.before.brokers_outside:
+        return Worth(True, f"levels leaders (--leader-balance): {leaders.before.brokers_outside}"
+                           f" -> {leaders.after.brokers_outside} broker(s) off their fair "
+                           f"share; {size}")
     fixed = (f"none of {hard_before} hard-goal violation(s) fixed" if hard_before
              else "no hard-goal violation")
     if not outside:

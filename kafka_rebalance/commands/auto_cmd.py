@@ -166,6 +166,11 @@ def auto(
     tolerance: Annotated[float, typer.Option(
         help="Balance goal: a rebalance is due when a broker's utilization of a resource is "
         "outside the average +/- this fraction.")] = 0.10,
+    leader_balance: Annotated[float | None, typer.Option(
+        help="Also keep leaders level: a rebalance is due when a broker leads more or fewer "
+        "partitions (or produce bytes) than its fair share +/- this fraction, and the plan "
+        "reorders replicas to fix it, copying nothing for it (plan --leader-balance). Off by "
+        "default.")] = None,
     state_dir: Annotated[Path, typer.Option(
         help="Where plans and journals are kept (and the lock against a second auto process).")
     ] = Path(".rebalance-auto"),
@@ -241,7 +246,8 @@ def auto(
                            under_replicated=slo_under_replicated, lag=slo_lag,
                            interval=slo_interval, baseline=slo_baseline)
     settings = replace(settings, executor=replace(settings.executor, slo=guard),
-                       dead_broker_grace_seconds=drain_dead_after)
+                       dead_broker_grace_seconds=drain_dead_after,
+                       goals=replace(settings.goals, leader_balance=leader_balance))
     loop = LoopSettings(once=once, interval_minutes=interval)
     if capacities is not None:  # checked now, not at the first cycle inside a window
         from topology.capacities import read_capacities

@@ -359,6 +359,41 @@ def test_sigterm_mid_move_exits_cancelled_or_completed_with_no_throttle_left(
     assert after == broken.before, text
 
 
+@pytest.mark.usefixtures("drop_exec_topics")
+def test_leaders_off_their_fair_share_are_levelled_by_reordering_alone(
+        sandbox: SandboxInfo, tmp_path: Path) -> None:
+    """`auto --leader-balance`: two empty topics put ten replicas on every session broker,
+    each topic led by one broker of its pair, so two brokers lead ten partitions and two none.
+    The leaders make a rebalance due; the cycle levels them by reordering the topics' replicas
+    (no copy) and runs the plan; the brokers report every moved partition's new replica order
+    with its preferred leader leading."""
+    info = cluster.running(sandbox.dir)
+    lay = layout(info)
+    topics = [create_topic(info, "exec-auto-leaders", 10, pair, 0)
+              for pair in ([lay.leader, lay.follower], [lay.spare_a, lay.spare])]
+    state = tmp_path / "state"
+    result = rebalance(*paced_args(info, state, "2"), "--leader-balance", "0.2")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log
+    assert "leaders: " in result.stdout and "off their fair share" in result.stdout, log
+    (plan_path,) = sorted(state.glob("plan-*.json"))
+    plan = read_plan(plan_path)
+    mine = [m for m in plan.moves if m.topic in topics]
+    assert mine and all(set(m.current) == set(m.target) for m in mine), log  # reordered only
+    assert plan.leaders is not None
+    assert plan.leaders.after.brokers_outside < plan.leaders.before.brokers_outside
+    assert read_journal(plan_path.with_name(plan_path.name + ".journal")).outcome \
+        is RunOutcome.COMPLETED, log
+    admin = KafkaClusterAdmin(info.bootstrap)
+    try:
+        now = {p.key: p for p in admin.partitions()}
+    finally:
+        admin.close()
+    for move in plan.moves:
+        assert now[move.key].replicas == move.target, move.name
+        assert now[move.key].leader == move.target[0], move.name
+
+
 def test_a_broker_dead_past_its_grace_period_is_drained(grown: Grown, tmp_path: Path) -> None:
     """Self-healing: the grown broker holds replicas and is killed for good. Inside the grace
     period a cycle waits and changes nothing; past it the cycle drains it (no replica is left

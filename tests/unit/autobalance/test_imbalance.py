@@ -74,3 +74,25 @@ def test_zone_bound_clusters_are_judged_against_their_targets() -> None:
     result = plan(topology, goals, Budget(time_limit_s=4))
     after = replace_replicas(topology, {m.key: m.target for m in result.moves})
     assert not imbalance_verdict(after, Goals()).due
+
+
+def test_leaders_off_their_fair_share_make_it_due_only_with_the_leader_goal() -> None:
+    """Bytes level (no traffic, four replicas a broker), but brokers 1 and 2 lead everything:
+    4 leaders each where the fair share is 2 (a band of 1-3 at +/-10%, rounded out)."""
+    from kafka_rebalance.autobalance.worth import judge_plan
+    from kafka_rebalance.usecases.plan import PlanSettings, build_plan
+
+    brokers = tuple(Broker(i + 1, rack, CAP) for i, rack in enumerate("aabb"))
+    topology = Topology(brokers, tuple(Partition("t", i, reps, 100) for i, reps in
+                                       enumerate([(1, 3)] * 4 + [(2, 4)] * 4)))
+    assert not imbalance_verdict(topology, Goals(tolerance=0.10)).due
+    goals = Goals(tolerance=0.10, leader_balance=0.1)
+    verdict = imbalance_verdict(topology, goals)
+    assert verdict.due
+    assert "leaders: 4 broker(s) off their fair share" in verdict.summary()
+    plan_file = build_plan(topology, PlanSettings(goals=goals, budget=Budget(time_limit_s=3)))
+    assert plan_file.moves and plan_file.bytes_moved == 0
+    worth = judge_plan(plan_file, 0, 0)
+    assert worth.worth and "levels leaders (--leader-balance): 4 -> 0 broker(s)" in worth.reason
+    after = replace_replicas(topology, plan_file.assignment())
+    assert not imbalance_verdict(after, goals).due
