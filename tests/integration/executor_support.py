@@ -13,10 +13,13 @@ import subprocess
 import sys
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -24,6 +27,7 @@ from executor.journal import RunState, read_journal
 from executor.state import MoveState
 from executor.throttle import BROKER_THROTTLE_CONFIGS, TOPIC_THROTTLE_CONFIGS
 from kafka_rebalance.files.planfile import write_plan
+from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.goals import Budget, Goals
 from planner.planfile import SolverInfo, make_plan_file
@@ -192,3 +196,18 @@ def state_sequence(path: Path) -> list[tuple[str, str]]:
     """(move, state) of every state record, in journal order."""
     return [(r["move"], r["state"]) for r in map(json.loads, path.read_text().splitlines())
             if r.get("kind") == "state"]
+
+
+@contextmanager
+def own_sandbox(tmp_path_factory: pytest.TempPathFactory, name: str, first_port: int, *,
+                brokers: int = 4, racks: int = 2, port_room: int = 8,
+                tiered_storage: bool = False) -> Iterator[SandboxInfo]:
+    """A sandbox of one test module's own (the session's shared one carries what earlier
+    tests left), on the first free base port from `first_port`; stopped whatever happens."""
+    sandbox_dir = tmp_path_factory.mktemp(name)
+    try:
+        yield cluster.up(sandbox_dir, brokers=brokers, racks=racks,
+                         tiered_storage=tiered_storage,
+                         base_port=cluster.free_base_port(first_port, port_room)).info
+    finally:
+        cluster.down(sandbox_dir)

@@ -16,7 +16,6 @@ import pytest
 
 from executor.journal import read_journal
 from executor.state import MoveState
-from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     create_topic,
@@ -24,6 +23,7 @@ from tests.integration.executor_support import (
     layout,
     make_plan,
     move_in,
+    own_sandbox,
     rebalance,
     replicas_of,
     start_rebalance,
@@ -37,12 +37,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
-    sandbox_dir = tmp_path_factory.mktemp("cancel-order-sandbox")
-    try:
-        yield cluster.up(sandbox_dir, brokers=4, racks=2,
-                         base_port=cluster.free_base_port(26090, 8)).info
-    finally:
-        cluster.down(sandbox_dir)
+    with own_sandbox(tmp_path_factory, "cancel-order-sandbox", 26090) as info:
+        yield info
 
 
 def test_cancel_puts_back_the_replica_order_and_the_preferred_leader(

@@ -21,6 +21,7 @@ from kafka_rebalance.files.planfile import read_plan
 from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.validate import validate_plan
+from tests.integration.executor_support import own_sandbox as module_sandbox
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
 from topology.snapshot import read_snapshot
@@ -82,12 +83,8 @@ def own_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInf
     """A 4-broker, 2-rack sandbox of this test's own: the session's shared one carries what
     earlier tests left (big topics, an emptied added broker), which changes what a balanced
     plan looks like and so what this test can assert."""
-    sandbox_dir = tmp_path_factory.mktemp("plan-sandbox")
-    try:
-        yield cluster.up(sandbox_dir, brokers=4, racks=2,
-                         base_port=cluster.free_base_port(28090, 8)).info
-    finally:
-        cluster.down(sandbox_dir)
+    with module_sandbox(tmp_path_factory, "plan-sandbox", 28090) as info:
+        yield info
 
 
 def test_kafka_executes_the_plan_file_as_is(own_sandbox: SandboxInfo, tmp_path: Path) -> None:

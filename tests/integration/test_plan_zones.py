@@ -24,7 +24,7 @@ from kafka_rebalance.files.planfile import read_plan
 from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.validate import validate_plan
-from tests.integration.executor_support import execute_args, rebalance
+from tests.integration.executor_support import execute_args, own_sandbox, rebalance
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import Resource
 from topology.snapshot import read_snapshot
@@ -41,12 +41,9 @@ default: {disk_bytes: 20MB, net_in_bytes_per_sec: 100MB/s, net_out_bytes_per_sec
 @pytest.fixture(scope="module")
 def zoned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     """Six brokers on racks a, b, c (two each) of this test's own."""
-    sandbox_dir = tmp_path_factory.mktemp("zones-sandbox")
-    try:
-        yield cluster.up(sandbox_dir, brokers=6, racks=3,
-                         base_port=cluster.free_base_port(27090, 10)).info
-    finally:
-        cluster.down(sandbox_dir)
+    with own_sandbox(tmp_path_factory, "zones-sandbox", 27090, brokers=6, racks=3,
+                     port_room=10) as info:
+        yield info
 
 
 def fill_topic(info: SandboxInfo) -> None:

@@ -16,9 +16,13 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
-from tests.integration.executor_support import execute_args, make_plan, rebalance
+from tests.integration.executor_support import (
+    execute_args,
+    make_plan,
+    own_sandbox,
+    rebalance,
+)
 from tests.integration.kafka_topics import wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
@@ -36,12 +40,8 @@ default: {disk_bytes: 1GB, net_in_bytes_per_sec: 100MB/s, net_out_bytes_per_sec:
 
 @pytest.fixture(scope="module")
 def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
-    sandbox_dir = tmp_path_factory.mktemp("tiered-sandbox")
-    try:
-        yield cluster.up(sandbox_dir, brokers=4, racks=2, tiered_storage=True,
-                         base_port=cluster.free_base_port(27090, 8)).info
-    finally:
-        cluster.down(sandbox_dir)
+    with own_sandbox(tmp_path_factory, "tiered-sandbox", 27090, tiered_storage=True) as info:
+        yield info
 
 
 def _fill(info: SandboxInfo, leader: int, follower: int) -> None:
