@@ -25,11 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.arrays import NET_OUT, ClusterArrays, FloatArray, IntArray
+from planner.leaders import moved_bonus, switch_columns
 from planner.state import SolverState, sessions_on_worst
 
 SESSION_SWITCHES = 64
 MAX_REJECTS = 40
-ALREADY_MOVED_BONUS = 4.0  # a switch on a partition that moves anyway costs no extra move
 
 
 @dataclass(frozen=True)
@@ -144,24 +144,16 @@ def _candidates(leaders: _Leaders, broker: int) -> list[tuple[float, int, int]]:
     """(gain, partition, column of the new leader) for switches off or onto `broker`."""
     state = leaders.state
     a = state.arrays
-    hosted = state.hosted_array(broker)
-    if hosted.size == 0:
-        return []
     fair = leaders.fair
-    shed = (leaders.count[broker] > fair.count_high[broker]
-            or leaders.bytes_in[broker] > fair.bytes_high[broker])
-    leads = state.replicas[hosted, 0] == broker
-    parts = hosted[leads] if shed else hosted[~leads]
+    shed = bool(leaders.count[broker] > fair.count_high[broker]
+                or leaders.bytes_in[broker] > fair.bytes_high[broker])
     found: list[tuple[float, int, int]] = []
-    for col in range(1, state.replicas.shape[1]):
-        sel = parts if shed else parts[state.replicas[parts, col] == broker]
-        new = state.replicas[sel, col]
+    for col, parts in switch_columns(state, broker, shed):
+        new = state.replicas[parts, col]
         valid = (new >= 0) & a.eligible[np.maximum(new, 0)]
-        sel, new = sel[valid], new[valid]
+        sel, new = parts[valid], new[valid]
         gains = leaders.gains(sel, state.replicas[sel, 0], new)
-        moved = np.fromiter((p in state.changed for p in sel.tolist()), dtype=np.bool_,
-                            count=sel.size)
-        score = gains * np.where(moved, ALREADY_MOVED_BONUS, 1.0)
+        score = gains * moved_bonus(state, sel)
         keep = np.flatnonzero(gains > 1e-12)
         found.extend((float(score[k]), int(sel[k]), col) for k in keep.tolist())
     found.sort(key=lambda s: (-s[0], s[1], s[2]))
@@ -170,11 +162,7 @@ def _candidates(leaders: _Leaders, broker: int) -> list[tuple[float, int, int]]:
 
 def _net_out_kept(state: SolverState, p: int, col: int) -> bool:
     """The switch leaves neither broker further outside its net-out band than now."""
-    old, new = int(state.replicas[p, 0]), int(state.replicas[p, col])
-    out = float(state.arrays.leader_out[p])
-    ids = np.array([old, new])
-    rows = state.loads[ids].copy()
-    rows[:, NET_OUT] += np.array([-out, out])
+    ids, rows = state.switch_rows(p, col)
     return bool(state.no_worse(ids, rows, strict=True).all())
 
 

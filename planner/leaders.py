@@ -6,6 +6,8 @@ preferred leader": it shifts p's leader traffic from the current leader to that 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from planner.arrays import NET_OUT, FloatArray, IntArray
@@ -26,6 +28,28 @@ def _out_penalty(state: SolverState, brokers: IntArray, out: FloatArray) -> Floa
     return res
 
 
+def switch_columns(state: SolverState, broker: int,
+                   shed: bool) -> Iterator[tuple[int, IntArray]]:
+    """For each replica column c >= 1, the partitions whose switch to the replica in column c
+    takes a leadership off `broker` (shed: the partitions it leads) or gives it one (the
+    partitions it follows in column c)."""
+    hosted = state.hosted_array(broker)
+    if hosted.size == 0:
+        return
+    leads = state.replicas[hosted, 0] == broker
+    parts = hosted[leads] if shed else hosted[~leads]
+    for col in range(1, state.replicas.shape[1]):
+        yield col, (parts if shed else parts[state.replicas[parts, col] == broker])
+
+
+def moved_bonus(state: SolverState, parts: IntArray) -> FloatArray:
+    """ALREADY_MOVED_BONUS for each partition the plan changes already, else 1."""
+    moved = np.fromiter((p in state.changed for p in parts.tolist()), dtype=np.bool_,
+                        count=parts.size)
+    res: FloatArray = np.where(moved, ALREADY_MOVED_BONUS, 1.0)
+    return res
+
+
 def _switch_gains(state: SolverState, parts: IntArray, col: int) -> FloatArray:
     """Out-penalty removed by making column `col` the leader of each partition."""
     old = state.replicas[parts, 0]
@@ -38,34 +62,17 @@ def _switch_gains(state: SolverState, parts: IntArray, col: int) -> FloatArray:
     before = _out_penalty(state, old, load_old) + _out_penalty(state, new, load_new)
     after = _out_penalty(state, old, load_old - out) + _out_penalty(state, new, load_new + out)
     gain = before - after
-    moved = np.fromiter((p in state.changed for p in parts.tolist()), dtype=np.bool_,
-                        count=parts.size)
-    res: FloatArray = np.where(valid & (gain > 1e-12),
-                               gain * np.where(moved, ALREADY_MOVED_BONUS, 1.0), -np.inf)
+    res: FloatArray = np.where(valid & (gain > 1e-12), gain * moved_bonus(state, parts), -np.inf)
     return res
 
 
 def _switches(state: SolverState, broker: int, shed: bool) -> list[Switch]:
     """Candidate switches off `broker` (when it sends too much) or onto it (too little)."""
-    hosted = state.hosted_array(broker)
-    if hosted.size == 0:
-        return []
-    leads = state.replicas[hosted, 0] == broker
     found: list[Switch] = []
-    if shed:
-        parts = hosted[leads]
-        for col in range(1, state.replicas.shape[1]):
-            gains = _switch_gains(state, parts, col)
-            keep = np.flatnonzero(np.isfinite(gains))
-            found.extend((float(gains[k]), int(parts[k]), col) for k in keep.tolist())
-    else:
-        parts = hosted[~leads]
-        cols = np.argmax(state.replicas[parts] == broker, axis=1)
-        for col in range(1, state.replicas.shape[1]):
-            sel = parts[cols == col]
-            gains = _switch_gains(state, sel, col)
-            keep = np.flatnonzero(np.isfinite(gains))
-            found.extend((float(gains[k]), int(sel[k]), col) for k in keep.tolist())
+    for col, parts in switch_columns(state, broker, shed):
+        gains = _switch_gains(state, parts, col)
+        keep = np.flatnonzero(np.isfinite(gains))
+        found.extend((float(gains[k]), int(parts[k]), col) for k in keep.tolist())
     found.sort(key=lambda s: (-s[0], s[1]))
     return found
 
@@ -75,14 +82,9 @@ def _apply(state: SolverState, switches: list[Switch]) -> int:
     for _, p, col in switches:
         if applied >= SESSION_SWITCHES or rejects >= MAX_REJECTS:
             break
-        old, new = int(state.replicas[p, 0]), int(state.replicas[p, col])
-        out = float(state.arrays.leader_out[p])
-        ids = np.array([old, new])
-        loads = state.loads[ids, NET_OUT]
-        gain = float(_out_penalty(state, ids, loads).sum()
-                     - _out_penalty(state, ids, loads + np.array([-out, out])).sum())
-        rows = state.loads[ids].copy()
-        rows[:, NET_OUT] += np.array([-out, out])
+        ids, rows = state.switch_rows(p, col)
+        gain = float(_out_penalty(state, ids, state.loads[ids, NET_OUT]).sum()
+                     - _out_penalty(state, ids, rows[:, NET_OUT]).sum())
         if gain <= 1e-12 or not state.no_worse(ids, rows).all() or not state.affordable(p, 0.0):
             rejects += 1
             continue

@@ -224,6 +224,15 @@ class SolverState:
         self.replicas[p, 0], self.replicas[p, col] = new, old
         self._mark(p)
 
+    def switch_rows(self, p: int, col: int) -> tuple[IntArray, FloatArray]:
+        """The current and the new leader of p, and their load rows if the replica in column
+        `col` took the lead (set_leader), for judging the switch before making it."""
+        ids = np.array([int(self.replicas[p, 0]), int(self.replicas[p, col])])
+        out = float(self.arrays.leader_out[p])
+        rows = self.loads[ids].copy()
+        rows[:, NET_OUT] += np.array([-out, out])
+        return ids, rows
+
     def assign(self, p: int, row: list[int]) -> None:
         """Give partition p the replica list `row` (leader first), keeping loads in step."""
         a = self.arrays

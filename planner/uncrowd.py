@@ -232,14 +232,11 @@ def _level_leaders(state: SolverState, spread: TopicSpread, deadline: float) -> 
             if int(state.replicas[p, 0]) != b:
                 continue
             best: tuple[float, int] | None = None
-            out = float(a.leader_out[p])
             for col in range(1, int(a.rf[p])):
                 d = int(state.replicas[p, col])
                 if not a.eligible[d] or spread.leads[t, d] >= spread.leader_caps[t, d]:
                     continue
-                ids = np.array([b, d])
-                rows = state.loads[ids].copy()
-                rows[:, 2] += np.array([-out, out])
+                ids, rows = state.switch_rows(p, col)
                 if not state.no_worse(ids, rows, strict=True).all():
                     continue
                 gained = float(state.penalty_rows(ids, rows).sum()
