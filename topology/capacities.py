@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import yaml
 from kafka_rebalance.core.errors import InputError, problems_message
 from kafka_rebalance.core.names import visible
 from topology.documents import parse_yaml, read_text
-from topology.model import INT32_MAX, Broker, Capacity, Topology, is_kafka_id
+from topology.model import INT32_MAX, Capacity, Topology, is_kafka_id
 from topology.units import MAX_DISK_BYTES, MAX_NET_BYTES_PER_SEC, parse_bytes
 
 CAPACITY_KEYS = ("disk_bytes", "net_in_bytes_per_sec", "net_out_bytes_per_sec")
@@ -59,7 +59,7 @@ class Capacities:
         if unknown:
             raise InputError(f"capacities file names unknown broker {unknown[0]}")
         return topology.with_brokers(
-            Broker(b.id, b.rack, self.for_broker(b.id, b.rack, b.capacity), b.alive, b.cordoned)
+            replace(b, capacity=self.for_broker(b.id, b.rack, b.capacity))
             for b in topology.brokers
         )
 

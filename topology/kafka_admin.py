@@ -30,14 +30,18 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # re-exported
 )
 from kafka.admin import KafkaAdminClient
 from kafka.structs import TopicPartition as KpTopicPartition
+from kafka.structs import TopicPartitionReplica as KpTopicPartitionReplica
 
 from kafka_rebalance.core.errors import ClusterError, TopicGone
 from kafka_rebalance.core.ports import (
     CORDONED_LOG_DIRS,
     BrokerInfo,
+    BrokerLogDirs,
     ConfigChanges,
+    LogDirInfo,
     PartitionInfo,
     ReassignmentState,
+    ReplicaOnBroker,
 )
 from topology.bootstrap import (
     bootstrap_string,
@@ -251,29 +255,32 @@ class KafkaClusterAdmin:
         return sorted(out, key=lambda p: (p.topic, p.partition))
 
     def log_dir_sizes(self, broker_ids: Iterable[int]) -> dict[tuple[TopicPartition, int], int]:
-        """Replica sizes from DescribeLogDirs; future (intra-broker move) replicas are skipped.
+        """Replica sizes from DescribeLogDirs; future (intra-broker move) replicas are skipped."""
+        return {(tp, broker): size for broker, dirs in self.log_dirs(broker_ids).items()
+                for tp, (_, size) in dirs.replicas.items()}
 
-        A replica present in several log dirs of one broker is counted once, at its largest.
-        """
+    def log_dirs(self, broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
+        """Each broker's log dirs and where its replicas are (DescribeLogDirs). A replica listed
+        in several dirs of one broker (it should not be) is taken at its largest."""
         ids = sorted(set(broker_ids))
         if not ids:
             return {}
         with self._calling("describe log dirs"):
             answers = self._kafka_python().describe_log_dirs(brokers=ids)
-        sizes: dict[tuple[TopicPartition, int], int] = {}
-        for answer in answers:
-            broker_id = int(answer["broker"])
-            for log_dir in answer["log_dirs"]:
-                if log_dir.get("error_code", 0) != 0:
-                    continue  # an offline log dir reports no partitions
-                for topic in log_dir["topics"]:
-                    for part in topic["partitions"]:
-                        if part.get("is_future_key"):
-                            continue
-                        key = (TopicPartition(topic["name"], int(part["partition_index"])),
-                               broker_id)
-                        sizes[key] = max(sizes.get(key, 0), int(part["partition_size"]))
-        return sizes
+        return {int(answer["broker"]): _broker_log_dirs(answer["log_dirs"]) for answer in answers}
+
+    def alter_replica_log_dirs(self, targets: Mapping[ReplicaOnBroker, str]
+                               ) -> dict[ReplicaOnBroker, str | None]:
+        """AlterReplicaLogDirs, one request per broker; per replica the error's name or None."""
+        if not targets:
+            return {}
+        request = {KpTopicPartitionReplica(tp.topic, tp.partition, broker): path
+                   for (tp, broker), path in targets.items()}
+        with self._calling("alter replica log dirs"):
+            answers = self._kafka_python().alter_replica_log_dirs(request)
+        return {(TopicPartition(r.topic, r.partition), r.broker_id):
+                None if error is kp_errors.NoError else error.__name__
+                for r, error in answers.items()}
 
     # -- configs -----------------------------------------------------------------------
 
@@ -464,6 +471,34 @@ def _batches(resources: list[ConfigResource]) -> list[list[ConfigResource]]:
     brokers = [[r] for r in resources if r.restype == ResourceType.BROKER]
     others = [r for r in resources if r.restype != ResourceType.BROKER]
     return brokers + ([others] if others else [])
+
+
+def _broker_log_dirs(answer: Sequence[Mapping[str, Any]]) -> BrokerLogDirs:
+    """One broker's DescribeLogDirs answer as values."""
+    dirs: list[LogDirInfo] = []
+    replicas: dict[TopicPartition, tuple[str, int]] = {}
+    futures: dict[TopicPartition, tuple[str, int]] = {}
+    for log_dir in answer:
+        path = str(log_dir.get("log_dir", ""))
+        online = log_dir.get("error_code", 0) == 0  # an offline dir reports no partitions
+        dirs.append(LogDirInfo(path, _volume_bytes(log_dir.get("total_bytes")),
+                               _volume_bytes(log_dir.get("usable_bytes")),
+                               bool(log_dir.get("is_cordoned", False)), online))
+        if not online:
+            continue
+        for topic in log_dir["topics"]:
+            for part in topic["partitions"]:
+                tp = TopicPartition(topic["name"], int(part["partition_index"]))
+                held = futures if part.get("is_future_key") else replicas
+                size = int(part["partition_size"])
+                if tp not in held or held[tp][1] < size:
+                    held[tp] = (path, size)
+    return BrokerLogDirs(tuple(dirs), replicas, futures)
+
+
+def _volume_bytes(value: object) -> int | None:
+    """A volume size from DescribeLogDirs: -1 (older brokers) means unknown."""
+    return int(value) if isinstance(value, int) and value > 0 else None
 
 
 def _cordoned(entries: Mapping[str, ConfigEntry]) -> bool:

@@ -22,15 +22,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kafka_rebalance.core.errors import ClusterError, InputError
+from kafka_rebalance.core.names import visible
 from kafka_rebalance.core.ports import (
     BrokerInfo,
+    BrokerLogDirs,
     KafkaAdmin,
+    LogDirInfo,
     MetricsSource,
     PartitionInfo,
     ReassignmentState,
 )
 from topology.capacities import CAPACITY_KEYS, Capacities
-from topology.model import Partition, TopicPartition
+from topology.model import Partition, ReplicaDirs, TopicPartition
 from topology.promql import (
     DEFAULT_RATE_WINDOW,
     TOPIC_BYTES_IN_RATE,
@@ -66,7 +69,9 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
     live_brokers = admin.brokers()
     infos = admin.partitions()
     live_ids = {b.id for b in live_brokers}
-    replica_sizes = admin.log_dir_sizes(sorted(live_ids))
+    log_dirs = admin.log_dirs(sorted(live_ids))
+    replica_sizes = {(tp, b): size for b, dirs in log_dirs.items()
+                     for tp, (_, size) in dirs.replicas.items()}
     sizes, unsized = partition_sizes(infos, replica_sizes)
     if unsized:
         notes.append(f"{len(unsized)} partition(s) had no replica size reported (offline "
@@ -92,9 +97,10 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
     if cordoned:
         notes.append(f"broker(s) {sorted(cordoned)} are cordoned (cordoned.log.dirs): listed "
                      "with cordoned=true; a plan puts no new replica on them")
+    replica_dirs = _jbod(log_dirs, brokers, notes)
     notes.extend(_broker_notes(brokers))
     notes.extend(_partition_notes(infos))
-    document = snapshot_document(brokers, partitions, notes)
+    document = snapshot_document(brokers, partitions, notes, replica_dirs)
     return LiveSnapshot(
         document=document, notes=tuple(notes), broker_count=len(brokers),
         partition_count=len(partitions), topic_count=len({p.topic for p in partitions}),
@@ -170,12 +176,45 @@ def _remote_sizes(metrics: MetricsSource, sizes: Mapping[TopicPartition, int],
     return remote
 
 
+def _jbod(log_dirs: Mapping[int, BrokerLogDirs], brokers: Sequence[dict[str, Any]],
+          notes: list[str]) -> ReplicaDirs:
+    """The log dirs of brokers with several (JBOD, KIP-858) into their `brokers` entries, and the
+    dir of each of their replicas. An offline dir is left out: it takes no replica."""
+    several = {b: dirs for b, dirs in log_dirs.items() if len(dirs.dirs) > 1}
+    if not several:
+        return {}
+    offline = {b: [d.path for d in dirs.dirs if not d.online] for b, dirs in several.items()}
+    for entry in brokers:
+        dirs = several.get(entry["id"])
+        if dirs is not None:
+            entry["log_dirs"] = [_log_dir_entry(d) for d in dirs.dirs if d.online]
+    notes.append(f"{len(several)} broker(s) keep replicas in several log dirs (JBOD): each dir "
+                 "is listed with its volume's size, and each replica with its dir")
+    for broker, paths in sorted(offline.items()):
+        if paths:
+            notes.append(f"broker {broker}: log dir(s) {', '.join(map(visible, paths))} offline "
+                         "(left out: they take no replica)")
+    return {(tp, b): path for b, dirs in several.items()
+            for tp, (path, _) in dirs.replicas.items()}
+
+
+def _log_dir_entry(log_dir: LogDirInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {"path": log_dir.path}
+    if log_dir.total_bytes is not None:
+        entry["capacity_bytes"] = log_dir.total_bytes
+    if log_dir.cordoned:
+        entry["cordoned"] = True
+    return entry
+
+
 def snapshot_document(brokers: Sequence[Mapping[str, Any]], partitions: Iterable[Partition],
-                      notes: Sequence[str]) -> dict[str, Any]:
-    """The v1 document: brokers by id, partitions by (topic, partition), internal ones marked."""
+                      notes: Sequence[str], replica_dirs: ReplicaDirs | None = None
+                      ) -> dict[str, Any]:
+    """The v1 document: brokers by id, partitions by (topic, partition), internal ones marked;
+    with `replica_dirs`, each replica on a JBOD broker names its log dir."""
     parts = []
     for p in sorted(partitions, key=lambda p: (p.topic, p.partition)):
-        entry = partition_to_dict(p)
+        entry = partition_to_dict(p, replica_dirs)
         if is_internal(p.topic):
             entry["internal"] = True
         parts.append(entry)

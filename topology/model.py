@@ -103,21 +103,48 @@ class Load(PerResource):
         )
 
 
+LOG_DIR_MAX_LENGTH = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class LogDir:
+    """One log dir of a broker that has several (JBOD, KIP-858): its path as the broker names
+    it, the size of the volume it is on (None: unknown, the broker's dirs then count as equal)
+    and whether it is cordoned (KIP-1066: it gets no new replica)."""
+
+    path: str
+    capacity_bytes: int | None = None
+    cordoned: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not 0 < len(self.path) <= LOG_DIR_MAX_LENGTH:
+            raise InputError(f"log dir {self.path!r}: a path must be a string of 1 to "
+                             f"{LOG_DIR_MAX_LENGTH} characters")
+        if self.capacity_bytes is not None and self.capacity_bytes <= 0:
+            raise InputError(f"log dir {visible(self.path)}: capacity_bytes must be positive, "
+                             f"got {self.capacity_bytes!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class Broker:
     """A broker: id, rack (None when the cluster sets no broker.rack) and capacity; `cordoned`:
-    every log dir of it is cordoned (KIP-1066 `cordoned.log.dirs`): it gets no new replica."""
+    every log dir of it is cordoned (KIP-1066 `cordoned.log.dirs`): it gets no new replica.
+    `log_dirs`: its log dirs when it has more than one (JBOD), else empty."""
 
     id: int
     rack: str | None
     capacity: Capacity
     alive: bool = True
     cordoned: bool = False
+    log_dirs: tuple[LogDir, ...] = ()
 
     def __post_init__(self) -> None:
         if not is_kafka_id(self.id):
             raise InputError(f"broker id must be an integer from 0 to {INT32_MAX}, "
                              f"got {self.id!r}")
+        paths = [d.path for d in self.log_dirs]
+        if len(set(paths)) != len(paths):
+            raise InputError(f"broker {self.id}: a log dir is listed twice")
         if self.rack is not None and self.rack != (shown := visible(self.rack)):
             # broker.rack is any string: its control characters are kept written out, so
             # that no table, message or page obeys them (the rack is only a grouping key)
@@ -191,13 +218,19 @@ class Partition(KeyedByPartition):
         return self.replicas[0]
 
 
+ReplicaDirs = Mapping[tuple[TopicPartition, int], str]
+"""The log dir each replica is in, keyed by (partition, broker), for brokers with several."""
+
+
 @dataclass(frozen=True)
 class Topology:
-    """A cluster snapshot: brokers sorted by id, partitions sorted by (topic, partition)."""
+    """A cluster snapshot: brokers sorted by id, partitions sorted by (topic, partition) and,
+    for brokers with several log dirs, the dir each of their replicas is in."""
 
     brokers: tuple[Broker, ...]
     partitions: tuple[Partition, ...]
     notes: tuple[str, ...] = field(default=())
+    replica_dirs: ReplicaDirs = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         problems = topology_problems([b.id for b in self.brokers], self.partitions)
@@ -228,11 +261,11 @@ class Topology:
 
     def with_partitions(self, partitions: Iterable[Partition]) -> Topology:
         """A new topology with the same brokers and the given partitions."""
-        return Topology(self.brokers, tuple(partitions), self.notes)
+        return Topology(self.brokers, tuple(partitions), self.notes, self.replica_dirs)
 
     def with_brokers(self, brokers: Iterable[Broker]) -> Topology:
         """A new topology with the given brokers and the same partitions."""
-        return Topology(tuple(brokers), self.partitions, self.notes)
+        return Topology(tuple(brokers), self.partitions, self.notes, self.replica_dirs)
 
     def fingerprint(self) -> str:
         """A stable hash of broker ids and every partition's replica list.

@@ -13,7 +13,7 @@ from typing import Any
 from kafka_rebalance.core.errors import InputError
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.documents import bulk_objects, read_text, write_json_atomic
-from topology.model import Broker, Partition, Topology
+from topology.model import Broker, LogDir, Partition, ReplicaDirs, Topology
 from topology.snapshot_schema import SNAPSHOT_VERSION as SNAPSHOT_VERSION
 from topology.snapshot_schema import (
     SnapshotDocument,
@@ -65,16 +65,32 @@ def broker_to_dict(broker: Broker) -> dict[str, Any]:
         out["alive"] = False
     if broker.cordoned:
         out["cordoned"] = True
+    if broker.log_dirs:  # JBOD brokers only: other snapshots read as before
+        out["log_dirs"] = [_log_dir_to_dict(d) for d in broker.log_dirs]
     return out
 
 
-def partition_to_dict(p: Partition) -> dict[str, Any]:
+def _log_dir_to_dict(log_dir: LogDir) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": log_dir.path}
+    if log_dir.capacity_bytes is not None:
+        out["capacity_bytes"] = log_dir.capacity_bytes
+    if log_dir.cordoned:
+        out["cordoned"] = True
+    return out
+
+
+def partition_to_dict(p: Partition, replica_dirs: ReplicaDirs | None = None) -> dict[str, Any]:
+    """A partition's entry; with `replica_dirs`, the log dir of each replica on a JBOD broker."""
     entry: dict[str, Any] = {"topic": p.topic, "partition": p.partition,
                              "replicas": list(p.replicas), "size_bytes": p.size_bytes,
                              "bytes_in_per_sec": p.bytes_in_per_sec,
                              "bytes_out_per_sec": p.bytes_out_per_sec}
     if p.remote_size_bytes:  # tiered storage only: other snapshots read as before
         entry["remote_size_bytes"] = p.remote_size_bytes
+    if replica_dirs:
+        dirs = [replica_dirs.get((p.key, b)) for b in p.replicas]
+        if any(d is not None for d in dirs):
+            entry["log_dirs"] = dirs
     return entry
 
 
@@ -87,7 +103,7 @@ def topology_to_dict(topology: Topology) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "version": SNAPSHOT_VERSION,
         "brokers": [broker_to_dict(b) for b in topology.brokers],
-        "partitions": [partition_to_dict(p) for p in topology.partitions],
+        "partitions": [partition_to_dict(p, topology.replica_dirs) for p in topology.partitions],
     }
     if topology.notes:
         doc["notes"] = list(topology.notes)

@@ -21,7 +21,9 @@ from topology.documents import parse_json
 from topology.model import (
     Broker,
     Capacity,
+    LogDir,
     Partition,
+    TopicPartition,
     Topology,
     is_kafka_id,
     is_topic_name,
@@ -55,12 +57,20 @@ class CapacityEntry(TypedDict, total=False):
 
 
 @with_config(_FORBID)
+class LogDirEntry(TypedDict, total=False):
+    path: Required[Text]
+    capacity_bytes: Positive | None  # the size of the volume the dir is on
+    cordoned: Flag  # this dir cordoned (KIP-1066): no new replica in it
+
+
+@with_config(_FORBID)
 class BrokerEntry(TypedDict, total=False):
     id: Required[KafkaId]
     rack: Text | None
     capacity: CapacityEntry | None
     alive: Flag
     cordoned: Flag  # every log dir cordoned (KIP-1066): no new replica
+    log_dirs: list[LogDirEntry] | None  # JBOD (KIP-858) brokers only: their log dirs
 
 
 @with_config(_FORBID)
@@ -73,6 +83,8 @@ class PartitionEntry(TypedDict, total=False):
     bytes_out_per_sec: Quantity | None
     # tiered storage (KIP-405): bytes in remote storage; size_bytes is then the local part
     remote_size_bytes: Quantity | None
+    # the log dir of each replica, in the order of replicas (null: a broker with one dir)
+    log_dirs: list[Text | None] | None
     internal: Flag  # written by live snapshots for Kafka's internal topics
 
 
@@ -189,10 +201,34 @@ def to_topology(doc: SnapshotDocument, capacities: Capacities | None) -> Topolog
                            "'capacity' to each broker in the snapshot")
     partitions = _partitions(doc["partitions"], problems)
     problems.extend(rack_problems(brokers))
+    dirs = _replica_dirs(doc["partitions"], problems)
     if problems:  # the entries the model took may still clash: name those problems too
         ids = [entry["id"] for entry in doc["brokers"]]
         raise InputError(problems_message(problems + topology_problems(ids, partitions)))
-    return Topology(tuple(brokers), partitions, tuple(doc.get("notes") or ()))
+    return Topology(tuple(brokers), partitions, tuple(doc.get("notes") or ()), dirs)
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _replica_dirs(entries: Sequence[PartitionEntry], problems: list[str]
+                  ) -> dict[tuple[TopicPartition, int], str]:
+    """The log dir of each replica that names one (JBOD brokers), keyed by (partition, broker)."""
+    out: dict[tuple[TopicPartition, int], str] = {}
+    for e in entries:
+        dirs = e.get("log_dirs")
+        if dirs is None:
+            continue
+        if len(dirs) != len(e["replicas"]):
+            problems.append(f"partition {e['topic']}-{e['partition']}: log_dirs names "
+                            f"{len(dirs)} dir(s) for {len(e['replicas'])} replica(s); give one "
+                            "per replica, in the order of replicas (null for a one-dir broker)")
+            continue
+        key = TopicPartition(e["topic"], e["partition"])
+        out.update({(key, b): d for b, d in zip(e["replicas"], dirs, strict=True)
+                    if d is not None})
+    return out
 
 
 def _broker(entry: BrokerEntry, capacities: Capacities | None, problems: list[str],
@@ -215,8 +251,10 @@ def _broker(entry: BrokerEntry, capacities: Capacities | None, problems: list[st
         if capacity is None:
             uncapped.append(broker_id)
             return None
+        log_dirs = tuple(LogDir(d["path"], _whole(d.get("capacity_bytes")),
+                                d.get("cordoned", False)) for d in entry.get("log_dirs") or ())
         return Broker(broker_id, rack, capacity, entry.get("alive", True),
-                      entry.get("cordoned", False))
+                      entry.get("cordoned", False), log_dirs)
     except InputError as exc:
         problems.append(str(exc))
         return None

@@ -150,12 +150,17 @@ def up(
         "remote.storage.enable=true keep their older segments in DIR/remote-storage (Kafka's "
         "file-system remote storage manager), and only the newer ones on the brokers' "
         "disks.")] = False,
+    log_dirs: Annotated[int, typer.Option(
+        "--log-dirs", min=1, max=8, help="Log dirs per broker (broker-N/data, data-2, ...): "
+        "more than one makes JBOD brokers, whose replicas a plan can also move between "
+        "dirs.")] = 1,
 ) -> None:
     """Start the sandbox (or report the one already running in the dir)."""
     target = _dir(sandbox_dir)
     check_up_dir(target, force)
     result = cluster.up(target, brokers=brokers, racks=racks, base_port=base_port,
-                        progress=_progress, link_mbps=link_mbps, tiered_storage=tiered_storage)
+                        progress=_progress, link_mbps=link_mbps, tiered_storage=tiered_storage,
+                        log_dirs=log_dirs)
     info = result.info
     if result.already_running and link_mbps is not None and info.link_mbps != link_mbps:
         running_as = f"{info.link_mbps} Mbit/s links" if info.link_mbps else "loopback"

@@ -55,6 +55,33 @@ class ReassignmentState:
     removing: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class LogDirInfo:
+    """One log dir of a broker as DescribeLogDirs reports it: its path, the size and free
+    space of its volume (None when the broker does not say), whether it is cordoned (KIP-1066)
+    and whether it is online (an offline dir reports no replicas)."""
+
+    path: str
+    total_bytes: int | None = None
+    usable_bytes: int | None = None
+    cordoned: bool = False
+    online: bool = True
+
+
+@dataclass(frozen=True)
+class BrokerLogDirs:
+    """A broker's log dirs and where its replicas are: `replicas` maps each replica to its dir
+    and size; `futures` maps a replica being moved to another dir (AlterReplicaLogDirs) to the
+    dir it is moving to and the bytes copied there so far."""
+
+    dirs: tuple[LogDirInfo, ...]
+    replicas: Mapping[TopicPartition, tuple[str, int]]
+    futures: Mapping[TopicPartition, tuple[str, int]]
+
+
+ReplicaOnBroker = tuple[TopicPartition, int]
+"""A replica: its partition and the broker that holds it."""
+
 ConfigChanges = Mapping[str, str | None]
 """Config name -> new value, or None to delete the dynamic override (incremental alter)."""
 
@@ -77,6 +104,18 @@ class KafkaAdmin(Protocol):
 
     def log_dir_sizes(self, broker_ids: Iterable[int]) -> dict[tuple[TopicPartition, int], int]:
         """Size in bytes of each replica, keyed by (partition, broker id) (DescribeLogDirs)."""
+        ...
+
+    def log_dirs(self, broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
+        """Each broker's log dirs and the dir and size of each of its replicas
+        (DescribeLogDirs)."""
+        ...
+
+    def alter_replica_log_dirs(self, targets: Mapping[ReplicaOnBroker, str]
+                               ) -> dict[ReplicaOnBroker, str | None]:
+        """Ask each broker to move a replica to another of its log dirs, or to create a replica
+        it does not hold yet in that dir (AlterReplicaLogDirs); per replica the error's name,
+        None when accepted."""
         ...
 
     def broker_configs(self, broker_ids: Iterable[int], names: Sequence[str]) -> dict[

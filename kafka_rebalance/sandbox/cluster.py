@@ -142,7 +142,8 @@ def _write_prometheus_config(info: SandboxInfo) -> None:
 def _write_broker_config(info: SandboxInfo, broker_id: int, rack: str) -> Path:
     node_dir = info.dir / f"broker-{broker_id}"
     ports = config.PortPlan(info.base_port)
-    text = config.broker_properties(broker_id, rack, ports, node_dir / "data", info.internal_rf,
+    text = config.broker_properties(broker_id, rack, ports, info.data_dirs(broker_id),
+                                    info.internal_rf,
                                     info.broker_host(broker_id), info.controller_host,
                                     info.dir / REMOTE_DIR if info.tiered_storage else None)
     return _write(node_dir / "server.properties", text)
@@ -236,11 +237,12 @@ def _quiet(message: str) -> None:
 def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
        base_port: int = config.DEFAULT_BASE_PORT,
        progress: Callable[[str], None] = _quiet, link_mbps: int | None = None,
-       tiered_storage: bool = False) -> UpResult:
+       tiered_storage: bool = False, log_dirs: int = 1) -> UpResult:
     """Start a sandbox in sandbox_dir, or report the one already running there; with link_mbps
     every broker gets a namespace and a link shaped to that many Mbit/s each way; with
     tiered_storage, topics created with remote.storage.enable=true keep their older segments
-    in a directory of the sandbox that stands for remote storage."""
+    in a directory of the sandbox that stands for remote storage; with log_dirs > 1 each
+    broker keeps its partitions in that many log dirs (JBOD)."""
     sandbox_dir = sandbox_dir.resolve()
     if link_mbps is not None:
         links.check_link_mbps(link_mbps)
@@ -257,7 +259,7 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
     require_tool("java")
     require_tool("prometheus")
     planned = replace(_planned(sandbox_dir, brokers, racks, base_port),
-                      tiered_storage=tiered_storage)
+                      tiered_storage=tiered_storage, log_dirs=log_dirs)
     check_ports(port_roles(planned))
     if link_mbps is not None:
         planned = replace(planned, link=network.plan(sandbox_dir, link_mbps,

@@ -109,12 +109,13 @@ def controller_properties(ports: PortPlan, data_dir: Path, host: str = LOOPBACK,
 
 
 def broker_properties(
-    broker_id: int, rack: str, ports: PortPlan, data_dir: Path, internal_rf: int,
+    broker_id: int, rack: str, ports: PortPlan, data_dirs: Sequence[Path], internal_rf: int,
     host: str = LOOPBACK, controller_host: str = LOOPBACK, remote_dir: Path | None = None,
 ) -> str:
     """server.properties of one broker: small thread pools, small segments, explicit topics;
-    it listens (and is advertised) on host, its namespace's address in a linked sandbox. With
-    `remote_dir`, tiered storage in that directory (shared by every broker)."""
+    it listens (and is advertised) on host, its namespace's address in a linked sandbox. More
+    than one of `data_dirs`: a JBOD broker (KIP-858), one log dir each. With `remote_dir`,
+    tiered storage in that directory (shared by every broker)."""
     port = ports.broker(broker_id)
     min_isr = 2 if internal_rf >= 3 else 1
     return _properties({
@@ -127,7 +128,7 @@ def broker_properties(
         "advertised.listeners": f"PLAINTEXT://{host}:{port}",
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "log.dirs": data_dir,
+        "log.dirs": ",".join(str(d) for d in data_dirs),
         # Small segments so log sizes and segment rolls show up with little data.
         "log.segment.bytes": 1048576,
         "log.retention.check.interval.ms": 30000,

@@ -63,6 +63,13 @@ class SandboxInfo:
     tiered_storage: bool = False
     """Brokers keep older segments of topics with remote.storage.enable in a shared directory
     (`up --tiered-storage`, Kafka's LocalTieredStorage)."""
+    log_dirs: int = 1
+    """Log dirs per broker (`up --log-dirs`): more than one is a JBOD broker (KIP-858)."""
+
+    def data_dirs(self, broker_id: int) -> tuple[Path, ...]:
+        """A broker's log dirs: broker-N/data, then broker-N/data-2, ... on a JBOD sandbox."""
+        node = self.dir / f"broker-{broker_id}"
+        return (node / "data",) + tuple(node / f"data-{i}" for i in range(2, self.log_dirs + 1))
 
     def broker_host(self, broker_id: int) -> str:
         """Where a broker and its exporter listen: its namespace's address, else loopback."""
@@ -206,6 +213,7 @@ def read_state(sandbox_dir: Path) -> SandboxInfo | None:
             internal_rf=int(data["internal_rf"]),
             link=link_from_dict(data["link"]) if data.get("link") is not None else None,
             tiered_storage=bool(data.get("tiered_storage", False)),
+            log_dirs=int(data.get("log_dirs", 1)),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxError(f"{path} is not a sandbox state file ({exc}); remove the dir") from exc

@@ -7,7 +7,14 @@ from collections.abc import Iterable, Mapping, Sequence
 import pytest
 
 from kafka_rebalance.core.errors import InputError
-from kafka_rebalance.core.ports import BrokerInfo, ConfigChanges, PartitionInfo, ReassignmentState
+from kafka_rebalance.core.ports import (
+    BrokerInfo,
+    BrokerLogDirs,
+    ConfigChanges,
+    LogDirInfo,
+    PartitionInfo,
+    ReassignmentState,
+)
 from topology.capacities import parse_capacities
 from topology.live import (
     broker_entries,
@@ -29,6 +36,7 @@ class FakeAdmin:
                  sizes: dict[tuple[TopicPartition, int], int]) -> None:
         self._brokers, self._partitions, self._sizes = brokers, partitions, sizes
         self.log_dir_brokers: list[int] = []
+        self.dirs: dict[int, tuple[str, ...]] = {}  # a broker's log dirs, when several
         self.fenced: dict[int, str | None] = {}  # registered, not alive
         self.moving: dict[TopicPartition, ReassignmentState] = {}
 
@@ -48,6 +56,19 @@ class FakeAdmin:
     def log_dir_sizes(self, broker_ids: Iterable[int]) -> dict[tuple[TopicPartition, int], int]:
         self.log_dir_brokers = sorted(broker_ids)
         return {k: v for k, v in self._sizes.items() if k[1] in self.log_dir_brokers}
+
+    def log_dirs(self, broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
+        """One dir per broker, or `dirs`: replicas go round them in partition order."""
+        sizes = self.log_dir_sizes(broker_ids)
+        out = {}
+        for b in self.log_dir_brokers:
+            paths = self.dirs.get(b, ("/var/kafka",))
+            mine = sorted(((tp, size) for (tp, broker), size in sizes.items() if broker == b),
+                          key=lambda item: (item[0].topic, item[0].partition))
+            out[b] = BrokerLogDirs(
+                tuple(LogDirInfo(p, 1000 * (i + 1)) for i, p in enumerate(paths)),
+                {tp: (paths[i % len(paths)], size) for i, (tp, size) in enumerate(mine)}, {})
+        return out
 
     def broker_configs(self, broker_ids: Iterable[int], names: Sequence[str]) -> dict[
         int, dict[str, str | None]
@@ -247,3 +268,43 @@ def test_reader_document_is_a_valid_snapshot_once_capacities_are_given() -> None
     assert len(topology.partitions) == 7
     assert any("not alive" in n for n in snap.notes)
     assert any("under-replicated" in n for n in snap.notes)
+
+
+def test_log_dirs_of_jbod_brokers_are_recorded_and_read_back() -> None:
+    """Broker 1 keeps its replicas in two dirs: the snapshot lists both (with their volume's
+    size) and names the dir of each of its replicas; brokers with one dir are written as
+    before, and a snapshot with no JBOD broker carries no log dir at all."""
+    caps = parse_capacities({"default": {"disk_bytes": 10**12, "net_in_bytes_per_sec": 10**8,
+                                         "net_out_bytes_per_sec": 10**8}})
+    plain = read_live_topology(_cluster(), capacities=caps).document
+    assert not any("log_dirs" in entry for entry in plain["brokers"] + plain["partitions"])
+
+    admin = _cluster()
+    admin.dirs[1] = ("/d1", "/d2")
+    snap = read_live_topology(admin, capacities=caps)
+    brokers = {entry["id"]: entry for entry in snap.document["brokers"]}
+    assert brokers[1]["log_dirs"] == [{"path": "/d1", "capacity_bytes": 1000},
+                                      {"path": "/d2", "capacity_bytes": 2000}]
+    assert "log_dirs" not in brokers[2]
+    orders0 = next(e for e in snap.document["partitions"]
+                   if (e["topic"], e["partition"]) == ("orders", 0))
+    assert orders0["replicas"] == [1, 2] and orders0["log_dirs"] == ["/d1", None]
+
+    topology = topology_from_dict(snap.document)
+    assert [d.path for d in topology.broker(1).log_dirs] == ["/d1", "/d2"]
+    on_1 = {f"{tp.topic}-{tp.partition}": path
+            for (tp, b), path in topology.replica_dirs.items() if b == 1}
+    assert on_1 == {"idle-0": "/d1", "idle-1": "/d2", "orders-0": "/d1", "orders-2": "/d2"}
+    again = topology_to_dict(topology)
+    assert again["brokers"][0]["log_dirs"] == brokers[1]["log_dirs"]
+    assert topology_from_dict(again).replica_dirs == topology.replica_dirs
+
+
+def test_log_dirs_that_do_not_match_the_replicas_are_refused() -> None:
+    caps = parse_capacities({"default": {"disk_bytes": 10**12, "net_in_bytes_per_sec": 10**8,
+                                         "net_out_bytes_per_sec": 10**8}})
+    doc = read_live_topology(_cluster(), capacities=caps).document
+    orders0 = next(e for e in doc["partitions"] if (e["topic"], e["partition"]) == ("orders", 0))
+    orders0["log_dirs"] = ["/d1"]
+    with pytest.raises(InputError, match="log_dirs names 1 dir"):
+        topology_from_dict(doc)
