@@ -18,6 +18,7 @@ from topology.model import (
 
 if TYPE_CHECKING:
     from planner.balance import Targets
+    from planner.log_dirs import DirPlan
 
 
 class SolverStatus(StrEnum):
@@ -118,3 +119,4 @@ class PlanResult(MoveTotals):
     proven_gap: float | None = None  # CP-SAT's own gap to its bound, whole-cluster model only
     disk_lower_bound_bytes: int | None = None  # lower_bound_bytes counts net in as well
     phase_seconds: tuple[tuple[str, float], ...] = ()  # where the time went (planner.phases)
+    log_dirs: DirPlan | None = None  # JBOD brokers only (planner.log_dirs)

@@ -53,6 +53,7 @@ from planner.guard import undo_worsening
 from planner.leader_balance import leader_level, level_leaders
 from planner.leaders import rebalance_leaders
 from planner.lns import improve, rounds_for
+from planner.log_dirs import plan_dirs
 from planner.phases import Phases
 from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
@@ -242,7 +243,21 @@ def _fewer_of(state: SolverState, search: _Search, budget: Budget, deadline: flo
 
 
 def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
-    """A valid plan towards balance with the fewest bytes moved (see module docstring)."""
+    """A valid plan towards balance with the fewest bytes moved (see module docstring), and
+    on JBOD brokers the log dir of each arriving replica and the moves that level their dirs
+    (planner.log_dirs; with --max-bytes 0 nothing is copied, so placements only)."""
+    result = _plan_brokers(topology, goals, budget)
+    start = time.monotonic()
+    dirs = plan_dirs(topology, result.moves, goals.tolerance,
+                     move_between_dirs=budget.max_bytes != 0)
+    if not dirs.before.dirs:
+        return result
+    return replace(result, log_dirs=dirs,
+                   phase_seconds=(*result.phase_seconds, ("log dirs", time.monotonic() - start)))
+
+
+def _plan_brokers(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
+    """The broker-level plan."""
     start = time.monotonic()
     phases = Phases()
     with phases("arrays"):

@@ -1,0 +1,223 @@
+"""Log dirs of JBOD brokers (KIP-858): which dir each arriving replica goes to, and the few
+replica moves between a broker's own dirs that bring each dir within the band of the broker.
+
+Runs after the broker-level plan, which it never changes: a broker's dirs share its disk
+balance between them. A dir's fair share of what its broker holds is its volume's share of the
+broker's volumes (equal when the sizes are unknown); it is in band when it holds its share
+x (1 +/- tolerance).
+
+- Arriving replicas cost the same in any dir: largest first, each goes to the dir that is
+  emptiest (by its share) once it holds it. A cordoned dir (KIP-1066) gets none.
+- A dir still outside the band then gives a replica to the broker's emptiest dir, the one
+  whose size comes closest to levelling the two, while that narrows their gap; each such move
+  copies the replica on the broker's own disks, with no network traffic.
+
+A topology with no JBOD broker gets an empty result: plans are unchanged.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from planner.result import Move
+from topology.model import Broker, KeyedByPartition, TopicPartition, Topology
+
+# A broker is levelled in at most this many moves per replica it holds (a guard: each move
+# narrows the gap it closes, so the search ends well before).
+_MOVES_PER_REPLICA = 1
+
+
+@dataclass(frozen=True, slots=True)
+class DirMove(KeyedByPartition):
+    """One replica moved between two log dirs of its broker (AlterReplicaLogDirs)."""
+
+    topic: str
+    partition: int
+    broker: int
+    source: str
+    target: str
+    size_bytes: int
+
+    @property
+    def replica(self) -> str:
+        """The replica's name: partition@broker."""
+        return f"{self.name}@{self.broker}"
+
+
+@dataclass(frozen=True, slots=True)
+class DirSpread:
+    """How far the dirs of JBOD brokers are from their share: how many dirs there are, how
+    many lie outside the band, and the largest distance from a share (0.25 = 25% off)."""
+
+    dirs: int = 0
+    outside: int = 0
+    worst: float = 0.0
+
+
+@dataclass(frozen=True)
+class DirPlan:
+    """The log-dir part of a plan: the dir of each replica that arrives on a JBOD broker, the
+    moves between a broker's dirs, and the dirs' spread before and after."""
+
+    placements: Mapping[tuple[TopicPartition, int], str] = field(default_factory=dict)
+    moves: tuple[DirMove, ...] = ()
+    before: DirSpread = DirSpread()
+    after: DirSpread = DirSpread()
+    tolerance: float = 0.0
+
+    @property
+    def empty(self) -> bool:
+        return not self.placements and not self.moves
+
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes the dir moves copy on their brokers' own disks."""
+        return sum(m.size_bytes for m in self.moves)
+
+
+class _Broker:
+    """One JBOD broker's dirs while they are levelled: bytes held per dir, and per dir its
+    replicas that may move, sorted by size."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.id = broker.id
+        self.paths = [d.path for d in broker.log_dirs]
+        sizes = [d.capacity_bytes for d in broker.log_dirs]
+        known = [s for s in sizes if s is not None]
+        fallback = sum(known) / len(known) if known else 1.0
+        volume = [float(s) if s is not None else fallback for s in sizes]
+        self.share = [v / sum(volume) for v in volume]
+        self.open = [not d.cordoned for d in broker.log_dirs]
+        self.used = [0] * len(self.paths)
+        self.movable: list[list[tuple[int, TopicPartition]]] = [[] for _ in self.paths]
+
+    def index(self, path: str) -> int | None:
+        return self.paths.index(path) if path in self.paths else None
+
+    def deviation(self, d: int, used: float | None = None) -> float:
+        """Dir d's distance from its share of what the broker holds (0: exactly its share),
+        or, with `used`, what it would be were dir d to hold `used` bytes."""
+        total = sum(self.used)
+        if total <= 0:
+            return 0.0
+        return (self.used[d] if used is None else used) / (total * self.share[d]) - 1.0
+
+    def spread(self, tolerance: float, used: Sequence[int] | None = None) -> DirSpread:
+        """How far the dirs are from their shares, now or as `used` had them."""
+        held = self.used if used is None else used
+        total = sum(held)
+        devs = [abs(u / (total * s) - 1.0) if total > 0 else 0.0
+                for u, s in zip(held, self.share, strict=True)]
+        return DirSpread(len(devs), sum(dev > tolerance + 1e-9 for dev in devs), max(devs))
+
+    def place(self, size: int) -> int | None:
+        """The open dir that is emptiest by its share once it holds `size` more bytes."""
+        open_dirs = [d for d in range(len(self.paths)) if self.open[d]]
+        if not open_dirs:
+            return None
+        best = min(open_dirs, key=lambda d: ((self.used[d] + size) / self.share[d], d))
+        self.used[best] += size
+        return best
+
+    def level(self, tolerance: float, limit: int) -> list[tuple[TopicPartition, int, int, int]]:
+        """Moves (partition, from dir, to dir, size) that bring the dirs into the band."""
+        moves: list[tuple[TopicPartition, int, int, int]] = []
+        while len(moves) < limit:
+            devs = [self.deviation(d) for d in range(len(self.paths))]
+            over = max(range(len(devs)), key=lambda d: (devs[d], -d))
+            targets = [d for d in range(len(devs)) if self.open[d] and d != over]
+            if not targets:
+                break
+            under = min(targets, key=lambda d: (devs[d], d))
+            if devs[over] <= tolerance and devs[under] >= -tolerance:
+                break
+            pick = self._best(over, under, max(abs(devs[over]), abs(devs[under])))
+            if pick is None:
+                break
+            size, tp = self.movable[over].pop(pick)
+            self.used[over] -= size
+            self.used[under] += size
+            moves.append((tp, over, under, size))
+        return moves
+
+    def _best(self, over: int, under: int, now: float) -> int | None:
+        """The index in `over`'s movable replicas whose move to `under` leaves the two dirs
+        closest to their shares, if that is closer than `now`."""
+        total = sum(self.used)
+        a, b = self.share[over] * total, self.share[under] * total
+        ideal = (self.used[over] * b - self.used[under] * a) / (a + b)
+        sizes = self.movable[over]
+        at = bisect.bisect_left(sizes, ideal, key=lambda item: item[0])
+        best, best_gap = None, now - 1e-9
+        for i in (at - 1, at):
+            if 0 <= i < len(sizes) and sizes[i][0] > 0:
+                s = sizes[i][0]
+                gap = max(abs(self.deviation(over, self.used[over] - s)),
+                          abs(self.deviation(under, self.used[under] + s)))
+                if gap < best_gap:
+                    best, best_gap = i, gap
+        return best
+
+
+def plan_dirs(topology: Topology, moves: Sequence[Move], tolerance: float,
+              move_between_dirs: bool = True) -> DirPlan:
+    """The log-dir plan of `moves` on `topology` (see the module docstring); without
+    `move_between_dirs`, arriving replicas are placed and nothing else moves."""
+    jbod = {b.id: _Broker(b) for b in topology.brokers if len(b.log_dirs) > 1 and b.alive}
+    if not jbod:
+        return DirPlan(tolerance=tolerance)
+    targets = {m.key: m.target for m in moves}
+    arriving: list[tuple[int, TopicPartition, int]] = []
+    for p in topology.partitions:
+        for b in targets.get(p.key, p.replicas):
+            broker = jbod.get(b)
+            if broker is None:
+                continue
+            if b not in p.replicas:
+                arriving.append((p.size_bytes, p.key, b))
+                continue
+            d = broker.index(topology.replica_dirs.get((p.key, b), ""))
+            if d is not None:
+                broker.used[d] += p.size_bytes
+                broker.movable[d].append((p.size_bytes, p.key))
+    before = _spread(jbod.values(), tolerance, _held_before(topology, jbod))
+    placements: dict[tuple[TopicPartition, int], str] = {}
+    for size, tp, b in sorted(arriving, key=lambda a: (-a[0], a[1].topic, a[1].partition, a[2])):
+        d = jbod[b].place(size)
+        if d is not None:
+            placements[(tp, b)] = jbod[b].paths[d]
+    dir_moves: list[DirMove] = []
+    for b, broker in sorted(jbod.items()):
+        if not move_between_dirs:
+            break
+        for movable in broker.movable:
+            movable.sort(key=lambda item: (item[0], item[1].topic, item[1].partition))
+        limit = _MOVES_PER_REPLICA * sum(len(m) for m in broker.movable)
+        for tp, source, target, size in broker.level(tolerance, limit):
+            dir_moves.append(DirMove(tp.topic, tp.partition, b, broker.paths[source],
+                                     broker.paths[target], size))
+    after = _spread(jbod.values(), tolerance)
+    return DirPlan(placements, tuple(dir_moves), before, after, tolerance)
+
+
+def _held_before(topology: Topology, jbod: Mapping[int, _Broker]) -> dict[int, list[int]]:
+    """Bytes per dir of each JBOD broker as the topology has them, before any move."""
+    held = {b: [0] * len(broker.paths) for b, broker in jbod.items()}
+    for p in topology.partitions:
+        for b in p.replicas:
+            broker = jbod.get(b)
+            if broker is not None:
+                d = broker.index(topology.replica_dirs.get((p.key, b), ""))
+                if d is not None:
+                    held[b][d] += p.size_bytes
+    return held
+
+
+def _spread(brokers: Iterable[_Broker], tolerance: float,
+            held: Mapping[int, list[int]] | None = None) -> DirSpread:
+    """The dirs' spread over `brokers`, now or as `held` had them."""
+    spreads = [b.spread(tolerance, None if held is None else held[b.id]) for b in brokers]
+    return DirSpread(sum(s.dirs for s in spreads), sum(s.outside for s in spreads),
+                     max((s.worst for s in spreads), default=0.0))
