@@ -24,6 +24,8 @@ from executor.plan import ExecutionPlan
 from executor.records import (
     CancelRecord,
     CordonRecord,
+    DirMoveRecord,
+    DirThrottleRecord,
     EndRecord,
     GuardRecord,
     NoteRecord,
@@ -42,7 +44,16 @@ from executor.records import (
 from executor.state import TERMINAL, MoveState, transition
 from executor.throttle import ThrottlePlan
 from kafka_rebalance.core.errors import ExecutionError, InputError
-from planner.planfile_schema import MOVES_ADAPTER, NOUNS, MoveEntry, moves_from_entries
+from planner.log_dirs import DirPlan
+from planner.planfile_schema import (
+    LOG_DIRS_ADAPTER,
+    MOVES_ADAPTER,
+    NOUNS,
+    MoveEntry,
+    log_dirs_from_entry,
+    log_dirs_to_dict,
+    moves_from_entries,
+)
 from planner.result import Move
 from topology.documents import decode_json
 from topology.schema import describe
@@ -113,6 +124,10 @@ class RunState:
     guard_lowest: int | None = None  # the lowest level any of them set
     # brokers the run cordoned for its drain, with their cordoned.log.dirs before (None: unset)
     cordons: dict[int, str | None] = field(default_factory=dict)
+    # brokers whose log-dir copy throttle the run set, with its value before (None: unset)
+    dir_throttles: dict[int, str | None] = field(default_factory=dict)
+    # replicas (partition@broker) whose move between log dirs has ended
+    dirs_ended: set[str] = field(default_factory=set)
     # the operator cancelled the run: a process that takes it over finishes the cancel (a
     # retry of its cancelled moves takes the cancel back)
     cancelled: bool = False
@@ -137,6 +152,7 @@ def header_record(plan: ExecutionPlan, settings: Mapping[str, Any], run_id: str 
         "fingerprint": plan.fingerprint, "settings": dict(settings),
         "moves": [{"topic": m.topic, "partition": m.partition, "current": list(m.current),
                    "target": list(m.target), "size_bytes": m.size_bytes} for m in plan.moves],
+        **({"log_dirs": log_dirs_to_dict(plan.log_dirs)} if plan.log_dirs is not None else {}),
         **({"run_id": run_id} if run_id else {}),
     }
 
@@ -148,10 +164,12 @@ def header_settings(records: Sequence[Record]) -> dict[str, Any]:
     return dict(settings) if isinstance(settings, dict) else {}
 
 
-def runs_plan(records: Sequence[Record], moves: Sequence[Move]) -> bool:
-    """The journal of `records` is a run of the plan of `moves`: its header keeps their plan
-    id (the same moves, partition, current and target replicas)."""
-    return bool(records) and records[0].get("plan_id") == ExecutionPlan.of(moves).plan_id
+def runs_plan(records: Sequence[Record], moves: Sequence[Move],
+              log_dirs: DirPlan | None = None) -> bool:
+    """The journal of `records` is a run of the plan of `moves` (and `log_dirs`): its header
+    keeps their plan id (the same moves, partition, current and target replicas)."""
+    return bool(records) and records[0].get("plan_id") == ExecutionPlan.of(
+        moves, None, log_dirs).plan_id
 
 
 def new_run_id() -> str:
@@ -197,7 +215,14 @@ def _plan_from_header(record: Record) -> ExecutionPlan:
     if problems:
         raise ExecutionError(f"journal: a move in the run header is malformed ({problems[0]}); "
                              "the journal is corrupt or edited")
-    plan = ExecutionPlan(moves, fingerprint)
+    dirs = None
+    if record.get("log_dirs") is not None:
+        try:
+            dirs = log_dirs_from_entry(LOG_DIRS_ADAPTER.validate_python(record["log_dirs"]))
+        except ValidationError as exc:
+            raise ExecutionError("journal: the run header's log_dirs are malformed "
+                                 f"({_why(exc)}); the journal is corrupt or edited") from None
+    plan = ExecutionPlan(moves, fingerprint, dirs)
     if plan.plan_id != record.get("plan_id"):
         raise ExecutionError("journal: the plan in the header does not match its plan_id")
     return plan
@@ -255,6 +280,10 @@ def fold(run: RunState, record: RunRecord) -> None:
             run.guard_lowest = min(lows, default=None)
         case CordonRecord(priors=priors, present=present):
             run.cordons = dict(priors) if present else {}
+        case DirThrottleRecord(priors=priors, present=present):
+            run.dir_throttles = dict(priors) if present else {}
+        case DirMoveRecord(replica=replica):
+            run.dirs_ended.add(replica)
         case StateRecord():
             _enter(run, record)
 
@@ -561,6 +590,15 @@ class Journal:
         """Record the drained brokers' cordon: about to be set (with the values it replaces),
         or those values put back."""
         self._write(CordonRecord(dict(priors), present, at))
+
+    def dir_throttle(self, priors: Mapping[int, str | None], present: bool, at: float) -> None:
+        """Record the log-dir copy throttle: about to be set (with the values it replaces), or
+        its priors back."""
+        self._write(DirThrottleRecord(dict(priors), present, at))
+
+    def dir_moved(self, replica: str, at: float, reason: str = "") -> None:
+        """Record that a replica's move between log dirs ended (a reason: given up)."""
+        self._write(DirMoveRecord(replica, at, reason))
 
     def note(self, message: str, at: float) -> None:
         self._write(NoteRecord(message, at))

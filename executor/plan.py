@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka_rebalance.core.errors import PlanError
+from planner.log_dirs import DirPlan
 from planner.result import Move, MoveTotals
 from topology.model import TopicPartition
 
@@ -19,6 +20,9 @@ class ExecutionPlan(MoveTotals):
 
     moves: tuple[Move, ...]
     fingerprint: str | None = None
+    # JBOD brokers: the dir of each arriving replica and the moves between a broker's dirs,
+    # run once every partition move is done (executor.dirs)
+    log_dirs: DirPlan | None = None
     # move name -> its 0-based position: a run looks moves up by name at every event, and a
     # scan of a plan of tens of thousands of moves each time made a run quadratic
     _positions: dict[str, int] = field(init=False, repr=False, compare=False)
@@ -35,8 +39,9 @@ class ExecutionPlan(MoveTotals):
         object.__setattr__(self, "_positions", positions)
 
     @classmethod
-    def of(cls, moves: Iterable[Move], fingerprint: str | None = None) -> ExecutionPlan:
-        return cls(tuple(moves), fingerprint)
+    def of(cls, moves: Iterable[Move], fingerprint: str | None = None,
+           log_dirs: DirPlan | None = None) -> ExecutionPlan:
+        return cls(tuple(moves), fingerprint, log_dirs)
 
     @property
     def plan_id(self) -> str:
@@ -44,6 +49,13 @@ class ExecutionPlan(MoveTotals):
         h = hashlib.sha256()
         for m in self.moves:
             h.update(f"{m.topic}\x00{m.partition}\x00{m.current}\x00{m.target}\n".encode())
+        dirs = self.log_dirs
+        if dirs is not None and not dirs.empty:  # plans without log dirs keep their ids
+            for (tp, b), path in sorted(dirs.placements.items(),
+                                        key=lambda i: (i[0][0].topic, i[0][0].partition, i[0][1])):
+                h.update(f"place\x00{tp.topic}\x00{tp.partition}\x00{b}\x00{path}\n".encode())
+            for d in dirs.moves:
+                h.update(f"dir\x00{d.replica}\x00{d.source}\x00{d.target}\n".encode())
         return "sha256:" + h.hexdigest()[:32]
 
     def position(self, name: str) -> int:

@@ -34,6 +34,8 @@ class RecordKind(StrEnum):
     END = "end"  # the run ended
     RESUME = "resume"  # an ended run goes on
     CANCEL = "cancel"  # the operator cancelled the run (before its moves are reverted)
+    DIR_THROTTLE = "dir_throttle"  # the log-dir copy throttle set (with its priors), or restored
+    DIR_MOVE = "dir_move"  # a replica reached its new log dir (or was given up, with a reason)
 
 
 class RunOutcome(StrEnum):
@@ -114,6 +116,34 @@ class CordonRecord:
 
 
 @dataclass(frozen=True)
+class DirThrottleRecord:
+    """The brokers whose replicas move between log dirs and each one's
+    `replica.alter.log.dirs.io.max.bytes.per.second` before (None: not set): `present` before
+    the throttle is set, not present once the priors are back."""
+
+    priors: Mapping[int, str | None]
+    present: bool
+    at: float
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.DIR_THROTTLE.value, "present": self.present, "at": self.at,
+                "priors": {str(b): v for b, v in sorted(self.priors.items())}}
+
+
+@dataclass(frozen=True)
+class DirMoveRecord:
+    """A replica's move between log dirs ended: done, or given up for `reason`."""
+
+    replica: str
+    at: float
+    reason: str = ""
+
+    def to_json(self) -> Record:
+        return {"kind": RecordKind.DIR_MOVE.value, "replica": self.replica, "at": self.at,
+                **({"reason": self.reason} if self.reason else {})}
+
+
+@dataclass(frozen=True)
 class RetryRecord:
     move: str
     at: float
@@ -159,7 +189,8 @@ class CancelRecord:
 
 
 RunRecord = (StateRecord | RatesRecord | ThrottlesRecord | GuardRecord | RetryRecord
-             | NoteRecord | EndRecord | ResumeRecord | CordonRecord | CancelRecord)
+             | NoteRecord | EndRecord | ResumeRecord | CordonRecord | CancelRecord
+             | DirThrottleRecord | DirMoveRecord)
 
 
 def parse_record(raw: Mapping[str, Any]) -> RunRecord:
@@ -193,6 +224,12 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
     if kind is RecordKind.CORDON:
         return CordonRecord(priors=_priors(raw["priors"]), present=_flag(raw["present"]),
                             at=at())
+    if kind is RecordKind.DIR_THROTTLE:
+        return DirThrottleRecord(priors=_priors(raw["priors"]), present=_flag(raw["present"]),
+                                 at=at())
+    if kind is RecordKind.DIR_MOVE:
+        return DirMoveRecord(replica=str(raw["replica"]), reason=str(raw.get("reason", "")),
+                             at=at())
     if kind is RecordKind.NOTE:
         return NoteRecord(message=str(raw.get("message", "")), at=at())
     if kind is RecordKind.END:
@@ -249,10 +286,10 @@ def _rates(data: Mapping[str, Any]) -> dict[int, float]:
 
 def _priors(data: Any) -> dict[int, str | None]:
     if not isinstance(data, Mapping):
-        raise ValueError("the cordon's priors are not an object")
+        raise ValueError("the priors are not an object")
     priors = {int(b): (None if v is None else str(v)) for b, v in data.items()}
     if any(b < 0 for b in priors):
-        raise ValueError("a cordoned broker id is negative")
+        raise ValueError("a broker id of the priors is negative")
     return priors
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
+from executor.dirs import DirStage
 from executor.guard import SloGuard
 from executor.journal import (
     RETRYABLE,
@@ -207,8 +208,26 @@ class Executor:
             if not self.cancelling and self.journal.cancel_requested():
                 self.cancel()
             if self.tick():
+                self._log_dirs()
                 return self.finish()
             self.ports.clock.sleep(self.config.poll_seconds)
+
+    def _log_dirs(self) -> None:
+        """Once every partition move is done, the plan's moves between log dirs (JBOD); a
+        cancelled run keeps replicas in the dir they are in. Both restore the log-dir throttle,
+        as does a stopped run that a killed one left it to."""
+        run = self.run_state
+        if run.plan.log_dirs is None and not run.dir_throttles:
+            return
+        stage = DirStage(self.ports, self.config, self.journal, self._note)
+        if not self.cancelling and all(run.state_of(m.name) is S.DONE for m in run.plan.moves):
+            if stage.run():
+                return
+            self.cancel()
+        if self.cancelling:
+            stage.cancel()
+        else:
+            stage.restore()
 
     def tick(self) -> bool:
         """Advance every move in flight, start what may start; True when the run is over.

@@ -38,6 +38,7 @@ from executor.throttle import (
     uniform_rates,
 )
 from kafka_rebalance.core.errors import ClusterError, ExecutionError, MetricsError, TopicGone
+from kafka_rebalance.core.names import visible
 from kafka_rebalance.core.ports import PartitionInfo
 from planner.result import Move
 from topology.model import TopicPartition
@@ -56,6 +57,10 @@ class Started(Enum):
 
 # States in which a move's copy may be flowing (its ends busy with its bytes).
 COPIES_IN_FLIGHT = frozenset({S.THROTTLING, S.SUBMITTED, S.COPYING, S.VERIFYING})
+
+
+# AlterReplicaLogDirs' answers for a replica the broker does not hold yet: it keeps the dir
+REMEMBERED = ("ReplicaNotAvailableError", "NotLeaderOrFollowerError")
 
 
 class MoveDriver:
@@ -415,8 +420,28 @@ class MoveDriver:
     def _submit(self, move: Move) -> bool:
         step = self._submit_step(move)
         if step.action is Action.SUBMIT:
+            self._place_in_dirs(move)
             self.ports.admin.alter_partition_reassignments({move.key: list(move.target)})
         return self._take(move, step)
+
+    def _place_in_dirs(self, move: Move) -> None:
+        """Tell each JBOD broker that receives a replica which log dir to create it in (the
+        plan's choice): a broker remembers the dir of a replica it does not hold yet
+        (AlterReplicaLogDirs answers ReplicaNotAvailable then). A refusal only costs the
+        choice: the broker then picks the dir itself."""
+        dirs = self.journal.run.plan.log_dirs
+        if dirs is None:
+            return
+        wanted = {(move.key, b): dirs.placements[(move.key, b)] for b in move.added_brokers
+                  if (move.key, b) in dirs.placements}
+        if not wanted:
+            return
+        answers = self.ports.admin.alter_replica_log_dirs(wanted)
+        refused = {key: error for key, error in answers.items()
+                   if error not in (None, *REMEMBERED)}
+        for (_, broker), error in sorted(refused.items(), key=lambda item: item[0][1]):
+            self._event(EventKind.NOTE, move, f"{move.name}: broker {broker} refused log dir "
+                        f"{visible(wanted[(move.key, broker)])} ({error}); it picks the dir")
 
     def _copy(self, move: Move) -> bool:
         admin = self.ports.admin

@@ -20,10 +20,12 @@ from kafka_rebalance.core.errors import ClusterError
 from kafka_rebalance.core.names import TopicPartition
 from kafka_rebalance.core.ports import (
     BrokerInfo,
+    BrokerLogDirs,
     ConfigChanges,
     KafkaAdmin,
     PartitionInfo,
     ReassignmentState,
+    ReplicaOnBroker,
 )
 
 T = TypeVar("T")
@@ -118,6 +120,14 @@ class TickReads:
             for broker in asked:
                 self._sizes[broker] = {k: v for k, v in found.items() if k[1] == broker}
         return {k: v for broker in ids for k, v in self._sizes[broker].items()}
+
+    def log_dirs(self, broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
+        return self._admin.log_dirs(broker_ids)  # read by the log-dir stage, once a poll
+
+    def alter_replica_log_dirs(self, targets: Mapping[ReplicaOnBroker, str]
+                               ) -> dict[ReplicaOnBroker, str | None]:
+        self._forget()
+        return self._admin.alter_replica_log_dirs(targets)
 
     def list_partition_reassignments(self) -> dict[TopicPartition, ReassignmentState]:
         return dict(self._once(("reassignments",), self._admin.list_partition_reassignments))

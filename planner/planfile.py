@@ -17,6 +17,7 @@ from planner.arrays import ClusterArrays, IntArray, to_arrays
 from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Budget, Goals
 from planner.leader_balance import LeaderLevel, leader_level
+from planner.log_dirs import DirPlan
 from planner.result import Move, MoveTotals, SolverStatus
 from planner.spread import Crowding, crowding
 from planner.tally import Tally, balance_of, load_rows, retally, tally
@@ -150,6 +151,7 @@ class PlanFile(MoveTotals):
     spread: SpreadInfo | None = None  # with --topic-spread only
     leaders: LeaderInfo | None = None  # with --leader-balance only
     tiered: TieredInfo | None = None  # when partitions keep bytes in remote storage
+    log_dirs: DirPlan | None = None  # when brokers keep replicas in several log dirs (JBOD)
 
     def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Target replicas of every changed partition."""
@@ -185,7 +187,7 @@ def target_info(arrays: ClusterArrays, targets: Targets) -> TargetInfo:
 
 def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget: Budget,
                    solver: SolverInfo, created_at: str, warnings: Sequence[str] = (),
-                   targets: Targets | None = None) -> PlanFile:
+                   targets: Targets | None = None, log_dirs: DirPlan | None = None) -> PlanFile:
     """A plan file value: before over every alive broker, after over those that remain;
     deviations from the targets (computed here unless given) over those that remain.
 
@@ -217,7 +219,7 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
                     cluster_stats(before.brokers, counts_after, tol, remaining,
                                   dev_after.tolist(), targets.forced),
                     solver, created_at, tuple(warnings), target_info(arrays, targets), spread,
-                    leaders, tiered_info(before, moves))
+                    leaders, tiered_info(before, moves), log_dirs)
 
 
 def tiered_info(before: Topology, moves: Sequence[Move]) -> TieredInfo | None:

@@ -15,7 +15,9 @@ from pydantic import ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from kafka_rebalance.core.errors import PlanError
+from planner.log_dirs import DirMove, DirPlan, DirSpread
 from planner.result import Move
+from topology.model import TopicPartition
 from topology.schema import (
     BROKER_IDS,
     STRINGS,
@@ -199,6 +201,43 @@ class TieredEntry(TypedDict):
     moved_remote_bytes: ByteCount
 
 
+@with_config(_FORBID)
+class DirPlacementEntry(TypedDict):
+    topic: TopicName
+    partition: KafkaId
+    broker: KafkaId
+    log_dir: Text
+
+
+@with_config(_FORBID)
+class DirMoveEntry(TypedDict):
+    topic: TopicName
+    partition: KafkaId
+    broker: KafkaId
+    source: Text
+    target: Text
+    size_bytes: ByteCount
+
+
+@with_config(_IGNORE)
+class DirSpreadEntry(TypedDict):
+    dirs: Count
+    outside: Count
+    worst: Quantity
+
+
+@with_config(_FORBID)
+class LogDirsEntry(TypedDict):
+    """JBOD brokers (KIP-858): the dir of each arriving replica, the moves between a broker's
+    dirs, and the dirs' spread before and after."""
+
+    tolerance: Quantity
+    placements: list[DirPlacementEntry]
+    moves: list[DirMoveEntry]
+    before: DirSpreadEntry
+    after: DirSpreadEntry
+
+
 @with_config(_IGNORE)
 class TotalsEntry(TypedDict, total=False):
     bytes_moved: ByteCount
@@ -224,10 +263,12 @@ class PlanDocument(TypedDict, total=False):
     topic_spread: SpreadEntry | None
     leader_balance: LeaderBalanceEntry | None
     tiered_storage: TieredEntry | None
+    log_dirs: LogDirsEntry | None
 
 
 PLAN_ADAPTER = TypeAdapter(PlanDocument)
 MOVES_ADAPTER = TypeAdapter(list[MoveEntry])
+LOG_DIRS_ADAPTER = TypeAdapter(LogDirsEntry)
 TOP_LEVEL_KEYS = tuple(PlanDocument.__annotations__)
 NOUNS = {"current": BROKER_IDS, "target": BROKER_IDS, "replicas": BROKER_IDS,
          "add_brokers": BROKER_IDS, "remove_brokers": BROKER_IDS, "binding": STRINGS,
@@ -252,3 +293,30 @@ def moves_from_entries(entries: Sequence[MoveEntry], problems: list[str]) -> tup
                             "a broker")
         moves.append(move)
     return tuple(moves)
+
+
+def log_dirs_to_dict(plan: DirPlan) -> LogDirsEntry:
+    """The plan file's (and the journal header's) form of a log-dir plan."""
+    def spread(s: DirSpread) -> DirSpreadEntry:
+        return {"dirs": s.dirs, "outside": s.outside, "worst": s.worst}
+    placements: list[DirPlacementEntry] = [
+        {"topic": tp.topic, "partition": tp.partition, "broker": b, "log_dir": path}
+        for (tp, b), path in sorted(plan.placements.items(),
+                                    key=lambda i: (i[0][0].topic, i[0][0].partition, i[0][1]))]
+    moves: list[DirMoveEntry] = [
+        {"topic": m.topic, "partition": m.partition, "broker": m.broker, "source": m.source,
+         "target": m.target, "size_bytes": m.size_bytes} for m in plan.moves]
+    return {"tolerance": plan.tolerance, "placements": placements, "moves": moves,
+            "before": spread(plan.before), "after": spread(plan.after)}
+
+
+def log_dirs_from_entry(entry: LogDirsEntry) -> DirPlan:
+    """The log-dir plan of a checked entry."""
+    def spread(e: DirSpreadEntry) -> DirSpread:
+        return DirSpread(e["dirs"], e["outside"], e["worst"])
+    placements = {(TopicPartition(e["topic"], e["partition"]), e["broker"]): e["log_dir"]
+                  for e in entry["placements"]}
+    moves = tuple(DirMove(e["topic"], e["partition"], e["broker"], e["source"], e["target"],
+                          e["size_bytes"]) for e in entry["moves"])
+    return DirPlan(placements, moves, spread(entry["before"]), spread(entry["after"]),
+                   entry["tolerance"])

@@ -260,7 +260,7 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
     run_id = new_run_id()
     try:
         with edge.lease(run_id, journal) as hold:
-            planned = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
+            planned = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint, plan_file.log_dirs)
             executor = Executor.start(
                 planned, edge.ports, config, open_sink, reporter=edge.reporter,
                 validator=planner_validator(topology, settings.goals, strict_balance=True),

@@ -40,6 +40,8 @@ from planner.planfile_schema import (
     SpreadEntry,
     StatsEntry,
     TargetsEntry,
+    log_dirs_from_entry,
+    log_dirs_to_dict,
     moves_from_entries,
 )
 from planner.result import Move, SolverStatus
@@ -109,6 +111,7 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
                                "moved_remote_bytes": plan.tiered.moved_remote_bytes}}
            if plan.tiered is not None else {}),
+        **({"log_dirs": log_dirs_to_dict(plan.log_dirs)} if plan.log_dirs is not None else {}),
     }
 
 
@@ -225,7 +228,7 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
         raise InputError(problems_message(problems))
     targets, spread, leaders = (doc.get("targets"), doc.get("topic_spread"),
                                 doc.get("leader_balance"))
-    tiered = doc.get("tiered_storage")
+    tiered, log_dirs = doc.get("tiered_storage"), doc.get("log_dirs")
     return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
                     before=before, after=_stats(doc["after"]), solver=solver,
                     created_at=doc.get("created_at") or "",
@@ -234,7 +237,8 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
                     spread=None if spread is None else _spread(spread),
                     leaders=None if leaders is None else _leaders(leaders),
                     tiered=None if tiered is None else TieredInfo(
-                        tiered["remote_bytes"], tiered["moved_remote_bytes"]))
+                        tiered["remote_bytes"], tiered["moved_remote_bytes"]),
+                    log_dirs=None if log_dirs is None else log_dirs_from_entry(log_dirs))
 
 
 def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:

@@ -250,6 +250,13 @@ def headline(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[tuple[str, str]
         rows.append(("in remote storage", f"{size_text(plan.tiered.remote_bytes, compact=True)} "
                      f"(not copied: {size_text(plan.tiered.moved_remote_bytes, compact=True)} "
                      "of it in partitions this plan moves)"))
+    if plan.log_dirs is not None:
+        dirs = plan.log_dirs
+        rows.append(("log dirs (JBOD)",
+                     f"{dirs.before.outside} of {dirs.before.dirs} dir(s) outside "
+                     f"+/-{dirs.tolerance:.0%} before, {dirs.after.outside} after; "
+                     f"{len(dirs.moves)} move(s) between dirs "
+                     f"({size_text(dirs.bytes_moved, compact=True)} on local disks)"))
     if plan.leaders is not None:
         rows.append((f"leader balance (+/-{plan.leaders.tolerance:.0%})",
                      f"{plan.leaders.before.brokers_outside} broker(s) outside their fair share "

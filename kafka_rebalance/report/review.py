@@ -18,6 +18,7 @@ from rich.table import Table
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, PlanEta, plan_eta
 from kafka_rebalance.report.layout import WIDE, fit
+from planner.planfile_schema import log_dirs_to_dict
 from planner.result import Move, SolverStatus
 from topology.model import RESOURCES, Resource
 from topology.units import duration_text, rate_text, size_text
@@ -341,6 +342,23 @@ def tiered_text(plan: PlanFile) -> str | None:
             f"only: {size_text(plan.bytes_moved)} to copy")
 
 
+def log_dirs_text(plan: PlanFile) -> str | None:
+    """With JBOD brokers: the dirs outside their share before and after, what arrives where
+    and what moves between dirs (on the broker's own disks, not over the network)."""
+    dirs = plan.log_dirs
+    if dirs is None:
+        return None
+    moved = (f"{len(dirs.moves)} replica(s) move between dirs of their broker "
+             f"({size_text(dirs.bytes_moved)} copied on the broker's own disks, not over the "
+             "network, throttled by replica.alter.log.dirs.io.max.bytes.per.second)"
+             if dirs.moves else "no replica moves between dirs")
+    return (f"Log dirs (JBOD): {dirs.before.outside} of {dirs.before.dirs} dir(s) outside "
+            f"+/-{dirs.tolerance:.0%} of their broker's share before (worst "
+            f"{dirs.before.worst:.0%} off), {dirs.after.outside} after (worst "
+            f"{dirs.after.worst:.0%}); {len(dirs.placements)} arriving replica(s) are placed in "
+            f"a chosen dir; {moved}")
+
+
 def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
            width: int | None = None) -> Group:
     """The whole dry-run review as one renderable, laid out for `width` columns (None: the
@@ -354,7 +372,8 @@ def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
         parts.append(f"Cordoned (cordoned.log.dirs): broker(s) "
                      f"{sorted(plan.goals.cordoned_brokers)} get no new replica; they may "
                      "keep or give up what they hold")
-    parts.extend(text for text in (spread_text(plan), leaders_text(plan), tiered_text(plan))
+    parts.extend(text for text in (spread_text(plan), leaders_text(plan), tiered_text(plan),
+                                   log_dirs_text(plan))
                  if text is not None)
     parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in shown_warnings(plan))
     binding = binding_text(plan)
@@ -453,6 +472,7 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
         **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
                                "moved_remote_bytes": plan.tiered.moved_remote_bytes}}
            if plan.tiered is not None else {}),
+        **({"log_dirs": log_dirs_to_dict(plan.log_dirs)} if plan.log_dirs is not None else {}),
         "budget": {"max_bytes": budget.max_bytes, "max_moves": budget.max_moves,
                    "time_limit_seconds": budget.time_limit_s},
         "solver": {"status": s.status.value, "seconds": s.seconds,

@@ -69,7 +69,7 @@ class SandboxInfo:
     def data_dirs(self, broker_id: int) -> tuple[Path, ...]:
         """A broker's log dirs: broker-N/data, then broker-N/data-2, ... on a JBOD sandbox."""
         node = self.dir / f"broker-{broker_id}"
-        return (node / "data",) + tuple(node / f"data-{i}" for i in range(2, self.log_dirs + 1))
+        return (node / "data", *(node / f"data-{i}" for i in range(2, self.log_dirs + 1)))
 
     def broker_host(self, broker_id: int) -> str:
         """Where a broker and its exporter listen: its namespace's address, else loopback."""

@@ -141,6 +141,7 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
                solver: Solver | None = None) -> PlanFile:
     """Solve, validate and order; a cluster already balanced gets an empty plan. `created_at`
     defaults to now; `solver` to the planner's (`load_solver`)."""
+    from planner.log_dirs import plan_dirs
     from planner.phases import Phases
     from planner.planfile import SolverInfo, make_plan_file
     from planner.validate import exposure_warnings, validate_plan
@@ -152,8 +153,10 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
             and goals.leader_balance is None):
         # (with --topic-spread or --leader-balance the planner says whether those goals hold
         # already)
+        dirs = plan_dirs(topology, (), goals.tolerance, move_between_dirs=budget.max_bytes != 0)
         return make_plan_file(topology, (), goals, budget,
-                              SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at)
+                              SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at,
+                              log_dirs=dirs if dirs.before.dirs else None)
     result = (solver or load_solver())(topology, goals, budget)
     phases = Phases()
     with phases("validate"):
@@ -167,7 +170,7 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
                       result.disk_lower_bound_bytes, (*result.phase_seconds, *phases.items()))
     return make_plan_file(topology, ordered, goals, budget, info, created_at,
                           [*exposure_warnings(topology, ordered), *report.warnings],
-                          result.targets or report.targets)
+                          result.targets or report.targets, result.log_dirs)
 
 
 def build_demotion(topology: Topology, brokers: Sequence[int], settings: PlanSettings, *,
@@ -217,4 +220,5 @@ def recheck(plan_file: PlanFile, topology: Topology, *, warn: Notify) -> PlanFil
     report.raise_if_invalid()
     return make_plan_file(topology, plan_file.moves, plan_file.goals, plan_file.budget,
                           plan_file.solver, plan_file.created_at,
-                          [*exposure_warnings(topology, plan_file.moves), *report.warnings])
+                          [*exposure_warnings(topology, plan_file.moves), *report.warnings],
+                          log_dirs=plan_file.log_dirs)

@@ -232,7 +232,7 @@ def _read_plan(settings: StartSettings) -> tuple[PlanFile, ExecutionPlan]:
     if settings.cordon_drained and not plan_file.goals.remove_brokers:
         raise InputError(f"--cordon-drained: {settings.plan} drains no broker (it was not made "
                          "with --remove-broker); leave the flag out")
-    return plan_file, ExecutionPlan.of(plan_file.moves, plan_file.fingerprint)
+    return plan_file, ExecutionPlan.of(plan_file.moves, plan_file.fingerprint, plan_file.log_dirs)
 
 
 @contextmanager
@@ -293,7 +293,7 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
     from executor.runner import Executor
 
     plan_file, plan = _read_plan(settings)
-    if not plan.moves:
+    if not plan.moves and (plan.log_dirs is None or not plan.log_dirs.moves):
         return None  # nothing to do: the cluster is not contacted
     check_new_journal(settings.journal, settings.plan)
     with _ready(settings, cluster, hooks, plan_file, plan) as ready:

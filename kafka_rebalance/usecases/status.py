@@ -102,7 +102,7 @@ def run_status(plan_path: Path | None, journal: Path | None,
     path = find_journal(plan_path, journal)
     records = read_records(path)
     if plan_path is not None and journal is not None and records \
-            and not runs_plan(records, read_plan(plan_path).moves):
+            and not _of_plan(records, read_plan(plan_path)):
         raise InputError(f"{path} is the journal of another plan than {plan_path} (other "
                          "moves); give the journal's own plan, or only --journal")
     if plan_path is not None:
@@ -131,7 +131,7 @@ def plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record]
         notices.append(f"The plan {candidate} could not be read ({exc}): the page shows the "
                        "run only.")
         return None
-    if not runs_plan(records, plan_file.moves):
+    if not _of_plan(records, plan_file):
         notices.append(f"The plan {candidate} holds other moves than the journal's run: the "
                        "page shows the run only.")
         return None
@@ -174,3 +174,7 @@ def measured_copy_rates(prometheus: str, started_at: float | None, elapsed: floa
         notices.append(f"Prometheus has no reassignment series for the run ({query}): the "
                        "copy rates are the journal's alone.")
     return measured or None
+
+
+def _of_plan(records: Sequence[Record], plan_file: PlanFile) -> bool:
+    return runs_plan(records, plan_file.moves, plan_file.log_dirs)

@@ -6,7 +6,7 @@ from planner.goals import Budget, Goals
 from planner.log_dirs import plan_dirs
 from planner.result import Move
 from planner.solve import plan
-from topology.model import Broker, Capacity, LogDir, Partition, Topology, TopicPartition
+from topology.model import Broker, Capacity, LogDir, Partition, TopicPartition, Topology
 from topology.synthetic import generate_cluster
 
 CAP = Capacity(10**12, 10**8, 10**8)

@@ -58,7 +58,7 @@ def test_racks_are_assigned_round_robin() -> None:
 
 
 def test_broker_properties_carry_rack_listener_and_quorum() -> None:
-    text = config.broker_properties(2, "b", config.PortPlan(30090), Path("/x/broker-2/data"), 3)
+    text = config.broker_properties(2, "b", config.PortPlan(30090), (Path("/x/broker-2/data"),), 3)
     props = parse_properties(text)
     assert props["node.id"] == "2"
     assert props["broker.rack"] == "b"
@@ -69,12 +69,12 @@ def test_broker_properties_carry_rack_listener_and_quorum() -> None:
     assert props["offsets.topic.replication.factor"] == "3"
     assert props["transaction.state.log.min.isr"] == "2"
     assert text == config.broker_properties(2, "b", config.PortPlan(30090),
-                                            Path("/x/broker-2/data"), 3)
+                                            (Path("/x/broker-2/data"),), 3)
 
 
 def test_single_broker_sandbox_uses_rf_one_internal_topics() -> None:
     props = parse_properties(
-        config.broker_properties(1, "a", config.PortPlan(), Path("/d"), 1))
+        config.broker_properties(1, "a", config.PortPlan(), (Path("/d"),), 1))
     assert props["offsets.topic.replication.factor"] == "1"
     assert props["transaction.state.log.min.isr"] == "1"
 
@@ -156,15 +156,21 @@ def test_java_command_has_small_heap_and_serial_gc() -> None:
 def test_tiered_storage_uses_the_shared_remote_dir_on_brokers_and_the_controller() -> None:
     ports = config.PortPlan(29090)
     remote = Path("/tmp/sb/remote-storage")
-    props = parse_properties(config.broker_properties(1, "a", ports, Path("/tmp/sb/data"), 3,
+    props = parse_properties(config.broker_properties(1, "a", ports, (Path("/tmp/sb/data"),), 3,
                                                       remote_dir=remote))
     assert props["remote.log.storage.system.enable"] == "true"
     assert props["remote.log.storage.manager.class.name"] == config.REMOTE_STORAGE_MANAGER
     assert props["rsm.config.dir"] == str(remote)
     assert props["log.retention.check.interval.ms"] == "2000"  # local copies go promptly
-    plain = parse_properties(config.broker_properties(1, "a", ports, Path("/tmp/sb/data"), 3))
+    plain = parse_properties(config.broker_properties(1, "a", ports, (Path("/tmp/sb/data"),), 3))
     assert not any(key.startswith(("remote.", "rsm.", "rlmm.")) for key in plain)
     controller = parse_properties(config.controller_properties(ports, Path("/c"), tiered=True))
     assert controller["remote.log.storage.system.enable"] == "true"
     assert "remote.log.storage.system.enable" not in parse_properties(
         config.controller_properties(ports, Path("/c")))
+
+
+def test_a_jbod_sandbox_gives_each_broker_its_log_dirs() -> None:
+    props = parse_properties(config.broker_properties(
+        1, "a", config.PortPlan(), (Path("/sb/broker-1/data"), Path("/sb/broker-1/data-2")), 3))
+    assert props["log.dirs"] == "/sb/broker-1/data,/sb/broker-1/data-2"

@@ -165,7 +165,7 @@ def test_loopback_state_has_no_link_key(tmp_path: Path) -> None:
 
 def test_configs_listen_on_the_namespace_and_bridge_addresses() -> None:
     ports = config.PortPlan(29090)
-    data = Path("/d")
+    data = (Path("/d"),)
     assert config.broker_properties(1, "a", ports, data, 3) == config.broker_properties(
         1, "a", ports, data, 3, "127.0.0.1", "127.0.0.1")
     text = config.broker_properties(1, "a", ports, data, 3, "10.5.6.11", "10.5.6.1")

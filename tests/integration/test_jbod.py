@@ -1,0 +1,109 @@
+"""JBOD brokers (KIP-858) on a sandbox of their own, two log dirs each: a broker whose replicas
+all sit in one dir is snapshotted with its dirs, planned, and levelled by moves between its own
+dirs; the replicas are read back from the broker in their new dirs, every message is still
+there, and the log-dir throttle the run set is gone."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from executor.dirs import DIR_RATE
+from kafka_rebalance.sandbox.state import SandboxInfo
+from tests.integration.executor_support import execute_args, own_sandbox, rebalance
+from tests.integration.kafka_topics import wait_for
+from topology.kafka_admin import KafkaClusterAdmin
+from topology.model import TopicPartition
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "disks"
+PARTITIONS, RECORDS, RECORD_BYTES = 6, 50, 10_000  # 0.5 MB a partition
+CAPACITIES = """\
+default: {disk_bytes: 1GB, net_in_bytes_per_sec: 100MB/s, net_out_bytes_per_sec: 100MB/s}
+"""
+
+
+@pytest.fixture(scope="module")
+def jbod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
+    with own_sandbox(tmp_path_factory, "jbod-sandbox", 27190, brokers=3, racks=3,
+                     log_dirs=2) as info:
+        yield info
+
+
+def _fill(info: SandboxInfo) -> None:
+    admin = AdminClient({"bootstrap.servers": info.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(30)
+    producer = Producer({"bootstrap.servers": info.bootstrap, "acks": "all",
+                         "compression.type": "none"})
+    value = os.urandom(RECORD_BYTES)
+    for partition in range(PARTITIONS):
+        for _ in range(RECORDS):
+            producer.produce(TOPIC, value=value, partition=partition)
+            producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def _dirs_of(admin: KafkaClusterAdmin, broker: int) -> dict[int, tuple[str, int]]:
+    """Partition -> (dir, size) of the topic's replicas on `broker`, once none is moving."""
+    seen = admin.log_dirs([broker])[broker]
+    assert not any(tp.topic == TOPIC for tp in seen.futures)
+    return {tp.partition: held for tp, held in seen.replicas.items() if tp.topic == TOPIC}
+
+
+def test_a_broker_with_every_replica_in_one_dir_is_levelled_between_its_dirs(
+        jbod: SandboxInfo, tmp_path: Path) -> None:
+    broker = jbod.brokers[0].id
+    first, second = (str(d) for d in jbod.data_dirs(broker))
+    _fill(jbod)
+    admin = KafkaClusterAdmin(jbod.bootstrap)
+    try:
+        # every replica of broker 1 into its first dir
+        asked = admin.alter_replica_log_dirs(
+            {(TopicPartition(TOPIC, p), broker): first for p in range(PARTITIONS)})
+        assert set(asked.values()) == {None}
+        wait_for("every replica in the first dir", lambda: not admin.log_dirs(
+            [broker])[broker].futures and {d for d, _ in _dirs_of(admin, broker).values()}
+            == {first}, 60, 1)
+        sizes_before = _sizes(admin, broker)
+
+        caps, snap, plan = tmp_path / "caps.yaml", tmp_path / "snap.json", tmp_path / "plan.json"
+        caps.write_text(CAPACITIES)
+        taken = rebalance("snapshot", "--bootstrap", jbod.bootstrap, "--prometheus",
+                          jbod.prometheus_url, "--capacities", str(caps), "--out", str(snap))
+        assert taken.returncode == 0, taken.stdout + taken.stderr
+        doc = json.loads(snap.read_text())
+        listed = next(b for b in doc["brokers"] if b["id"] == broker)
+        assert [d["path"] for d in listed["log_dirs"]] == [first, second]
+
+        planned = rebalance("plan", "--snapshot", str(snap), "--capacities", str(caps),
+                            "--time-limit", "5", "--out", str(plan))
+        assert planned.returncode == 0, planned.stdout + planned.stderr
+        assert "Log dirs (JBOD):" in " ".join(planned.stdout.split())
+        written = json.loads(plan.read_text())
+        assert written["moves"] == []  # every broker holds every partition: nothing to copy
+        ours = [m for m in written["log_dirs"]["moves"] if m["broker"] == broker]
+        assert ours and {(m["source"], m["target"]) for m in ours} == {(first, second)}
+
+        run = rebalance(*execute_args(jbod, plan, tmp_path / "plan.journal"))
+        assert run.returncode == 0, run.stdout + run.stderr
+
+        placed = _dirs_of(admin, broker)
+        moved = {m["partition"] for m in ours if m["topic"] == TOPIC}
+        assert {p for p, (d, _) in placed.items() if d == second} == moved
+        held = {d: sum(size for dd, size in placed.values() if dd == d) for d in (first, second)}
+        assert min(held.values()) > 0  # both dirs hold part of the topic now
+        assert _sizes(admin, broker) == sizes_before  # every byte of every replica moved
+        assert admin.broker_configs([broker], [DIR_RATE])[broker][DIR_RATE] is None
+    finally:
+        admin.close()
+
+
+def _sizes(admin: KafkaClusterAdmin, broker: int) -> dict[int, int]:
+    return {p: size for p, (_, size) in _dirs_of(admin, broker).items()}
