@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
-from executor.dirs import DirStage
+from executor.dirs import DIR_RATE, DirStage
 from executor.guard import SloGuard
 from executor.journal import (
     RETRYABLE,
@@ -505,7 +505,25 @@ def clear_throttles(run: RunState, journal: Journal, driver: MoveDriver) -> list
             problems.extend(f"{move.name}: {p}" for p in left)
         else:
             journal.throttles(move.name, False, driver.ports.clock.now())
+    if run.dir_throttles:
+        problems.extend(_clear_dir_throttle(run, journal, driver))
     return problems
+
+
+def _clear_dir_throttle(run: RunState, journal: Journal, driver: MoveDriver) -> list[str]:
+    """Restore the log-dir throttle the run set, unless a replica still moves between dirs
+    under it (without it that copy would run at full speed)."""
+    moves = run.plan.log_dirs.moves if run.plan.log_dirs is not None else ()
+    left = [m for m in moves if m.replica not in run.dirs_ended]
+    seen = driver.ports.admin.log_dirs(sorted({m.broker for m in left})) if left else {}
+    moving = [m for m in left if m.broker in seen and m.key in seen[m.broker].futures]
+    if moving:
+        return [f"{len(moving)} replica(s) still move between log dirs (e.g. "
+                f"{moving[0].replica}), so {DIR_RATE} stays on their brokers; `rebalance "
+                "resume` finishes them or `rebalance cancel` keeps them where they are, and "
+                "either restores it"]
+    DirStage(driver.ports, driver.config, journal, lambda _: None).restore()
+    return []
 
 
 def clear_throttles_from(records: Sequence[Record], sink: JournalSink, ports: Ports,
