@@ -42,7 +42,7 @@ class DirStage:
 
     def run(self) -> bool:
         """Move every replica left to its dir; False when a cancel stopped the stage."""
-        left = self._left()
+        left = self._cordoned_out(self._left())
         if left:
             self._throttle(sorted({m.broker for m in left}))
             self._ask(left, {m.replica: m.target for m in left})
@@ -72,6 +72,21 @@ class DirStage:
             {b: {DIR_RATE: value} for b, value in sorted(priors.items())})
         self.journal.dir_throttle(priors, False, self.ports.clock.now())
         self.note(f"restored {DIR_RATE} on broker(s) {sorted(priors)}")
+
+    def _cordoned_out(self, moves: list[DirMove]) -> list[DirMove]:
+        """`moves` but those into a dir cordoned since the plan was made (KIP-1066), which
+        end here, each with its reason."""
+        if not moves:
+            return moves
+        seen = self.ports.admin.log_dirs(sorted({m.broker for m in moves}))
+        cordoned = {(b, d.path) for b, dirs in seen.items() for d in dirs.dirs if d.cordoned}
+        now = self.ports.clock.now()
+        for move in moves:
+            if (move.broker, move.target) in cordoned:
+                self.journal.dir_moved(move.replica, now, f"{move.target} is cordoned now")
+                self.note(f"{move.replica}: log dir {visible(move.target)} of broker "
+                          f"{move.broker} is cordoned now (cordoned.log.dirs): it stays")
+        return [m for m in moves if (m.broker, m.target) not in cordoned]
 
     def _throttle(self, brokers: list[int]) -> None:
         if self.journal.run.dir_throttles:

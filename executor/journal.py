@@ -283,6 +283,10 @@ def fold(run: RunState, record: RunRecord) -> None:
         case DirThrottleRecord(priors=priors, present=present):
             run.dir_throttles = dict(priors) if present else {}
         case DirMoveRecord(replica=replica):
+            dirs = run.plan.log_dirs
+            if dirs is None or replica not in {m.replica for m in dirs.moves}:
+                raise ExecutionError(f"journal: record {run.records} ends a move between log "
+                                     f"dirs of {replica!r}, which the plan does not have")
             run.dirs_ended.add(replica)
         case StateRecord():
             _enter(run, record)

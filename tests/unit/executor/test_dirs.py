@@ -130,3 +130,21 @@ def test_a_refused_replica_stays_and_the_others_move() -> None:
     refused = [r for r in sink.records if r["kind"] == "dir_move" and "reason" in r]
     assert [r["replica"] for r in refused] == [MOVES[1].replica]
     assert "LogDirNotFoundError" in str(refused[0]["reason"])
+
+
+def test_a_dir_cordoned_since_the_plan_gets_nothing() -> None:
+    admin = DirAdmin()
+    cordoned = admin.log_dirs
+
+    def with_cordon(broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
+        seen = cordoned(broker_ids)
+        if 1 in seen:
+            seen[1] = BrokerLogDirs((LogDirInfo("/a"), LogDirInfo("/b", cordoned=True)),
+                                    seen[1].replicas, seen[1].futures)
+        return seen
+    admin.log_dirs = with_cordon  # type: ignore[method-assign]
+    stage, journal, _ = _stage(admin)
+    assert stage.run()
+    assert admin.dirs[(MOVES[0].key, 1)] == admin.dirs[(MOVES[1].key, 1)] == "/a"
+    assert admin.dirs[(MOVES[2].key, 2)] == "/d"
+    assert journal.run.dirs_ended == {m.replica for m in MOVES}
