@@ -42,6 +42,7 @@ from executor.preflight import (
 from executor.records import Record, RunOutcome
 from executor.starts import MoveStarter
 from executor.state import MoveState
+from executor.status import throttles_left
 from executor.steps import MoveDriver
 from executor.throttle import ThrottlePlan, capped_throttle, plan_throttle
 from executor.tickreads import TickReads
@@ -338,7 +339,7 @@ class Executor:
         self.journal.end(outcome, self.ports.clock.now(), "; ".join(trouble))
         if self.cancelling:
             self.journal.clear_cancel_request()
-        left = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
+        left = throttles_left(run)
         self.report(Event(EventKind.END, f"run {outcome.value}: "
                           f"{sum(s is S.DONE for s in states.values())} of {len(states)} "
                           "moves done"))

@@ -32,6 +32,8 @@ class RunStatus:
     bytes_total: int
     notable: tuple[MoveStatus, ...]
     throttles_left: tuple[str, ...]
+    dir_moves_total: int = 0  # replicas the plan moves between log dirs (JBOD)
+    dir_moves_ended: int = 0
 
     @property
     def next_step(self) -> str:
@@ -73,6 +75,15 @@ def summarize(run: RunState) -> RunStatus:
         elif record.state is not MoveState.PENDING:
             notable.append(MoveStatus(index, move.name, record.state, move.bytes_moved,
                                       record.reason, record.throttles_left))
-    left = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
+    left = throttles_left(run)
+    dirs = run.plan.log_dirs
     return RunStatus(run.plan.plan_id, run.outcome, run.end_reason, len(run.plan.moves),
-                     counts, bytes_done, run.plan.bytes_moved, tuple(notable), left)
+                     counts, bytes_done, run.plan.bytes_moved, tuple(notable), left,
+                     len(dirs.moves) if dirs is not None else 0, len(run.dirs_ended))
+
+
+def throttles_left(run: RunState) -> tuple[str, ...]:
+    """What may still hold a throttle the run set: moves by name, and the log-dir throttle."""
+    moves = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
+    brokers = sorted(run.dir_throttles)
+    return moves + ((f"the log-dir throttle of broker(s) {brokers}",) if brokers else ())

@@ -143,6 +143,8 @@ def status_document(view: StatusView) -> dict[str, Any]:
         "end_reason": status.end_reason,
         "next_step": status.next_step_for(view.running),
         "throttles_left": list(status.throttles_left),
+        "dir_moves_total": status.dir_moves_total,
+        "dir_moves_ended": status.dir_moves_ended,
         "notable_moves": [{"index": m.index, "partition": m.name, "state": m.state.value,
                            "bytes": m.bytes_total, "reason": m.reason,
                            "throttles_left": m.throttles_left} for m in status.notable],
@@ -192,6 +194,9 @@ def status_table(view: StatusView) -> Group:
         status.counts.items(), key=lambda kv: kv[0].value)) + f" (of {status.total_moves})")
     head.add_row("bytes", f"{size_text(status.bytes_done)} of "
                           f"{size_text(status.bytes_total)} moved")
+    if status.dir_moves_total:
+        head.add_row("log dirs", f"{status.dir_moves_ended} of {status.dir_moves_total} "
+                                 "move(s) between a broker's dirs ended")
     for _, name, state, _, at in view.in_flight:
         since = ("" if at is None else f" for {duration_text(view.now - at)}"
                  if view.state == "running" else f" since {_local(at)}")

@@ -30,6 +30,7 @@ from kafka_rebalance.files.planfile import write_plan
 from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.goals import Budget, Goals
+from planner.log_dirs import plan_dirs
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
 from topology.capacities import CAPACITY_KEYS, Capacities
@@ -150,9 +151,10 @@ def create_topic(info: SandboxInfo, prefix: str, partitions: int, replicas: list
 
 
 def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[int, ...]]],
-              remove: frozenset[int] = frozenset()) -> list[Move]:
+              remove: frozenset[int] = frozenset(), place_in_dirs: bool = False) -> list[Move]:
     """A plan file for `moves` (topic, partition, target), current replicas read live; made
-    as a drain of `remove` (--remove-broker) when given."""
+    as a drain of `remove` (--remove-broker) when given; with `place_in_dirs`, each replica
+    arriving on a JBOD broker gets the planner's choice of dir (and nothing else moves)."""
     admin = KafkaClusterAdmin(info.bootstrap)
     try:
         doc = read_live_topology(admin, None, EQUAL).document
@@ -162,10 +164,11 @@ def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[i
     parts = {(p.topic, p.partition): p for p in topology.partitions}
     planned = [Move(t, n, parts[(t, n)].replicas, target, parts[(t, n)].size_bytes)
                for t, n, target in moves]
+    dirs = plan_dirs(topology, planned, 0.99, move_between_dirs=False) if place_in_dirs else None
     plan = make_plan_file(topology, planned, Goals(tolerance=0.99, remove_brokers=remove),
                           Budget(),
                           SolverInfo(SolverStatus.FEASIBLE, 0),
-                          datetime.now(UTC).isoformat(timespec="seconds"))
+                          datetime.now(UTC).isoformat(timespec="seconds"), log_dirs=dirs)
     write_plan(path, plan)
     return planned
 

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from executor.dirs import DIR_RATE
 from kafka_rebalance.sandbox.state import SandboxInfo
-from tests.integration.executor_support import execute_args, own_sandbox, rebalance
+from tests.integration.executor_support import execute_args, make_plan, own_sandbox, rebalance
 from tests.integration.kafka_topics import wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
@@ -103,6 +103,52 @@ def test_a_broker_with_every_replica_in_one_dir_is_levelled_between_its_dirs(
         assert admin.broker_configs([broker], [DIR_RATE])[broker][DIR_RATE] is None
     finally:
         admin.close()
+
+
+def test_a_replica_arriving_on_a_jbod_broker_is_created_in_the_dir_the_plan_chose(
+        jbod: SandboxInfo, tmp_path: Path) -> None:
+    """Broker 1's first dir holds many near-empty partitions, its second few full ones: Kafka
+    alone would create a new replica in the dir with fewer partitions (the second); the plan
+    chooses the dir with fewer bytes (the first), and the broker creates it there."""
+    broker, other = jbod.brokers[0].id, jbod.brokers[1].id
+    first, second = (str(d) for d in jbod.data_dirs(broker))
+    admin = KafkaClusterAdmin(jbod.bootstrap)
+    client = AdminClient({"bootstrap.servers": jbod.bootstrap})
+    try:
+        client.create_topics([NewTopic("tiny", 20, replica_assignment=[[broker]] * 20),
+                              NewTopic("arrive", 1, replica_assignment=[[other]])])
+        wait_for("the new topics", lambda: len(admin.partitions(["tiny", "arrive"])) == 21, 30)
+        producer = Producer({"bootstrap.servers": jbod.bootstrap, "acks": "all"})
+        for _ in range(20):
+            producer.produce("arrive", value=os.urandom(RECORD_BYTES), partition=0)
+        assert producer.flush(30) == 0
+        placed = {(TopicPartition("tiny", p), broker): first for p in range(20)}
+        placed |= {(TopicPartition(TOPIC, p), broker): second for p in range(PARTITIONS)}
+        assert set(admin.alter_replica_log_dirs(placed).values()) == {None}
+        wait_for("tiny in the first dir and the topic in the second", lambda: _where(
+            admin, broker, placed) == placed, 60, 1)
+
+        plan = tmp_path / "arrive.json"
+        make_plan(jbod, plan, [("arrive", 0, (broker,))], place_in_dirs=True)
+        chosen = json.loads(plan.read_text())["log_dirs"]["placements"]
+        assert chosen == [{"topic": "arrive", "partition": 0, "broker": broker,
+                           "log_dir": first}]
+        run = rebalance(*execute_args(jbod, plan, tmp_path / "arrive.journal"))
+        assert run.returncode == 0, run.stdout + run.stderr
+        seen = admin.log_dirs([broker])[broker]
+        where, size = seen.replicas[TopicPartition("arrive", 0)]
+        assert where == first and size >= 20 * RECORD_BYTES  # all copied, in the chosen dir
+        assert TopicPartition("arrive", 0) not in seen.futures
+    finally:
+        admin.close()
+
+
+def _where(admin: KafkaClusterAdmin, broker: int,
+           wanted: dict[tuple[TopicPartition, int], str]) -> dict[tuple[TopicPartition, int], str]:
+    seen = admin.log_dirs([broker])[broker]
+    if seen.futures:
+        return {}
+    return {(tp, b): seen.replicas[tp][0] for tp, b in wanted if tp in seen.replicas}
 
 
 def _sizes(admin: KafkaClusterAdmin, broker: int) -> dict[int, int]:
