@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from planner.arrays import to_arrays
 from planner.goals import Goals
 from planner.leader_balance import leader_level
+from planner.log_dirs import plan_dirs
 from planner.validate import ResourceReport, validate_plan
 from topology.load import ResourceBalance, balance
 from topology.model import Topology
@@ -50,9 +51,8 @@ def imbalance_verdict(topology: Topology, goals: Goals) -> Verdict:
     loads = balance(topology)
     outside = [r for r in report.resources if not r.within_tolerance_before]
     reasons.extend(_spread_reason(r, loads[r.resource]) for r in outside)
-    leaders = _leader_reason(topology, goals)
-    if leaders:
-        reasons.append(leaders)
+    reasons.extend(r for r in (_leader_reason(topology, goals), _dirs_reason(topology, goals))
+                   if r)
     if reasons:
         return Verdict(True, tuple(reasons), len(report.errors))
     level = (f"; leaders within +/-{goals.leader_balance:.0%} of their fair shares"
@@ -73,6 +73,16 @@ def _leader_reason(topology: Topology, goals: Goals) -> str | None:
             f"produce bytes by more than +/-{goals.leader_balance:.0%} (most leaders "
             f"{level.count_over_fair:.2f}x the fair share, most leader bytes in "
             f"{level.bytes_in_over_fair:.2f}x)")
+
+
+def _dirs_reason(topology: Topology, goals: Goals) -> str | None:
+    """JBOD brokers whose log dirs lie outside +/-tolerance of their share, if any."""
+    spread = plan_dirs(topology, (), goals.tolerance).before
+    if not spread.outside:
+        return None
+    return (f"log dirs: {spread.outside} of {spread.dirs} dir(s) of JBOD brokers off their "
+            f"share of their broker's bytes by more than +/-{goals.tolerance:.0%} (worst "
+            f"{spread.worst:.0%})")
 
 
 def _spread_reason(report: ResourceReport, detail: ResourceBalance) -> str:

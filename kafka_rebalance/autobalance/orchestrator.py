@@ -230,7 +230,10 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
     total = sum(m.bytes_moved for m in plan_file.moves)
     edge.say(f"plan: {len(plan_file.moves)} move(s), {size_text(total)} "
              f"({plan_file.solver.status.value})")
-    if not plan_file.moves:
+    dir_moves = plan_file.log_dirs.moves if plan_file.log_dirs is not None else ()
+    if dir_moves:
+        edge.say(f"and {len(dir_moves)} move(s) between log dirs of JBOD brokers")
+    if not plan_file.moves and not dir_moves:
         edge.say("nothing the planner can improve within the budget: no run")
         return CycleResult(decision)
     assert decision.verdict is not None

@@ -105,6 +105,11 @@ def judge_plan(plan: PlanFile, hard_before: int, hard_after: int,
         return Worth(True, f"levels leaders (--leader-balance): {leaders.before.brokers_outside}"
                            f" -> {leaders.after.brokers_outside} broker(s) off their fair "
                            f"share; {size}")
+    dirs = plan.log_dirs
+    if dirs is not None and dirs.moves and dirs.after.outside < dirs.before.outside:
+        return Worth(True, f"levels log dirs: {dirs.before.outside} -> {dirs.after.outside} "
+                           f"dir(s) off their share by {len(dirs.moves)} move(s) between dirs; "
+                           f"{size}")
     fixed = (f"none of {hard_before} hard-goal violation(s) fixed" if hard_before
              else "no hard-goal violation")
     if not outside:

@@ -96,3 +96,26 @@ def test_leaders_off_their_fair_share_make_it_due_only_with_the_leader_goal() ->
     assert worth.worth and "levels leaders (--leader-balance): 4 -> 0 broker(s)" in worth.reason
     after = replace_replicas(topology, plan_file.assignment())
     assert not imbalance_verdict(after, goals).due
+
+
+def test_a_jbod_broker_with_one_full_dir_makes_it_due_and_its_levelling_is_worth_running() -> None:
+    """Bytes level between brokers, but broker 1 keeps all of them in one of its two dirs."""
+    from kafka_rebalance.autobalance.worth import judge_plan
+    from kafka_rebalance.usecases.plan import PlanSettings, build_plan
+    from topology.model import LogDir, TopicPartition
+
+    brokers = (Broker(1, "a", CAP, log_dirs=(LogDir("/d1"), LogDir("/d2"))),
+               Broker(2, "b", CAP))
+    parts = tuple(Partition("t", i, (1, 2), 100) for i in range(4))
+    dirs = {(TopicPartition("t", i), 1): "/d1" for i in range(4)}
+    topology = Topology(brokers, parts, (), dirs)
+    goals = Goals(tolerance=0.10)
+    verdict = imbalance_verdict(topology, goals)
+    assert verdict.due and "log dirs: 2 of 2 dir(s)" in verdict.summary()
+    plan_file = build_plan(topology, PlanSettings(goals=goals, budget=Budget(time_limit_s=3)))
+    assert not plan_file.moves and plan_file.log_dirs is not None
+    assert len(plan_file.log_dirs.moves) == 2
+    worth = judge_plan(plan_file, 0, 0)
+    assert worth.worth and "levels log dirs: 2 -> 0" in worth.reason
+    level = dict(dirs) | {(m.key, m.broker): m.target for m in plan_file.log_dirs.moves}
+    assert not imbalance_verdict(Topology(brokers, parts, (), level), goals).due
