@@ -15,6 +15,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from executor.dirs import DIR_RATE
+from kafka_rebalance.core.errors import TopicGone
 from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import execute_args, make_plan, own_sandbox, rebalance
 from tests.integration.kafka_topics import wait_for
@@ -107,7 +108,7 @@ def test_a_broker_with_every_replica_in_one_dir_is_levelled_between_its_dirs(
 
 def test_a_replica_arriving_on_a_jbod_broker_is_created_in_the_dir_the_plan_chose(
         jbod: SandboxInfo, tmp_path: Path) -> None:
-    """Broker 1's first dir holds many near-empty partitions, its second few full ones: Kafka
+    """Broker 1's first dir holds many empty partitions, its second a few full ones: Kafka
     alone would create a new replica in the dir with fewer partitions (the second); the plan
     chooses the dir with fewer bytes (the first), and the broker creates it there."""
     broker, other = jbod.brokers[0].id, jbod.brokers[1].id
@@ -115,15 +116,21 @@ def test_a_replica_arriving_on_a_jbod_broker_is_created_in_the_dir_the_plan_chos
     admin = KafkaClusterAdmin(jbod.bootstrap)
     client = AdminClient({"bootstrap.servers": jbod.bootstrap})
     try:
-        client.create_topics([NewTopic("tiny", 20, replica_assignment=[[broker]] * 20),
-                              NewTopic("arrive", 1, replica_assignment=[[other]])])
-        wait_for("the new topics", lambda: len(admin.partitions(["tiny", "arrive"])) == 21, 30)
+        created = client.create_topics([NewTopic("tiny", 20, replica_assignment=[[broker]] * 20),
+                                        NewTopic("heavy", 4, replica_assignment=[[broker]] * 4),
+                                        NewTopic("arrive", 1, replica_assignment=[[other]])])
+        for future in created.values():
+            future.result(30)
+        wait_for("the new topics", lambda: _partitions(admin, ["tiny", "heavy", "arrive"]) == 25,
+                 30)
         producer = Producer({"bootstrap.servers": jbod.bootstrap, "acks": "all"})
         for _ in range(20):
             producer.produce("arrive", value=os.urandom(RECORD_BYTES), partition=0)
+            for p in range(4):
+                producer.produce("heavy", value=os.urandom(RECORD_BYTES), partition=p)
         assert producer.flush(30) == 0
         placed = {(TopicPartition("tiny", p), broker): first for p in range(20)}
-        placed |= {(TopicPartition(TOPIC, p), broker): second for p in range(PARTITIONS)}
+        placed |= {(TopicPartition("heavy", p), broker): second for p in range(4)}
         assert set(admin.alter_replica_log_dirs(placed).values()) == {None}
         wait_for("tiny in the first dir and the topic in the second", lambda: _where(
             admin, broker, placed) == placed, 60, 1)
@@ -141,6 +148,14 @@ def test_a_replica_arriving_on_a_jbod_broker_is_created_in_the_dir_the_plan_chos
         assert TopicPartition("arrive", 0) not in seen.futures
     finally:
         admin.close()
+
+
+def _partitions(admin: KafkaClusterAdmin, topics: list[str]) -> int:
+    """How many partitions `topics` have, 0 while one is not known to the brokers yet."""
+    try:
+        return len(admin.partitions(topics))
+    except TopicGone:
+        return 0
 
 
 def _where(admin: KafkaClusterAdmin, broker: int,
