@@ -1,8 +1,9 @@
 """Traffic history export: Prometheus range queries -> the weights job's Parquet history dataset.
 
-The adapter (`PrometheusRange`) runs range queries with prometheus-api-client; everything else
-is pure: chunking a long window so no series exceeds Prometheus' points-per-series limit, and
-turning per-topic rates plus per-partition sizes into one row per partition per step.
+Range queries come through a RangeSource (topology.prom_source.PrometheusMetrics, the one
+Prometheus client); everything here is pure: chunking a long window so no series exceeds
+Prometheus' points-per-series limit, and turning per-topic rates plus per-partition sizes into
+one row per partition per step.
 
 The sandbox's exporter (and many real ones) reports bytes in/out per topic, not per partition.
 The export then splits each topic's rate over its partitions in proportion to their log size at
@@ -28,6 +29,7 @@ import pyarrow.parquet as pq
 
 from kafka_rebalance.core.errors import InputError, MetricsError
 from topology import promql
+from topology.prom_source import Series
 from topology.units import duration_text
 
 MAX_POINTS_PER_SERIES = 11_000
@@ -73,9 +75,6 @@ NOTES_FILE = "_notes.json"
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800,
                  "y": 31_536_000}
-
-Series = list[tuple[dict[str, str], list[tuple[float, float]]]]
-"""A range-query answer: per series, its labels and its (unix seconds, value) samples."""
 
 
 class RangeSource(Protocol):
@@ -350,50 +349,3 @@ def _write_notes(out_dir: Path, start: float, end: float, step: float,
 
 def _iso(unix_seconds: float) -> str:
     return datetime.fromtimestamp(unix_seconds, tz=UTC).isoformat()
-
-
-class PrometheusRange:
-    """Range queries against one Prometheus server (prometheus-api-client); a RangeSource."""
-
-    def __init__(self, url: str, timeout_s: int = 60) -> None:
-        from prometheus_api_client import PrometheusConnect
-
-        from topology.prom_source import checked_url
-
-        self._url, self._shown = checked_url(url)
-        self._timeout_s = timeout_s
-        self._client = PrometheusConnect(url=self._url, disable_ssl=False, timeout=timeout_s)
-
-    def query_range(self, query: str, start: float, end: float, step: float) -> Series:
-        import requests
-        from prometheus_api_client.exceptions import PrometheusApiClientException
-
-        try:
-            raw: Any = self._client.custom_query_range(
-                query,
-                start_time=datetime.fromtimestamp(start, tz=UTC),
-                end_time=datetime.fromtimestamp(end, tz=UTC),
-                step=f"{step:g}s",
-            )
-        except requests.exceptions.RequestException as exc:
-            raise MetricsError(f"cannot reach Prometheus at {self._shown}: "
-                               f"{type(exc).__name__}; check --prometheus") from None
-        except (PrometheusApiClientException, ValueError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise MetricsError(f"Prometheus at {self._shown} rejected {query!r}: {first}") from None
-        return parse_matrix(raw, query)
-
-
-def parse_matrix(raw: Any, query: str) -> Series:
-    """Turn a range-query (matrix) answer into labels and float samples."""
-    if not isinstance(raw, list):
-        raise MetricsError(f"unexpected Prometheus answer to {query!r}: not a matrix")
-    out: Series = []
-    for item in raw:
-        try:
-            labels = {str(k): str(v) for k, v in item["metric"].items()}
-            samples = [(float(ts), float(v)) for ts, v in item["values"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise MetricsError(f"unexpected Prometheus answer to {query!r}: {exc!r}") from None
-        out.append((labels, samples))
-    return out

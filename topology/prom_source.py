@@ -1,4 +1,5 @@
-"""A MetricsSource over the Prometheus HTTP API (prometheus-api-client): instant queries.
+"""The one Prometheus client (prometheus-api-client): instant queries (a MetricsSource),
+range queries (a RangeSource, for history export and run reports) and the scrape interval.
 
 Errors become MetricsErrors naming the URL and the query, so a user can paste the query into
 the Prometheus UI to see what is wrong.
@@ -7,6 +8,9 @@ the Prometheus UI to see what is wrong.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -18,6 +22,9 @@ from kafka_rebalance.core.errors import InputError, MetricsError
 from kafka_rebalance.core.names import visible
 
 DEFAULT_TIMEOUT_S = 10
+
+Series = list[tuple[dict[str, str], list[tuple[float, float]]]]
+"""A range query's answer: each series' labels and its (unix seconds, value) samples."""
 
 
 def checked_url(url: str) -> tuple[str, str]:
@@ -42,7 +49,8 @@ def checked_url(url: str) -> tuple[str, str]:
 
 
 class PrometheusMetrics:
-    """Instant PromQL queries against one Prometheus server; implements MetricsSource."""
+    """PromQL queries against one Prometheus server; implements MetricsSource and
+    RangeSource."""
 
     def __init__(self, url: str, timeout_s: int = DEFAULT_TIMEOUT_S) -> None:
         self._url, self._shown = checked_url(url)
@@ -54,21 +62,34 @@ class PrometheusMetrics:
         """The URL as messages show it (without a user or password)."""
         return self._shown
 
-    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
-        """Evaluate `promql` now: one (labels, value) per series; NaN/inf samples are dropped."""
+    @contextmanager
+    def _asking(self, promql: str) -> Iterator[None]:
+        """Every failure of a query as a MetricsError that names the server and the query."""
         try:
-            raw: Any = self._client.custom_query(promql, timeout=self._timeout_s)
+            yield
         except (requests.exceptions.JSONDecodeError, ValueError) as exc:
-            raise MetricsError(f"{self._shown} did not answer like a Prometheus server: "
-                               f"{_first_line(exc)}; check --prometheus") from None
+            raise MetricsError(f"{self._shown} did not answer {promql!r} like a Prometheus "
+                               f"server: {_first_line(exc)}; check --prometheus") from None
         except requests.exceptions.RequestException as exc:
             raise MetricsError(f"cannot reach Prometheus at {self._shown}: "
                                f"{type(exc).__name__}; check --prometheus") from None
         except PrometheusApiClientException as exc:
             raise MetricsError(f"Prometheus at {self._shown} rejected the query {promql!r}: "
                                f"{_first_line(exc)}") from None
+
+    def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
+        """Evaluate `promql` now: one (labels, value) per series; NaN/inf samples are dropped."""
+        with self._asking(promql):
+            raw: Any = self._client.custom_query(promql, timeout=self._timeout_s)
         return parse_vector(raw, promql)
 
+    def query_range(self, promql: str, start: float, end: float, step: float) -> Series:
+        """Evaluate `promql` from `start` to `end` (unix seconds) every `step` seconds."""
+        with self._asking(promql):
+            raw: Any = self._client.custom_query_range(
+                promql, start_time=datetime.fromtimestamp(start, tz=UTC),
+                end_time=datetime.fromtimestamp(end, tz=UTC), step=f"{step:g}s")
+        return parse_matrix(raw, promql)
 
     def scrape_interval_seconds(self) -> float | None:
         """The longest scrape interval among the server's active targets (None when the
@@ -103,6 +124,21 @@ def parse_vector(raw: Any, promql: str) -> list[tuple[dict[str, str], float]]:
         if math.isfinite(value):
             out.append((labels, value))
     return sorted(out, key=lambda item: sorted(item[0].items()))
+
+
+def parse_matrix(raw: Any, promql: str) -> Series:
+    """Turn a range-query (matrix) answer into labels and float samples."""
+    if not isinstance(raw, list):
+        raise MetricsError(f"unexpected Prometheus answer to {promql!r}: not a matrix")
+    out: Series = []
+    for item in raw:
+        try:
+            labels = {str(k): str(v) for k, v in item["metric"].items()}
+            samples = [(float(ts), float(v)) for ts, v in item["values"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MetricsError(f"unexpected Prometheus answer to {promql!r}: {exc!r}") from None
+        out.append((labels, samples))
+    return out
 
 
 def _first_line(exc: BaseException) -> str:

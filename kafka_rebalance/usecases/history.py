@@ -45,7 +45,6 @@ def export_history_window(settings: ExportSettings, on_chunk: Callable[[int, int
         LARGE_EXPORT_QUERIES,
         MAX_POINTS_PER_SERIES,
         HistoryQueries,
-        PrometheusRange,
         check_export_size,
         export_history,
         parse_duration,
@@ -68,7 +67,9 @@ def export_history_window(settings: ExportSettings, on_chunk: Callable[[int, int
         notify(f"a large export: {estimate.steps:,} samples per series, {estimate.queries:,} "
                f"range queries ({estimate.chunks:,} chunks of up to {MAX_POINTS_PER_SERIES:,} "
                "steps); a longer --step makes it faster")
-    return export_history(PrometheusRange(settings.prometheus), start, end, step_s,
+    from topology.prom_source import PrometheusMetrics
+
+    return export_history(PrometheusMetrics(settings.prometheus, timeout_s=60), start, end, step_s,
                           settings.out, HistoryQueries.defaults(rate_window), on_chunk)
 
 

@@ -145,7 +145,7 @@ def measured_copy_rates(prometheus: str, started_at: float | None, elapsed: floa
     with the run's own queries (its journal header's settings); None and a notice when
     Prometheus does not answer or has no such series."""
     from topology import promql
-    from topology.history import PrometheusRange
+    from topology.prom_source import PrometheusMetrics
 
     if started_at is None or not receivers:
         return None
@@ -159,7 +159,8 @@ def measured_copy_rates(prometheus: str, started_at: float | None, elapsed: floa
     start, end = started_at, started_at + max(elapsed, 1.0)
     step = max(1.0, math.ceil((end - start) / MEASURED_POINTS))
     try:
-        series = PrometheusRange(prometheus, timeout_s=20).query_range(query, start, end, step)
+        series = PrometheusMetrics(prometheus, timeout_s=20).query_range(query, start, end,
+                                                                         step)
     except (MetricsError, InputError) as exc:
         notices.append(f"Prometheus did not answer ({exc}): the copy rates are the journal's "
                        "alone.")

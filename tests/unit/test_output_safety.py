@@ -219,12 +219,12 @@ def test_weights_outputs_are_recognized(tmp_path: Path) -> None:
 
 def test_history_export_refuses_a_used_directory_before_prometheus(
         workdir: Path, rebalance: Rebalance, monkeypatch: pytest.MonkeyPatch) -> None:
-    from topology import history
+    from topology import prom_source
 
     def no_prometheus(*args: object) -> None:
         raise AssertionError("Prometheus was contacted before the output was checked")
 
-    monkeypatch.setattr(history, "PrometheusRange", no_prometheus)
+    monkeypatch.setattr(prom_source, "PrometheusMetrics", no_prometheus)
     before = files_under(workdir)
     for out in ("project", "notes.txt"):
         code, error = rebalance("history", "export", "--prometheus", "http://127.0.0.1:1",
@@ -235,16 +235,16 @@ def test_history_export_refuses_a_used_directory_before_prometheus(
 
 def test_a_failed_export_leaves_no_directory(workdir: Path, rebalance: Rebalance,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    from topology import history
+    from topology import prom_source
 
     class Unreachable:
-        def __init__(self, url: str) -> None:
+        def __init__(self, url: str, timeout_s: int = 0) -> None:
             pass
 
         def query_range(self, *args: object) -> None:
             raise MetricsError("unreachable (test)")
 
-    monkeypatch.setattr(history, "PrometheusRange", Unreachable)
+    monkeypatch.setattr(prom_source, "PrometheusMetrics", Unreachable)
     code, error = rebalance("history", "export", "--prometheus", "http://127.0.0.1:1",
                             "--out", "new-history")
     assert (code, error) == (4, "unreachable (test)")

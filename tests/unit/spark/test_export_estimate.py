@@ -9,7 +9,7 @@ import pytest
 
 from kafka_rebalance.core.errors import InputError
 from tests.unit.conftest import RebalanceMain
-from topology import history
+from topology import history, prom_source
 from topology.history import (
     LARGE_EXPORT_QUERIES,
     MAX_EXPORT_STEPS,
@@ -132,7 +132,7 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[float, float, float]] = []
 
-    def source(self, url: str) -> object:
+    def source(self, url: str, timeout_s: int = 0) -> object:
         return object()
 
     def export(self, source: object, start: float, end: float, step: float, out: Path,
@@ -145,7 +145,7 @@ class Recorder:
 @pytest.fixture
 def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     recorded = Recorder()
-    monkeypatch.setattr(history, "PrometheusRange", recorded.source)
+    monkeypatch.setattr(prom_source, "PrometheusMetrics", recorded.source)
     monkeypatch.setattr(history, "export_history", recorded.export)
     return recorded
 
