@@ -20,6 +20,7 @@ from typing import IO, Any, Protocol
 from pydantic import ValidationError
 
 from executor.gates import NetworkSample
+from executor.milestones import MoveTiming, RunTimeline, milestone
 from executor.plan import ExecutionPlan
 from executor.records import (
     CancelRecord,
@@ -131,6 +132,17 @@ class RunState:
     # the operator cancelled the run: a process that takes it over finishes the cancel (a
     # retry of its cancelled moves takes the cancel back)
     cancelled: bool = False
+    # when: the first and last record after the header, the end record (None while the run is
+    # going, or after a kill), and each move's milestones in its latest attempt
+    started_at: float | None = None
+    last_at: float | None = None
+    ended_at: float | None = None
+    timings: dict[str, MoveTiming] = field(default_factory=dict)
+
+    @property
+    def timeline(self) -> RunTimeline:
+        """When the run and each of its moves started, copied and ended."""
+        return RunTimeline(self.started_at, self.ended_at, self.last_at, dict(self.timings))
 
     def state_of(self, name: str) -> MoveState:
         return self.moves[name].state
@@ -257,6 +269,7 @@ def apply_record(run: RunState, record: Record) -> None:
 
 def fold(run: RunState, record: RunRecord) -> None:
     """Fold one typed record into `run` (`run.records` already counts it)."""
+    _times(run, record)
     match record:
         case EndRecord(outcome=outcome, reason=reason):
             run.outcome, run.end_reason = outcome, reason
@@ -290,6 +303,23 @@ def fold(run: RunState, record: RunRecord) -> None:
             run.dirs_ended.add(replica)
         case StateRecord():
             _enter(run, record)
+
+
+def _times(run: RunState, record: RunRecord) -> None:
+    """The run's first, last and end times, and the milestone a state record marks."""
+    at = record.at
+    run.started_at = at if run.started_at is None else min(run.started_at, at)
+    run.last_at = at if run.last_at is None else max(run.last_at, at)
+    match record:
+        case EndRecord():
+            run.ended_at = at
+        case ResumeRecord():
+            run.ended_at = None
+        case RetryRecord(move=name):
+            run.timings[name] = MoveTiming()
+        case StateRecord(move=name, state=state, reason=reason):
+            run.timings[name] = milestone(run.timings.get(name, MoveTiming()), state.value, at,
+                                          reason or "")
 
 
 def _known(run: RunState, name: str) -> str:

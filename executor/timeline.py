@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from executor.config import Concurrency
-from executor.decide import COPY_ENDED_UNSEEN
-from executor.journal import RunState
-from executor.records import Record, RecordKind
+from executor.journal import RunState, replay
+from executor.milestones import MoveTiming as MoveTiming
+from executor.milestones import RunTimeline as RunTimeline
+from executor.records import Record
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, schedule
 from executor.state import MoveState
 from kafka_rebalance.core.errors import InputError
@@ -27,87 +28,10 @@ COPIED: frozenset[MoveState] = frozenset({S.VERIFYING, S.UNTHROTTLING, S.ELECTIN
                                           S.COOLING_DOWN, S.DONE})
 
 
-@dataclass(frozen=True, slots=True)
-class MoveTiming:
-    """Clock times (seconds) of one move's milestones in its latest attempt; None: not yet."""
-
-    started_at: float | None = None  # entered throttling
-    copying_at: float | None = None  # reassignment submitted: the copy is under way
-    copied_at: float | None = None  # the copy ended (verifying), or was cut short (cancelling)
-    ended_at: float | None = None  # done, cancelled or failed
-
-    @property
-    def copy_seconds(self) -> float | None:
-        """How long the copy ran; None when it never started or has not ended."""
-        if self.copying_at is None or self.copied_at is None:
-            return None
-        return max(0.0, self.copied_at - self.copying_at)
-
-    def seconds(self, now: float) -> float | None:
-        """Start to end (to `now` while the move is in flight)."""
-        if self.started_at is None:
-            return None
-        return max(0.0, (self.ended_at if self.ended_at is not None else now) - self.started_at)
-
-
-@dataclass(frozen=True)
-class RunTimeline:
-    """The run's first and last times and each move's milestones."""
-
-    started_at: float | None  # the first record after the header: the first move's start
-    ended_at: float | None  # the end record; None while running, or after a kill
-    last_at: float | None  # the latest record of any kind
-    moves: Mapping[str, MoveTiming]
-
-    def elapsed(self, now: float) -> float | None:
-        """First record to the end (to `now` while the run has not ended)."""
-        if self.started_at is None:
-            return None
-        end = self.ended_at if self.ended_at is not None else now
-        return max(0.0, end - self.started_at)
-
-    def of(self, name: str) -> MoveTiming:
-        return self.moves.get(name, MoveTiming())
-
-
 def timeline(records: Sequence[Record]) -> RunTimeline:
-    """The milestones `records` (a journal, header first) describe."""
-    moves: dict[str, MoveTiming] = {}
-    started = ended = last = None
-    for record in records[1:]:
-        at = record.get("at")
-        if not isinstance(at, int | float) or isinstance(at, bool):
-            continue
-        at = float(at)
-        started = at if started is None else min(started, at)
-        last = at if last is None else max(last, at)
-        kind = record.get("kind")
-        if kind == RecordKind.END:
-            ended = at
-        elif kind == RecordKind.RESUME:
-            ended = None
-        elif kind == RecordKind.RETRY:
-            moves[str(record.get("move"))] = MoveTiming()
-        elif kind == RecordKind.STATE:
-            name = str(record.get("move"))
-            moves[name] = _milestone(moves.get(name, MoveTiming()), str(record.get("state")), at,
-                                     str(record.get("reason", "")))
-    return RunTimeline(started, ended, last, moves)
-
-
-def _milestone(timing: MoveTiming, state: str, at: float, reason: str = "") -> MoveTiming:
-    if state == S.THROTTLING.value:
-        return MoveTiming(started_at=at)
-    if state == S.COPYING.value:
-        return replace(timing, copying_at=at)
-    if state == S.VERIFYING.value and reason == COPY_ENDED_UNSEEN:
-        return replace(timing, copying_at=None)  # when it ended is unknown: no copy time
-    if state == S.VERIFYING.value or (state == S.CANCELLING.value and
-                                      timing.copying_at is not None and timing.copied_at is None):
-        return replace(timing, copied_at=at)
-    if state in (S.DONE.value, S.CANCELLED.value, S.FAILED.value):
-        return replace(timing, ended_at=at)
-    return timing
+    """The milestones `records` (a journal, header first) describe, as their replay folds
+    them."""
+    return replay(records).timeline
 
 
 @dataclass(frozen=True, slots=True)
