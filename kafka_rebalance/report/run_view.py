@@ -14,10 +14,20 @@ from enum import StrEnum
 from typing import Any
 
 from executor.journal import replay
-from executor.records import Record, RecordKind, RunOutcome
+from executor.records import (
+    GuardRecord,
+    NoteRecord,
+    RatesRecord,
+    Record,
+    RetryRecord,
+    RunOutcome,
+    RunRecord,
+    StateRecord,
+    parse_record,
+)
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
-from executor.throttle import FOLLOWER_RATE, plan_from_json
+from executor.throttle import FOLLOWER_RATE, ThrottlePlan
 from planner.result import Move
 
 
@@ -199,27 +209,25 @@ class _Fold:
         self.guard: list[GuardSegment] = []
         self._levels: dict[int, tuple[float, int]] = {}  # broker -> since, level
 
-    def record(self, record: Record) -> None:
-        kind, at = record.get("kind"), float(record.get("at", self.t0)) - self.t0
-        if kind == RecordKind.STATE:
-            self._state(str(record["move"]), MoveState(record["state"]), at, record)
-        elif kind == RecordKind.RATES:
-            self._rates(str(record["move"]), record["throttle"], at)
-        elif kind == RecordKind.RETRY:
-            track = self.tracks[str(record["move"])]
-            track.state, track.reason = MoveState.PENDING, ""
-        elif kind == RecordKind.NOTE:
-            self.notes.append((at, str(record.get("message", ""))))
-        elif kind == RecordKind.GUARD:
-            changes = record.get("changes")
-            said = "; ".join(str(c) for c in changes) if isinstance(changes, list) else ""
-            self.notes.append((at, f"SLO guard: {said}"))
-            levels = record.get("levels")
-            self._guard_levels(levels if isinstance(levels, dict) else {}, at)
+    def record(self, record: RunRecord) -> None:
+        at = record.at - self.t0
+        match record:
+            case StateRecord(move=name, state=state):
+                self._state(name, state, at, record)
+            case RatesRecord(move=name, throttle=throttle):
+                self._rates(name, throttle, at)
+            case RetryRecord(move=name):
+                track = self.tracks[name]
+                track.state, track.reason = MoveState.PENDING, ""
+            case NoteRecord(message=message):
+                self.notes.append((at, message))
+            case GuardRecord(levels=levels, changes=changes):
+                self.notes.append((at, f"SLO guard: {'; '.join(changes)}"))
+                self._guard_levels(levels, at)
 
-    def _guard_levels(self, levels: Mapping[str, Any], at: float) -> None:
+    def _guard_levels(self, levels: Mapping[int, int], at: float) -> None:
         """A guard record lists every broker under the cap; one it leaves out is back at it."""
-        now = {int(b): int(v) for b, v in levels.items()}
+        now = dict(levels)
         for broker, (since, level) in sorted(self._levels.items()):
             if now.get(broker) != level:
                 self.guard.append(GuardSegment(broker, since, at, level))
@@ -227,7 +235,7 @@ class _Fold:
         for broker, level in now.items():
             self._levels.setdefault(broker, (at, level))
 
-    def _state(self, name: str, state: MoveState, at: float, record: Record) -> None:
+    def _state(self, name: str, state: MoveState, at: float, record: StateRecord) -> None:
         track, move = self.tracks[name], self.moves[name]
         if track.state is not MoveState.PENDING:
             track.spans.append(Span(track.state, track.since, at))
@@ -239,15 +247,15 @@ class _Fold:
             track.gate_hold = max(0.0, at - track.since - settle)
         if state is MoveState.THROTTLING:
             track.attempts += 1
-            if "throttle" in record:
+            if record.throttle is not None:
                 track.caps = {b: (at, rate) for b, rate in
-                              _follower_rates(record["throttle"]).items()}
+                              _follower_rates(record.throttle).items()}
         if state in _THROTTLES_GONE:
             self._close_caps(name, track, at)
         track.state, track.since = state, at
-        track.reason = str(record.get("reason", track.reason))
+        track.reason = record.reason if record.reason is not None else track.reason
 
-    def _rates(self, name: str, throttle: Mapping[str, Any], at: float) -> None:
+    def _rates(self, name: str, throttle: ThrottlePlan, at: float) -> None:
         track = self.tracks[name]
         for broker, rate in sorted(_follower_rates(throttle).items()):
             since, old = track.caps.get(broker, (at, None))
@@ -272,15 +280,10 @@ class _Fold:
         self._guard_levels({}, now)
 
 
-def _follower_rates(throttle: Mapping[str, Any]) -> dict[int, int]:
+def _follower_rates(throttle: ThrottlePlan) -> dict[int, int]:
     """Follower (receiving) rates per broker in a journaled throttle plan."""
-    plan = plan_from_json(throttle)
-    return {b: rates[FOLLOWER_RATE] for b, rates in plan.broker_rates.items()
+    return {b: rates[FOLLOWER_RATE] for b, rates in throttle.broker_rates.items()
             if FOLLOWER_RATE in rates}
-
-
-def _times(records: Sequence[Record]) -> list[float]:
-    return [float(r["at"]) for r in records[1:] if isinstance(r.get("at"), int | float)]
 
 
 def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
@@ -292,20 +295,19 @@ def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
     header = records[0]
     settings = header.get("settings")
     settings = settings if isinstance(settings, dict) else {}
-    times = _times(records)
-    t0 = times[0] if times else (now or 0.0)
-    last = max(times, default=t0)
+    t0 = run.started_at if run.started_at is not None else (now or 0.0)
+    last = run.last_at if run.last_at is not None else t0
     end = last if now is None or run.outcome is not None else max(now, last)
     fold = _Fold(run.plan.moves, t0, _settle(settings))
     for record in records[1:]:
-        fold.record(record)
+        fold.record(parse_record(record))  # replay accepted every one of them
     fold.finish(end - t0)
     moves = tuple(MoveRun(i, m, run.state_of(m.name), fold.tracks[m.name].reason,
                           tuple(fold.tracks[m.name].spans), fold.tracks[m.name].attempts,
                           fold.tracks[m.name].gate_hold)
                   for i, m in enumerate(run.plan.moves, start=1))
     return RunView(
-        run_id=str(header.get("run_id", "")), started_at=times[0] if times else None,
+        run_id=str(header.get("run_id", "")), started_at=run.started_at,
         elapsed=end - t0, outcome=run.outcome, end_reason=run.end_reason, settings=settings,
         status=summarize(run), moves=moves,
         caps=tuple(sorted(fold.caps, key=lambda c: (c.broker, c.start))),
