@@ -189,14 +189,20 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def header_run_id(records: Sequence[Record]) -> str:
+    """The run id its header keeps; "" in journals written before run ids."""
+    run_id = records[0].get("run_id") if records else None
+    return run_id if isinstance(run_id, str) else ""
+
+
 def run_id_of(records: Sequence[Record], journal: Path) -> str:
     """The run's id from its header; journals written before run ids name the plan and the
     journal file instead (unique enough: one journal is one run)."""
-    header = records[0] if records else {}
-    run_id = header.get("run_id")
-    if isinstance(run_id, str) and run_id:
+    run_id = header_run_id(records)
+    if run_id:
         return run_id
-    return f"{str(header.get('plan_id', ''))[:23]}@{journal.resolve()}"
+    plan_id = records[0].get("plan_id", "") if records else ""
+    return f"{str(plan_id)[:23]}@{journal.resolve()}"
 
 
 def state_record(move: str, state: MoveState, at: float, *, throttle: ThrottlePlan | None = None,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from executor.journal import replay
+from executor.journal import header_run_id, header_settings, replay
 from executor.records import (
     GuardRecord,
     NoteRecord,
@@ -292,9 +292,7 @@ def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
     `now` (epoch seconds) closes the spans of moves still in flight; without it they end at
     the last record."""
     run = replay(records)
-    header = records[0]
-    settings = header.get("settings")
-    settings = settings if isinstance(settings, dict) else {}
+    settings = header_settings(records)
     t0 = run.started_at if run.started_at is not None else (now or 0.0)
     last = run.last_at if run.last_at is not None else t0
     end = last if now is None or run.outcome is not None else max(now, last)
@@ -307,7 +305,7 @@ def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
                           fold.tracks[m.name].gate_hold)
                   for i, m in enumerate(run.plan.moves, start=1))
     return RunView(
-        run_id=str(header.get("run_id", "")), started_at=run.started_at,
+        run_id=header_run_id(records), started_at=run.started_at,
         elapsed=end - t0, outcome=run.outcome, end_reason=run.end_reason, settings=settings,
         status=summarize(run), moves=moves,
         caps=tuple(sorted(fold.caps, key=lambda c: (c.broker, c.start))),
