@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from kafka_rebalance.core.errors import InputError, problems_message
 from planner.goals import Budget, Goals
 from planner.leader_balance import LeaderLevel
+from planner.log_dirs import DirPlan
 from planner.planfile import (
     PLAN_VERSION,
     BrokerStats,
@@ -222,13 +223,17 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
     _check_partitions(doc["partitions"], moves, problems)
     before = _stats(doc["before"])
     _check_brokers(moves, before, problems)
+    log_dirs = doc.get("log_dirs")
+    dirs = None if log_dirs is None else log_dirs_from_entry(log_dirs)
+    if dirs is not None:
+        _check_dirs(dirs, moves, {b.id for b in before.brokers}, problems)
     goals, budget = _goals(doc["goals"], problems), _budget(doc.get("budget"), problems)
     solver = _solver(doc["solver"], problems)
     if problems or goals is None or budget is None or solver is None:
         raise InputError(problems_message(problems))
     targets, spread, leaders = (doc.get("targets"), doc.get("topic_spread"),
                                 doc.get("leader_balance"))
-    tiered, log_dirs = doc.get("tiered_storage"), doc.get("log_dirs")
+    tiered = doc.get("tiered_storage")
     return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
                     before=before, after=_stats(doc["after"]), solver=solver,
                     created_at=doc.get("created_at") or "",
@@ -238,7 +243,7 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
                     leaders=None if leaders is None else _leaders(leaders),
                     tiered=None if tiered is None else TieredInfo(
                         tiered["remote_bytes"], tiered["moved_remote_bytes"]),
-                    log_dirs=None if log_dirs is None else log_dirs_from_entry(log_dirs))
+                    log_dirs=dirs)
 
 
 def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:
@@ -288,6 +293,27 @@ def _check_brokers(moves: Sequence[Move], before: ClusterStats, problems: list[s
         problems.extend(f"move {move.name}: broker {broker} is not in the cluster the plan was "
                         f"made for (brokers {sorted(known)})"
                         for broker in sorted(set(move.current + move.target) - known))
+
+
+def _check_dirs(dirs: DirPlan, moves: Sequence[Move], known: set[int],
+                problems: list[str]) -> None:
+    """A dir is chosen only for a replica a move brings to its broker, a dir move names a
+    broker of the cluster and two different dirs, and no replica moves between dirs twice."""
+    arriving = {(m.key, b) for m in moves for b in m.added_brokers}
+    for (tp, broker) in sorted(set(dirs.placements) - arriving,
+                               key=lambda k: (k[0].topic, k[0].partition, k[1]))[:5]:
+        problems.append(f"log_dirs: a dir is chosen for {tp.topic}-{tp.partition} on broker "
+                        f"{broker}, which no move brings there")
+    seen: set[str] = set()
+    for move in dirs.moves:
+        if move.broker not in known:
+            problems.append(f"log_dirs: {move.replica} names broker {move.broker}, not in the "
+                            f"cluster the plan was made for (brokers {sorted(known)})")
+        if move.source == move.target:
+            problems.append(f"log_dirs: {move.replica} moves from a dir to itself")
+        if move.replica in seen:
+            problems.append(f"log_dirs: {move.replica} moves between dirs twice")
+        seen.add(move.replica)
 
 
 def _goals(entry: GoalsEntry, problems: list[str]) -> Goals | None:

@@ -65,6 +65,19 @@ def _section(*path: str, **changes: object) -> str:
     return _edit(mutate)
 
 
+def _dir_move(**changes: object) -> dict[str, object]:
+    return {"topic": "t", "partition": 0, "broker": 1, "source": "/d1", "target": "/d2",
+            "size_bytes": 100, **changes}
+
+
+def _log_dirs(**changes: object) -> str:
+    """The plan with a log-dir section (JBOD brokers), changed."""
+    spread = {"dirs": 2, "outside": 0, "worst": 0.0}
+    return _edit(lambda doc: doc.update(log_dirs={
+        "tolerance": 0.1, "placements": [], "moves": [], "before": spread, "after": spread,
+        **changes}))
+
+
 PLAN_CASES = {
     "nested 100,000 deep": (DEEP, "not valid JSON (nested too deeply at line 1 column"),
     "nested moves": ('{"version": 1, "moves": ' + DEEP + "}", "nested too deeply"),
@@ -104,6 +117,17 @@ PLAN_CASES = {
                         "after.brokers[0]: 'alive' must be true or false, got 'no'"),
     "moves not a list": (_edit(lambda doc: doc.update(moves={"t": 1})),
                          "'moves' must be a list of move objects"),
+    "a dir chosen for a replica no move brings": (_log_dirs(placements=[
+        {"topic": "t", "partition": 0, "broker": 4, "log_dir": "/d2"}]),
+        "log_dirs: a dir is chosen for t-0 on broker 4, which no move brings there"),
+    "a dir move on an unknown broker": (_log_dirs(moves=[_dir_move(broker=9)]),
+                                        "log_dirs: t-0@9 names broker 9, not in the cluster"),
+    "a dir move to its own dir": (_log_dirs(moves=[_dir_move(target="/d1")]),
+                                  "log_dirs: t-0@1 moves from a dir to itself"),
+    "a replica moved between dirs twice": (_log_dirs(moves=[_dir_move(), _dir_move()]),
+                                           "log_dirs: t-0@1 moves between dirs twice"),
+    "a dir move of negative size": (_log_dirs(moves=[_dir_move(size_bytes=-1)]),
+                                    "'size_bytes' must be an integer >= 0, got -1"),
 }
 
 
@@ -132,6 +156,11 @@ def test_execute_refuses_them_before_the_cluster(tmp_path: Path, rebalance: Reba
 
 ACCEPTED = {
     "as written": lambda doc: None,
+    "with a log-dir section": lambda doc: doc.update(log_dirs={
+        "tolerance": 0.1, "moves": [_dir_move()],
+        "placements": [{"topic": "t", "partition": 1, "broker": 4, "log_dir": "/d2"}],
+        "before": {"dirs": 2, "outside": 2, "worst": 1.0},
+        "after": {"dirs": 2, "outside": 0, "worst": 0.0}}),
     "unknown top-level key": lambda doc: doc.update(reviewed_by="ops"),
     "unknown key in a review section": lambda doc: doc["solver"].update(threads=8),
     "no totals": lambda doc: doc.pop("totals"),
