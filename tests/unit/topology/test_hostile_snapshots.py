@@ -98,6 +98,16 @@ SNAPSHOT_CASES = {
     "network over 1 TB/s": (_capacity(net_out_bytes_per_sec=5e12), "broker 1 capacity: "
                             "'net_out_bytes_per_sec' is implausibly large (over 1 TB/s)"),
     "capacity 0": (_capacity(disk_bytes=0), "'disk_bytes' must be positive, got 0"),
+    "a log dir listed twice": (_broker(log_dirs=[{"path": "/d"}, {"path": "/d"}]),
+                               "broker 1: a log dir is listed twice"),
+    "a log dir without a path": (_broker(log_dirs=[{"path": ""}, {"path": "/d"}]),
+                                 "log dir '': a path must be a string of 1 to 4096 characters"),
+    "a log dir of 0 bytes": (_broker(log_dirs=[{"path": "/a", "capacity_bytes": 0},
+                                               {"path": "/b"}]),
+                             "'capacity_bytes' must be positive, got 0"),
+    "a log dir per replica missing": (_partition(log_dirs=["/d"]),
+                                      "partition orders-0: log_dirs names 1 dir(s) for 2 "
+                                      "replica(s)"),
     "alive as a word": (_broker(alive="yes"),
                         "broker 1: 'alive' must be true or false, got 'yes'"),
     "internal as a number": (_partition(internal=1),
