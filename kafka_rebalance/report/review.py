@@ -342,16 +342,22 @@ def tiered_text(plan: PlanFile) -> str | None:
             f"only: {size_text(plan.bytes_moved)} to copy")
 
 
-def log_dirs_text(plan: PlanFile) -> str | None:
+def log_dirs_text(plan: PlanFile, rate_bytes_per_sec: float) -> str | None:
     """With JBOD brokers: the dirs outside their share before and after, what arrives where
-    and what moves between dirs (on the broker's own disks, not over the network)."""
+    and what moves between dirs (on the broker's own disks, not over the network; brokers
+    copy side by side, each at the rate, once the partition moves are done)."""
     dirs = plan.log_dirs
     if dirs is None:
         return None
+    per_broker: dict[int, int] = {}
+    for move in dirs.moves:
+        per_broker[move.broker] = per_broker.get(move.broker, 0) + move.size_bytes
+    longest = max(per_broker.values(), default=0) / rate_bytes_per_sec
     moved = (f"{len(dirs.moves)} replica(s) move between dirs of their broker "
-             f"({size_text(dirs.bytes_moved)} copied on the broker's own disks, not over the "
-             "network, throttled by replica.alter.log.dirs.io.max.bytes.per.second)"
-             if dirs.moves else "no replica moves between dirs")
+             f"({size_text(dirs.bytes_moved)} copied on the brokers' own disks, not over the "
+             "network, under replica.alter.log.dirs.io.max.bytes.per.second: about "
+             f"{duration_text(longest)} at {rate_text(rate_bytes_per_sec)} after the partition "
+             "moves)" if dirs.moves else "no replica moves between dirs")
     return (f"Log dirs (JBOD): {dirs.before.outside} of {dirs.before.dirs} dir(s) outside "
             f"+/-{dirs.tolerance:.0%} of their broker's share before (worst "
             f"{dirs.before.worst:.0%} off), {dirs.after.outside} after (worst "
@@ -373,7 +379,7 @@ def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
                      f"{sorted(plan.goals.cordoned_brokers)} get no new replica; they may "
                      "keep or give up what they hold")
     parts.extend(text for text in (spread_text(plan), leaders_text(plan), tiered_text(plan),
-                                   log_dirs_text(plan))
+                                   log_dirs_text(plan, rate_bytes_per_sec))
                  if text is not None)
     parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in shown_warnings(plan))
     binding = binding_text(plan)
