@@ -155,6 +155,13 @@ class RunState:
     def unfinished(self) -> list[Move]:
         return [m for m in self.plan.moves if self.moves[m.name].state not in TERMINAL]
 
+    @property
+    def dirs_left(self) -> bool:
+        """Moves between log dirs still to run, or their throttle still to put back."""
+        dirs = self.plan.log_dirs
+        return bool(self.dir_throttles) or (
+            dirs is not None and any(m.replica not in self.dirs_ended for m in dirs.moves))
+
 
 def header_record(plan: ExecutionPlan, settings: Mapping[str, Any], run_id: str = "") -> Record:
     """The first record of a journal: the plan itself, so cancel/resume need only the journal,
@@ -392,8 +399,9 @@ def leaves_work(records: Sequence[Record]) -> bool:
     that stops on it without ending the run keeps the lease for this run."""
     run = replay(records)
     idle = {MoveState.PENDING, MoveState.DONE, MoveState.CANCELLED, MoveState.FAILED}
-    return any(run.state_of(m.name) not in idle or run.moves[m.name].throttles_left
-               for m in run.plan.moves)
+    return bool(run.dir_throttles) or any(
+        run.state_of(m.name) not in idle or run.moves[m.name].throttles_left
+        for m in run.plan.moves)
 
 
 class JournalSink(Protocol):

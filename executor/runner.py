@@ -133,7 +133,7 @@ class Executor:
         retries = _retries(run, ports.clock.now()) if retry_failed else []
         for record in retries:
             apply_record(run, record)
-        if not run.unfinished:
+        if not run.unfinished and not (run.dirs_left and run.outcome is not RunOutcome.CANCELLED):
             again = run.in_state(RETRYABLE)
             hint = (f"; {len(again)} failed or cancelled move(s) can start again with "
                     "--retry-failed" if again else "")
@@ -166,7 +166,7 @@ class Executor:
                    config: ExecutorConfig, reporter: Reporter = ignore_events) -> Executor:
         """An executor over a journal, without preflight, ready to `cancel()`."""
         run = replay(records)
-        if not run.unfinished:
+        if not run.unfinished and not run.dirs_left:
             left = [m.name for m in run.plan.moves if run.moves[m.name].throttles_left]
             hint = (f"; throttles of {', '.join(left)} may be left: `rebalance clear-throttles`"
                     if left else "")

@@ -15,7 +15,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from kafka_rebalance.files.planfile import write_plan
 from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.goals import Budget, Goals
-from planner.log_dirs import plan_dirs
+from planner.log_dirs import DirMove, DirPlan, plan_dirs
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
 from topology.capacities import CAPACITY_KEYS, Capacities
@@ -151,10 +151,12 @@ def create_topic(info: SandboxInfo, prefix: str, partitions: int, replicas: list
 
 
 def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[int, ...]]],
-              remove: frozenset[int] = frozenset(), place_in_dirs: bool = False) -> list[Move]:
+              remove: frozenset[int] = frozenset(), place_in_dirs: bool = False,
+              dir_moves: tuple[DirMove, ...] = ()) -> list[Move]:
     """A plan file for `moves` (topic, partition, target), current replicas read live; made
     as a drain of `remove` (--remove-broker) when given; with `place_in_dirs`, each replica
-    arriving on a JBOD broker gets the planner's choice of dir (and nothing else moves)."""
+    arriving on a JBOD broker gets the planner's choice of dir; `dir_moves` move replicas
+    between their broker's dirs."""
     admin = KafkaClusterAdmin(info.bootstrap)
     try:
         doc = read_live_topology(admin, None, EQUAL).document
@@ -165,6 +167,8 @@ def make_plan(info: SandboxInfo, path: Path, moves: list[tuple[str, int, tuple[i
     planned = [Move(t, n, parts[(t, n)].replicas, target, parts[(t, n)].size_bytes)
                for t, n, target in moves]
     dirs = plan_dirs(topology, planned, 0.99, move_between_dirs=False) if place_in_dirs else None
+    if dir_moves:
+        dirs = replace(dirs or DirPlan(tolerance=0.99), moves=dir_moves)
     plan = make_plan_file(topology, planned, Goals(tolerance=0.99, remove_brokers=remove),
                           Budget(),
                           SolverInfo(SolverStatus.FEASIBLE, 0),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +16,18 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from executor.dirs import DIR_RATE
+from executor.journal import read_journal
+from executor.records import RunOutcome
 from kafka_rebalance.core.errors import TopicGone
 from kafka_rebalance.sandbox.state import SandboxInfo
-from tests.integration.executor_support import execute_args, make_plan, own_sandbox, rebalance
+from planner.log_dirs import DirMove
+from tests.integration.executor_support import (
+    execute_args,
+    make_plan,
+    own_sandbox,
+    rebalance,
+    start_rebalance,
+)
 from tests.integration.kafka_topics import wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
@@ -148,6 +158,76 @@ def test_a_replica_arriving_on_a_jbod_broker_is_created_in_the_dir_the_plan_chos
         assert TopicPartition("arrive", 0) not in seen.futures
     finally:
         admin.close()
+
+
+def test_a_run_killed_while_replicas_move_between_dirs_resumes_and_restores_the_throttle(
+        jbod: SandboxInfo, tmp_path: Path) -> None:
+    """Two 4 MB replicas of broker 3 move to its other dir at 1 MB/s: the run is killed
+    with the copy under way, its throttle still on the broker; resume finishes both moves
+    and puts the throttle back as it was (unset)."""
+    broker = jbod.brokers[2].id
+    first, second = (str(d) for d in jbod.data_dirs(broker))
+    admin = KafkaClusterAdmin(jbod.bootstrap)
+    client = AdminClient({"bootstrap.servers": jbod.bootstrap})
+    proc = None
+    try:
+        created = client.create_topics([NewTopic("slow", 2, replica_assignment=[[broker]] * 2)])
+        for future in created.values():
+            future.result(30)
+        wait_for("the new topic", lambda: _partitions(admin, ["slow"]) == 2, 30)
+        producer = Producer({"bootstrap.servers": jbod.bootstrap, "acks": "all",
+                             "compression.type": "none"})
+        for _ in range(400):  # 4 MB a partition
+            for p in range(2):
+                while True:
+                    try:
+                        producer.produce("slow", value=os.urandom(RECORD_BYTES), partition=p)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+            producer.poll(0)
+        assert producer.flush(60) == 0
+        replicas = {(TopicPartition("slow", p), broker): first for p in range(2)}
+        assert set(admin.alter_replica_log_dirs(replicas).values()) == {None}
+        wait_for("both replicas in the first dir", lambda: _where(
+            admin, broker, replicas) == replicas, 60, 1)
+        sizes = {p: admin.log_dirs([broker])[broker].replicas[TopicPartition("slow", p)][1]
+                 for p in range(2)}
+
+        plan, journal = tmp_path / "slow.json", tmp_path / "slow.journal"
+        make_plan(jbod, plan, [], dir_moves=tuple(
+            DirMove("slow", p, broker, first, second, sizes[p]) for p in range(2)))
+        proc = start_rebalance(tmp_path / "slow.log", *execute_args(
+            jbod, plan, journal, max_mbps="1"))
+        wait_for("a replica part-copied to the other dir", lambda: _copying(admin, broker),
+                 60, 0.2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        assert admin.broker_configs([broker], [DIR_RATE])[broker][DIR_RATE] == "1000000"
+        left = read_journal(journal)
+        assert left.dir_throttles == {broker: None} and left.outcome is None
+
+        resumed = rebalance("resume", "--journal", str(journal), "--bootstrap",
+                            jbod.bootstrap, "--prometheus", jbod.prometheus_url)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        seen = admin.log_dirs([broker])[broker]
+        assert {p: seen.replicas[TopicPartition("slow", p)] for p in range(2)} == {
+            p: (second, sizes[p]) for p in range(2)}
+        assert not seen.futures
+        assert admin.broker_configs([broker], [DIR_RATE])[broker][DIR_RATE] is None
+        done = read_journal(journal)
+        assert done.outcome is RunOutcome.COMPLETED and not done.dir_throttles
+        assert done.dirs_ended == {f"slow-{p}@{broker}" for p in range(2)}
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        admin.close()
+
+
+def _copying(admin: KafkaClusterAdmin, broker: int) -> bool:
+    """A replica of `slow` has a future copy in another dir with some bytes in it."""
+    seen = admin.log_dirs([broker])[broker]
+    return any(tp.topic == "slow" and size > 0 for tp, (_, size) in seen.futures.items())
 
 
 def _partitions(admin: KafkaClusterAdmin, topics: list[str]) -> int:
