@@ -32,6 +32,9 @@ class Goals:
     # --leader-balance: each broker's leader count and leader bytes in within this fraction of
     # its fair share of its own replicas (planner.leader_balance); None: only net out counts
     leader_balance: float | None = None
+    # JBOD brokers: move replicas between a broker's log dirs to level them (planner.log_dirs);
+    # False: only choose the dir of arriving replicas
+    level_log_dirs: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.tolerance < 1:

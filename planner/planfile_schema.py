@@ -75,6 +75,7 @@ class GoalsEntry(TypedDict):
     cordoned_brokers: NotRequired[list[KafkaId]]
     topic_spread: NotRequired[Number | None]
     leader_balance: NotRequired[Number | None]
+    level_log_dirs: NotRequired[Flag]
 
 
 @with_config(_FORBID)

@@ -245,11 +245,11 @@ def _fewer_of(state: SolverState, search: _Search, budget: Budget, deadline: flo
 def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     """A valid plan towards balance with the fewest bytes moved (see module docstring), and
     on JBOD brokers the log dir of each arriving replica and the moves that level their dirs
-    (planner.log_dirs; with --max-bytes 0 nothing is copied, so placements only)."""
+    (planner.log_dirs; with --max-bytes 0 or --no-log-dir-moves, placements only)."""
     result = _plan_brokers(topology, goals, budget)
     start = time.monotonic()
     dirs = plan_dirs(topology, result.moves, goals.tolerance,
-                     move_between_dirs=budget.max_bytes != 0)
+                     move_between_dirs=goals.level_log_dirs and budget.max_bytes != 0)
     if not dirs.before.dirs:
         return result
     return replace(result, log_dirs=dirs,

@@ -151,6 +151,12 @@ def plan(
         "+/- this fraction, e.g. 0.1; reached by reordering replicas only, never by copying, "
         "and never at net out's cost. With --max-bytes 0 the whole plan moves no data. Off by "
         "default.")] = None,
+    log_dir_moves: Annotated[bool, typer.Option(
+        "--log-dir-moves/--no-log-dir-moves",
+        help="On brokers with several log dirs (JBOD), also move replicas between a broker's "
+        "dirs to bring each within --tolerance of its share (copied on the broker's own "
+        "disks, after the partition moves). Without, only arriving replicas get a chosen "
+        "dir.")] = True,
     max_bytes: Annotated[str | None, typer.Option(
         help="Cap on bytes moved (e.g. 500GB). 0: move no data, only reorder leaders (net "
         "out, and --leader-balance).")] = None,
@@ -206,7 +212,8 @@ def plan(
             note(message, label="warning")
         settings = PlanSettings(
             goals=Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes),
-                        topic_spread=topic_spread, leader_balance=leader_balance),
+                        topic_spread=topic_spread, leader_balance=leader_balance,
+                        level_log_dirs=log_dir_moves),
             budget=budget, order=order)
         with err_console.status(f"planning {len(topology.partitions)} partitions on "
                                 f"{len(topology.brokers)} brokers ..."):

@@ -91,7 +91,8 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
                      if g.cordoned_brokers else {}),
                   **({"topic_spread": g.topic_spread} if g.topic_spread is not None else {}),
                   **({"leader_balance": g.leader_balance}
-                     if g.leader_balance is not None else {})},
+                     if g.leader_balance is not None else {}),
+                  **({"level_log_dirs": False} if not g.level_log_dirs else {})},
         "budget": {"max_bytes": b.max_bytes, "max_moves": b.max_moves,
                    "time_limit_s": b.time_limit_s, "seed": b.seed},
         "before": _stats_dict(plan.before),
@@ -325,7 +326,8 @@ def _goals(entry: GoalsEntry, problems: list[str]) -> Goals | None:
                      balance_leaders=entry.get("balance_leaders", True),
                      cordoned_brokers=frozenset(entry.get("cordoned_brokers", ())),
                      topic_spread=entry.get("topic_spread"),
-                     leader_balance=entry.get("leader_balance"))
+                     leader_balance=entry.get("leader_balance"),
+                     level_log_dirs=entry.get("level_log_dirs", True))
     except InputError as exc:
         problems.append(f"goals: {exc}")
         return None

@@ -153,7 +153,8 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
             and goals.leader_balance is None):
         # (with --topic-spread or --leader-balance the planner says whether those goals hold
         # already)
-        dirs = plan_dirs(topology, (), goals.tolerance, move_between_dirs=budget.max_bytes != 0)
+        dirs = plan_dirs(topology, (), goals.tolerance,
+                         move_between_dirs=goals.level_log_dirs and budget.max_bytes != 0)
         return make_plan_file(topology, (), goals, budget,
                               SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at,
                               log_dirs=dirs if dirs.before.dirs else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from planner.goals import Budget, Goals
 from planner.log_dirs import plan_dirs
 from planner.result import Move
@@ -74,3 +76,20 @@ def test_a_plan_that_moves_no_data_places_but_moves_nothing_between_dirs() -> No
     full = plan(topology, Goals(), Budget(time_limit_s=2))
     assert full.log_dirs is not None and full.log_dirs.moves
     assert full.log_dirs.after.worst < full.log_dirs.before.worst
+
+
+def test_without_log_dir_moves_the_plan_places_and_its_file_says_so(tmp_path: Path) -> None:
+    from kafka_rebalance.files.planfile import read_plan, write_plan
+    from kafka_rebalance.usecases.plan import PlanSettings, build_plan
+
+    topology = _jbod([50, 40, 30], [5])
+    kept = build_plan(topology, PlanSettings(goals=Goals(level_log_dirs=False),
+                                             budget=Budget(time_limit_s=2)))
+    assert kept.log_dirs is not None and not kept.log_dirs.moves
+    write_plan(tmp_path / "plan.json", kept)
+    again = read_plan(tmp_path / "plan.json")
+    assert again.goals.level_log_dirs is False and again.log_dirs == kept.log_dirs
+    levelled = build_plan(topology, PlanSettings(goals=Goals(), budget=Budget(time_limit_s=2)))
+    assert levelled.log_dirs is not None and levelled.log_dirs.moves
+    write_plan(tmp_path / "levelled.json", levelled)
+    assert "level_log_dirs" not in (tmp_path / "levelled.json").read_text()
