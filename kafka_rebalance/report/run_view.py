@@ -15,6 +15,8 @@ from typing import Any
 
 from executor.journal import header_run_id, header_settings, replay
 from executor.records import (
+    DirMoveRecord,
+    DirThrottleRecord,
     GuardRecord,
     NoteRecord,
     RatesRecord,
@@ -224,6 +226,12 @@ class _Fold:
             case GuardRecord(levels=levels, changes=changes):
                 self.notes.append((at, f"SLO guard: {'; '.join(changes)}"))
                 self._guard_levels(levels, at)
+            case DirThrottleRecord(priors=priors, present=present):
+                said = "set" if present else "put back as it was"
+                self.notes.append((at, f"log-dir throttle {said} on broker(s) {sorted(priors)}"))
+            case DirMoveRecord(replica=replica, reason=reason):
+                self.notes.append((at, f"{replica}: not moved between log dirs ({reason})"
+                                   if reason else f"{replica}: moved to its new log dir"))
 
     def _guard_levels(self, levels: Mapping[int, int], at: float) -> None:
         """A guard record lists every broker under the cap; one it leaves out is back at it."""

@@ -148,3 +148,23 @@ def test_a_dir_cordoned_since_the_plan_gets_nothing() -> None:
     assert admin.dirs[(MOVES[0].key, 1)] == admin.dirs[(MOVES[1].key, 1)] == "/a"
     assert admin.dirs[(MOVES[2].key, 2)] == "/d"
     assert journal.run.dirs_ended == {m.replica for m in MOVES}
+
+
+def test_the_run_report_and_status_tell_the_moves_between_dirs() -> None:
+    from executor.status import summarize
+    from kafka_rebalance.report.run_view import run_view
+
+    admin = DirAdmin(refuse={MOVES[1].replica})
+    stage, journal, sink = _stage(admin)
+    assert stage.run()
+    records = [header_record(journal.run.plan, {}), *sink.records,
+               {"kind": "end", "outcome": "completed", "at": 1_000_100.0}]
+    said = [message for _, message in run_view(records).notes]
+    assert said[0] == "log-dir throttle set on broker(s) [1, 2]"
+    assert f"{MOVES[0].replica}: moved to its new log dir" in said
+    assert any(m.startswith(f"{MOVES[1].replica}: not moved between log dirs (refused by "
+                            "Kafka: LogDirNotFoundError") for m in said)
+    assert said[-1] == "log-dir throttle put back as it was on broker(s) [1, 2]"
+    status = summarize(replay(records))
+    assert (status.dir_moves_ended, status.dir_moves_total) == (3, 3)
+    assert not status.throttles_left
