@@ -45,8 +45,8 @@ class Figures:
         return {
             r"on the bundled example \(\d+ moves,":
                 f"on the bundled example ({self.moves} moves,",
-            r"this machine\) \d+h\d\dm one at a time, \d+h\d\dm with":
-                f"this machine) {self.one_at_a_time} one at a time, {self.side_by_side} with",
+            r"makes\) \d+h\d\dm one at a time, \d+h\d\dm with":
+                f"makes) {self.one_at_a_time} one at a time, {self.side_by_side} with",
             r"against a physical limit of \d+h\d\dm":
                 f"against a physical limit of {self.limit}",
             r"bundled example's \d+-move plan makes a \d+ KB page":

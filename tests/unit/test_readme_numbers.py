@@ -33,7 +33,7 @@ def test_the_readme_and_its_screenshot_show_the_example_as_planned_today(
 def test_a_stale_figure_is_found() -> None:
     script = _script()
     figures = script.Figures(84, "31h39m", "13h02m", "11h10m", 211)
-    readme = ("on the bundled example (93 moves, as planned on this machine) 31h39m one at a "
-              "time, 13h02m with x against a physical limit of 11h10m; the bundled example's "
+    readme = ("on the bundled example (93 moves, the plan it makes) 31h39m one at a time, "
+              "13h02m with x against a physical limit of 11h10m; the bundled example's "
               "84-move plan makes a 211 KB page")
     assert script.stale(readme, figures) == ["on the bundled example (84 moves,"]
