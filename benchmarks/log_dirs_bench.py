@@ -42,11 +42,11 @@ def with_log_dirs(topology: Topology, seed: int) -> Topology:
     paths = {b.id: [d.path for d in b.log_dirs] for b in brokers}
     dirs: dict[tuple[TopicPartition, int], str] = {}
     for p in topology.partitions:
-        for b in p.replicas:
-            options = paths[b]
+        for replica in p.replicas:
+            options = paths[replica]
             weights = [FIRST_DIR_WEIGHT] + [(1 - FIRST_DIR_WEIGHT) / (len(options) - 1)] * (
                 len(options) - 1)
-            dirs[(p.key, b)] = options[int(rng.choice(len(options), p=weights))]
+            dirs[(p.key, replica)] = options[int(rng.choice(len(options), p=weights))]
     return Topology(tuple(brokers), topology.partitions, topology.notes, dirs)
 
 
