@@ -22,7 +22,14 @@ from rich.markup import escape
 from rich.text import Text
 from typer.core import HAS_RICH, TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from kafka_rebalance.commands import auto_cmd, execute_cmd, history_cmd, plan_cmd, snapshot_cmd
+from kafka_rebalance.commands import (
+    auto_cmd,
+    dashboard_cmd,
+    execute_cmd,
+    history_cmd,
+    plan_cmd,
+    snapshot_cmd,
+)
 from kafka_rebalance.commands.render import (
     console,
     err_console,
@@ -240,6 +247,7 @@ app.command(name="resume")(execute_cmd.resume)
 app.command(name="clear-throttles")(execute_cmd.clear_throttles)
 app.command(name="weights")(history_cmd.weights)
 app.command(name="auto")(auto_cmd.auto)
+app.command(name="dashboard")(dashboard_cmd.dashboard_cmd)
 app.add_typer(history_cmd.history_app, name="history")
 
 

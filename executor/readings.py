@@ -37,6 +37,8 @@ class GateQueries:
     consumer_lag: str = promql.CONSUMER_LAG
     # copies into each broker (over a quota window, at a run's start: which windows are clean)
     reassignment_in: str = promql.BROKER_REASSIGNMENT_IN_RATE
+    # copies out of each broker: only the dashboard draws it (`rebalance dashboard`)
+    reassignment_out: str = promql.BROKER_REASSIGNMENT_OUT_RATE
     window: str = "10s"
     broker_label: str = "broker_id"
 
@@ -71,7 +73,7 @@ class GateQueries:
 
 TEMPLATE_KEYS = ("net_in", "net_out", "traffic_in", "traffic_out", "produce_p99_ms",
                  "fetch_p99_ms", "flush_p95_ms", "under_replicated", "consumer_lag",
-                 "reassignment_in")
+                 "reassignment_in", "reassignment_out")
 QUERY_KEYS = (*TEMPLATE_KEYS, "window", "broker_label")
 MIN_GATE_WINDOW_S = 10
 SCRAPES_PER_WINDOW = 4

@@ -143,8 +143,9 @@ QueriesFile = Annotated[Path | None, typer.Option(
     "--queries", help="YAML file overriding the gate's PromQL templates for exporters that "
     "name series differently: net_in, net_out (per broker, bytes/s), traffic_in, traffic_out "
     "(client traffic, for --adaptive), produce_p99_ms, and the SLO guard's fetch_p99_ms, "
-    "flush_p95_ms, under_replicated (per broker) and consumer_lag (one value); broker_label, "
-    "window. Templates use "
+    "flush_p95_ms, under_replicated (per broker) and consumer_lag (one value); "
+    "reassignment_in and reassignment_out (copies per broker); broker_label, window. "
+    "Templates use "
     "{window} for the rate window; see topology/promql.py for the defaults.")]
 FinishBy = Annotated[str | None, typer.Option(
     help="End of the maintenance window: HH:MM (next such local time) or an ISO 8601 time. A "

@@ -1,9 +1,11 @@
 """The Grafana dashboard of a run: the executor's own metrics and the broker series its gates
-read, generated from the same PromQL templates the gates use (`topology.promql`), so the
-dashboard cannot drift from what the executor watches.
+read, generated from the same PromQL templates the gates use (the executor's GateQueries: the
+defaults of `topology.promql`, or a --queries file), so the dashboard cannot drift from what
+the executor watches, whatever the exporter names its series.
 
-`python -m kafka_rebalance.report.dashboard` prints it; the repository keeps the output in
-dashboards/kafka-rebalance.json (a unit test checks the two agree).
+`rebalance dashboard [--queries FILE]` (or `python -m kafka_rebalance.report.dashboard`) prints
+it; the repository keeps the default one in dashboards/kafka-rebalance.json (a unit test checks
+the two agree).
 """
 
 from __future__ import annotations
@@ -13,23 +15,20 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from executor.readings import GateQueries
 from topology import promql
 
 DASHBOARD_UID = "kafka-rebalance"
 WINDOW_VAR = "$window"
 BROKER_VAR = "$broker"
-BROKER_SELECTOR = 'broker_id=~"$broker"'
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+WINDOWS = ("10s", "30s", "1m", "2m", "5m")
 Panel = dict[str, Any]
-
-
-def broker_query(template: str) -> str:
-    """A gate template for the dashboard: its rate window and broker choice are variables."""
-    return promql.render(template, window=WINDOW_VAR, selector=BROKER_SELECTOR)
+PanelSpec = tuple[str, str, str, tuple[tuple[str, str], ...]]
 
 
 # The executor's metrics (executor/exporter.py), served with `execute --metrics-port`.
-RUN_PANELS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
+RUN_PANELS: tuple[PanelSpec, ...] = (
     ("Moves by state", "short", "timeseries",
      (("sum by (state) (rebalance_moves)", "{{state}}"),
       ("max(rebalance_plan_moves)", "moves in the plan"))),
@@ -53,29 +52,39 @@ RUN_PANELS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
 
 CAP = ("max(rebalance_throttle_cap_bytes_per_second)", "cap (--max-mbps)")
 
-# The broker series the gates and --adaptive read, and the copy traffic against the cap.
-BROKER_PANELS: tuple[tuple[str, str, str, tuple[tuple[str, str], ...]], ...] = (
-    ("Network in per broker (gate: back near baseline)", "Bps", "timeseries",
-     ((broker_query(promql.BROKER_NETWORK_IN_RATE), "broker {{broker_id}}"),)),
-    ("Network out per broker (gate: back near baseline)", "Bps", "timeseries",
-     ((broker_query(promql.BROKER_NETWORK_OUT_RATE), "broker {{broker_id}}"),)),
-    ("Reassignment bytes in per broker against the cap", "Bps", "timeseries",
-     ((broker_query(promql.BROKER_REASSIGNMENT_IN_RATE), "broker {{broker_id}}"), CAP)),
-    ("Reassignment bytes out per broker against the cap", "Bps", "timeseries",
-     ((broker_query(promql.BROKER_REASSIGNMENT_OUT_RATE), "broker {{broker_id}}"), CAP)),
-    ("Client traffic in per broker (--adaptive headroom)", "Bps", "timeseries",
-     ((broker_query(promql.BROKER_CLIENT_IN_RATE), "broker {{broker_id}}"),)),
-    ("Client traffic out per broker (--adaptive headroom)", "Bps", "timeseries",
-     ((broker_query(promql.BROKER_CLIENT_OUT_RATE), "broker {{broker_id}}"),)),
-    ("Under-replicated partitions (gate: none besides the moves)", "short", "timeseries",
-     ((broker_query(promql.UNDER_REPLICATED_PARTITIONS), "broker {{broker_id}}"),)),
-    ("Produce p99 latency (gate: --produce-p99-max-ms; SLO guard)", "ms", "timeseries",
-     ((broker_query(promql.PRODUCE_P99_MS), "broker {{broker_id}}"),)),
-    ("Consumer fetch p99 latency (SLO guard)", "ms", "timeseries",
-     ((broker_query(promql.FETCH_CONSUMER_P99_MS), "broker {{broker_id}}"),)),
-    ("Log flush p95 latency (SLO guard)", "ms", "timeseries",
-     ((broker_query(promql.LOG_FLUSH_P95_MS), "broker {{broker_id}}"),)),
-)
+
+def broker_panels(queries: GateQueries) -> tuple[PanelSpec, ...]:
+    """The broker series the gates and --adaptive read, and the copy traffic against the cap,
+    each a gate template whose rate window and broker choice are the dashboard's variables."""
+    label = queries.broker_label
+    legend = f"broker {{{{{label}}}}}"
+
+    def per_broker(template: str) -> tuple[tuple[str, str], ...]:
+        expr = promql.render(template, window=WINDOW_VAR, selector=f'{label}=~"{BROKER_VAR}"')
+        return ((expr, legend),)
+
+    return (
+        ("Network in per broker (gate: back near baseline)", "Bps", "timeseries",
+         per_broker(queries.net_in)),
+        ("Network out per broker (gate: back near baseline)", "Bps", "timeseries",
+         per_broker(queries.net_out)),
+        ("Reassignment bytes in per broker against the cap", "Bps", "timeseries",
+         (*per_broker(queries.reassignment_in), CAP)),
+        ("Reassignment bytes out per broker against the cap", "Bps", "timeseries",
+         (*per_broker(queries.reassignment_out), CAP)),
+        ("Client traffic in per broker (--adaptive headroom)", "Bps", "timeseries",
+         per_broker(queries.traffic_in)),
+        ("Client traffic out per broker (--adaptive headroom)", "Bps", "timeseries",
+         per_broker(queries.traffic_out)),
+        ("Under-replicated partitions (gate: none besides the moves)", "short", "timeseries",
+         per_broker(queries.under_replicated)),
+        ("Produce p99 latency (gate: --produce-p99-max-ms; SLO guard)", "ms", "timeseries",
+         per_broker(queries.produce_p99_ms)),
+        ("Consumer fetch p99 latency (SLO guard)", "ms", "timeseries",
+         per_broker(queries.fetch_p99_ms)),
+        ("Log flush p95 latency (SLO guard)", "ms", "timeseries",
+         per_broker(queries.flush_p95_ms)),
+    )
 
 
 def _panel(panel_id: int, title: str, unit: str, kind: str,
@@ -97,15 +106,16 @@ def _row(panel_id: int, title: str, y: int) -> Panel:
             "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []}
 
 
-def _variables() -> list[dict[str, Any]]:
-    windows = ["10s", "30s", "1m", "2m", "5m"]
-    broker_values = "label_values(kafka_broker_bytes_in_total, broker_id)"
+def _variables(queries: GateQueries) -> list[dict[str, Any]]:
+    windows = list(WINDOWS) if queries.window in WINDOWS else [queries.window, *WINDOWS]
+    chosen = "1m" if queries.window == GateQueries().window else queries.window
+    broker_values = f"label_values({queries.broker_label})"
     return [
         {"name": "datasource", "label": "Prometheus", "type": "datasource",
          "query": "prometheus"},
         {"name": "window", "label": "rate window (the gate's: --rate-window)", "type": "custom",
-         "query": ",".join(windows), "current": {"text": "1m", "value": "1m"},
-         "options": [{"text": w, "value": w, "selected": w == "1m"} for w in windows]},
+         "query": ",".join(windows), "current": {"text": chosen, "value": chosen},
+         "options": [{"text": w, "value": w, "selected": w == chosen} for w in windows]},
         {"name": "broker", "label": "broker", "type": "query", "datasource": DATASOURCE,
          "definition": broker_values, "query": {"query": broker_values, "refId": "brokers"},
          "multi": True, "includeAll": True, "allValue": ".*", "refresh": 2, "sort": 3,
@@ -113,17 +123,19 @@ def _variables() -> list[dict[str, Any]]:
     ]
 
 
-def dashboard() -> dict[str, Any]:
-    """The dashboard as Grafana's JSON model (import it, or provision it from a file)."""
+def dashboard(queries: GateQueries | None = None) -> dict[str, Any]:
+    """The dashboard as Grafana's JSON model (import it, or provision it from a file), over
+    `queries` (the executor's defaults when None)."""
+    queries = queries or GateQueries()
     panels: list[Panel] = []
     y = 0
     for title, group in (("Run: the executor's own metrics (execute --metrics-port)",
                           RUN_PANELS),
-                         ("Brokers: the series the gates read", BROKER_PANELS)):
+                         ("Brokers: the series the gates read", broker_panels(queries))):
         panels.append(_row(len(panels) + 1, title, y))
         y += 1
-        for index, (name, unit, kind, queries) in enumerate(group):
-            panels.append(_panel(len(panels) + 1, name, unit, kind, queries,
+        for index, (name, unit, kind, targets) in enumerate(group):
+            panels.append(_panel(len(panels) + 1, name, unit, kind, targets,
                                  12 * (index % 2), y + 8 * (index // 2)))
         y += 8 * ((len(group) + 1) // 2)
     return {
@@ -132,7 +144,7 @@ def dashboard() -> dict[str, Any]:
                        "broker series, and the copy traffic against the throttle cap.",
         "tags": ["kafka", "rebalance"], "editable": True, "schemaVersion": 39, "version": 1,
         "time": {"from": "now-1h", "to": "now"}, "refresh": "10s", "timezone": "",
-        "templating": {"list": _variables()}, "annotations": {"list": []}, "links": [],
+        "templating": {"list": _variables(queries)}, "annotations": {"list": []}, "links": [],
         "panels": panels,
     }
 
@@ -152,7 +164,7 @@ def to_json(model: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    sys.stdout.write(to_json(dashboard()))
+    sys.stdout.write(to_json(dashboard()))  # the default: dashboards/kafka-rebalance.json
 
 
 if __name__ == "__main__":

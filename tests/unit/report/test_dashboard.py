@@ -13,7 +13,7 @@ from executor.config import Event, EventKind
 from executor.exporter import ExecutorMetrics
 from executor.readings import GateQueries
 from kafka_rebalance.report.dashboard import (
-    BROKER_SELECTOR,
+    BROKER_VAR,
     WINDOW_VAR,
     dashboard,
     queries,
@@ -49,10 +49,34 @@ def test_every_executor_metric_it_names_is_exported() -> None:
 def test_it_shows_every_series_the_gates_read() -> None:
     exprs = {expr for _, expr in queries(dashboard())}
     gate = GateQueries()
+    selector = f'broker_id=~"{BROKER_VAR}"'
     for template in (gate.net_in, gate.net_out, gate.traffic_in, gate.traffic_out,
                      gate.produce_p99_ms, gate.fetch_p99_ms, gate.flush_p95_ms,
                      gate.under_replicated, promql.BROKER_REASSIGNMENT_IN_RATE):
-        assert promql.render(template, window=WINDOW_VAR, selector=BROKER_SELECTOR) in exprs
+        assert promql.render(template, window=WINDOW_VAR, selector=selector) in exprs
+
+
+def test_a_queries_file_names_the_series_and_the_broker_label() -> None:
+    """Another exporter's names (a JMX exporter with Strimzi-style rules, brokers labelled
+    node_id): every broker panel queries them, and the broker variable reads that label."""
+    other = GateQueries.from_dict({
+        "net_in": "sum by (node_id) (rate(kafka_server_brokertopicmetrics_bytesin_total"
+                  "{{{selector}}}[{window}]))",
+        "reassignment_out": "sum by (node_id) (rate("
+                            "kafka_server_brokertopicmetrics_reassignmentbytesout_total"
+                            "{{{selector}}}[{window}]))",
+        "broker_label": "node_id", "window": "30s"}, "test")
+    model = dashboard(other)
+    exprs = [expr for _, expr in queries(model)]
+    assert ('sum by (node_id) (rate(kafka_server_brokertopicmetrics_bytesin_total'
+            '{node_id=~"$broker"}[$window]))') in exprs
+    assert any("reassignmentbytesout_total" in e for e in exprs)
+    assert not any('broker_id=~"$broker"' in e for e in exprs)  # the label chooses brokers
+    variables = {v["name"]: v for v in model["templating"]["list"]}
+    assert variables["broker"]["definition"] == "label_values(node_id)"
+    assert variables["window"]["current"]["value"] == "30s"
+    legends = {t["legendFormat"] for p in model["panels"] for t in p.get("targets", [])}
+    assert "broker {{node_id}}" in legends
 
 
 def test_variables_are_defined_and_ids_unique() -> None:
