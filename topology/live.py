@@ -27,13 +27,12 @@ from kafka_rebalance.core.ports import (
     BrokerInfo,
     BrokerLogDirs,
     KafkaAdmin,
-    LogDirInfo,
     MetricsSource,
     PartitionInfo,
     ReassignmentState,
 )
 from topology.capacities import CAPACITY_KEYS, Capacities
-from topology.model import Partition, ReplicaDirs, TopicPartition
+from topology.model import LogDir, Partition, ReplicaDirs, TopicPartition
 from topology.promql import (
     DEFAULT_RATE_WINDOW,
     TOPIC_BYTES_IN_RATE,
@@ -41,7 +40,7 @@ from topology.promql import (
     TOPIC_REMOTE_LOG_SIZE_BYTES,
     render,
 )
-from topology.snapshot import SNAPSHOT_VERSION, partition_to_dict
+from topology.snapshot import SNAPSHOT_VERSION, log_dir_to_dict, partition_to_dict
 from topology.units import size_text
 
 INTERNAL_TOPIC_PREFIX = "__"
@@ -187,7 +186,8 @@ def _jbod(log_dirs: Mapping[int, BrokerLogDirs], brokers: Sequence[dict[str, Any
     for entry in brokers:
         dirs = several.get(entry["id"])
         if dirs is not None:
-            entry["log_dirs"] = [_log_dir_entry(d) for d in dirs.dirs if d.online]
+            entry["log_dirs"] = [log_dir_to_dict(LogDir(d.path, d.total_bytes, d.cordoned))
+                                 for d in dirs.dirs if d.online]
     notes.append(f"{len(several)} broker(s) keep replicas in several log dirs (JBOD): each dir "
                  "is listed with its volume's size, and each replica with its dir")
     for broker, paths in sorted(offline.items()):
@@ -196,15 +196,6 @@ def _jbod(log_dirs: Mapping[int, BrokerLogDirs], brokers: Sequence[dict[str, Any
                          "(left out: they take no replica)")
     return {(tp, b): path for b, dirs in several.items()
             for tp, (path, _) in dirs.replicas.items()}
-
-
-def _log_dir_entry(log_dir: LogDirInfo) -> dict[str, Any]:
-    entry: dict[str, Any] = {"path": log_dir.path}
-    if log_dir.total_bytes is not None:
-        entry["capacity_bytes"] = log_dir.total_bytes
-    if log_dir.cordoned:
-        entry["cordoned"] = True
-    return entry
 
 
 def snapshot_document(brokers: Sequence[Mapping[str, Any]], partitions: Iterable[Partition],

@@ -66,11 +66,12 @@ def broker_to_dict(broker: Broker) -> dict[str, Any]:
     if broker.cordoned:
         out["cordoned"] = True
     if broker.log_dirs:  # JBOD brokers only: other snapshots read as before
-        out["log_dirs"] = [_log_dir_to_dict(d) for d in broker.log_dirs]
+        out["log_dirs"] = [log_dir_to_dict(d) for d in broker.log_dirs]
     return out
 
 
-def _log_dir_to_dict(log_dir: LogDir) -> dict[str, Any]:
+def log_dir_to_dict(log_dir: LogDir) -> dict[str, Any]:
+    """A log dir's entry in a broker's `log_dirs` (a snapshot's, or a live read's)."""
     out: dict[str, Any] = {"path": log_dir.path}
     if log_dir.capacity_bytes is not None:
         out["capacity_bytes"] = log_dir.capacity_bytes
