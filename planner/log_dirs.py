@@ -18,6 +18,7 @@ A topology with no JBOD broker gets an empty result: plans are unchanged.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +28,8 @@ from topology.model import Broker, KeyedByPartition, TopicPartition, Topology
 # A broker is levelled in at most this many moves per replica it holds (a guard: each move
 # narrows the gap it closes, so the search ends well before).
 _MOVES_PER_REPLICA = 1
+# A dir takes a replica only while its volume keeps this share of its size free besides.
+FREE_HEADROOM = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,8 @@ class DirPlan:
     before: DirSpread = DirSpread()
     after: DirSpread = DirSpread()
     tolerance: float = 0.0
+    # what the plan cannot do on its brokers' dirs (a replica with no dir that has room)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def empty(self) -> bool:
@@ -94,7 +99,11 @@ class _Broker:
         self.used = [0] * len(self.paths)
         # (size, topic, partition) of the replicas each dir may give, sorted once filled
         self.movable: list[list[tuple[int, str, int]]] = [[] for _ in self.paths]
-
+        # what each dir may still take: its volume's free space when read, less a headroom,
+        # less what the plan puts there (what leaves is not counted: it leaves later)
+        self.room = [math.inf if d.free_bytes is None else
+                     d.free_bytes - FREE_HEADROOM * (d.capacity_bytes or 0)
+                     for d in broker.log_dirs]
 
     def deviation(self, d: int, used: float | None = None) -> float:
         """Dir d's distance from its share of what the broker holds (0: exactly its share),
@@ -113,12 +122,14 @@ class _Broker:
         return DirSpread(len(devs), sum(dev > tolerance + 1e-9 for dev in devs), max(devs))
 
     def place(self, size: int) -> int | None:
-        """The open dir that is emptiest by its share once it holds `size` more bytes."""
-        open_dirs = [d for d in range(len(self.paths)) if self.open[d]]
-        if not open_dirs:
+        """The open dir with room for `size` more bytes that is emptiest by its share once it
+        holds them; None when no dir has room."""
+        fit = [d for d in range(len(self.paths)) if self.open[d] and self.room[d] >= size]
+        if not fit:
             return None
-        best = min(open_dirs, key=lambda d: ((self.used[d] + size) / self.share[d], d))
+        best = min(fit, key=lambda d: ((self.used[d] + size) / self.share[d], d))
         self.used[best] += size
+        self.room[best] -= size
         return best
 
     def level(self, tolerance: float, limit: int) -> list[tuple[TopicPartition, int, int, int]]:
@@ -140,6 +151,7 @@ class _Broker:
             tp = TopicPartition(topic, partition)
             self.used[over] -= size
             self.used[under] += size
+            self.room[under] -= size
             moves.append((tp, over, under, size))
         return moves
 
@@ -153,7 +165,7 @@ class _Broker:
         at = bisect.bisect_left(sizes, ideal, key=lambda item: item[0])
         best, best_gap = None, now - 1e-9
         for i in (at - 1, at):
-            if 0 <= i < len(sizes) and sizes[i][0] > 0:
+            if 0 <= i < len(sizes) and 0 < sizes[i][0] <= self.room[under]:
                 s = sizes[i][0]
                 gap = max(abs(self.deviation(over, self.used[over] - s)),
                           abs(self.deviation(under, self.used[under] + s)))
@@ -188,9 +200,12 @@ def plan_dirs(topology: Topology, moves: Sequence[Move], tolerance: float,
                 for m in moves for b in m.added_brokers if b in jbod]
     before = _spread(jbod.values(), tolerance, held)
     placements: dict[tuple[TopicPartition, int], str] = {}
+    homeless: list[tuple[TopicPartition, int, int]] = []
     for size, tp, b in sorted(arriving, key=lambda a: (-a[0], a[1].topic, a[1].partition, a[2])):
         d = jbod[b].place(size)
-        if d is not None:
+        if d is None:
+            homeless.append((tp, b, size))
+        else:
             placements[(tp, b)] = jbod[b].paths[d]
     dir_moves: list[DirMove] = []
     for b, broker in sorted(jbod.items()):
@@ -203,7 +218,20 @@ def plan_dirs(topology: Topology, moves: Sequence[Move], tolerance: float,
             dir_moves.append(DirMove(tp.topic, tp.partition, b, broker.paths[source],
                                      broker.paths[target], size))
     after = _spread(jbod.values(), tolerance)
-    return DirPlan(placements, tuple(dir_moves), before, after, tolerance)
+    return DirPlan(placements, tuple(dir_moves), before, after, tolerance,
+                   _homeless_warnings(homeless))
+
+
+def _homeless_warnings(homeless: Sequence[tuple[TopicPartition, int, int]]) -> tuple[str, ...]:
+    """One warning per broker whose open dirs have no room for a replica the plan brings."""
+    by_broker: dict[int, list[tuple[TopicPartition, int]]] = {}
+    for tp, broker, size in homeless:
+        by_broker.setdefault(broker, []).append((tp, size))
+    return tuple(
+        f"log dirs: no open dir of broker {broker} has room for {len(items)} replica(s) the "
+        f"plan brings (e.g. {items[0][0].topic}-{items[0][0].partition}, {items[0][1]:,} "
+        f"bytes, with {FREE_HEADROOM:.0%} of each volume kept free): the broker picks their "
+        "dir; free space on its volumes first" for broker, items in sorted(by_broker.items()))
 
 
 def _spread(brokers: Iterable[_Broker], tolerance: float,

@@ -482,7 +482,7 @@ def _broker_log_dirs(answer: Sequence[Mapping[str, Any]]) -> BrokerLogDirs:
         path = str(log_dir.get("log_dir", ""))
         online = log_dir.get("error_code", 0) == 0  # an offline dir reports no partitions
         dirs.append(LogDirInfo(path, _volume_bytes(log_dir.get("total_bytes")),
-                               _volume_bytes(log_dir.get("usable_bytes")),
+                               _volume_bytes(log_dir.get("usable_bytes"), empty_ok=True),
                                bool(log_dir.get("is_cordoned", False)), online))
         if not online:
             continue
@@ -496,9 +496,12 @@ def _broker_log_dirs(answer: Sequence[Mapping[str, Any]]) -> BrokerLogDirs:
     return BrokerLogDirs(tuple(dirs), replicas, futures)
 
 
-def _volume_bytes(value: object) -> int | None:
-    """A volume size from DescribeLogDirs: -1 (older brokers) means unknown."""
-    return int(value) if isinstance(value, int) and value > 0 else None
+def _volume_bytes(value: object, empty_ok: bool = False) -> int | None:
+    """A volume size (or, `empty_ok`, its free space, which may be 0) from DescribeLogDirs:
+    -1 (older brokers) means unknown."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value if value > 0 or (empty_ok and value == 0) else None
 
 
 def _cordoned(entries: Mapping[str, ConfigEntry]) -> bool:

@@ -186,7 +186,8 @@ def _jbod(log_dirs: Mapping[int, BrokerLogDirs], brokers: Sequence[dict[str, Any
     for entry in brokers:
         dirs = several.get(entry["id"])
         if dirs is not None:
-            entry["log_dirs"] = [log_dir_to_dict(LogDir(d.path, d.total_bytes, d.cordoned))
+            entry["log_dirs"] = [log_dir_to_dict(LogDir(d.path, d.total_bytes, d.cordoned,
+                                                        d.usable_bytes))
                                  for d in dirs.dirs if d.online]
     notes.append(f"{len(several)} broker(s) keep replicas in several log dirs (JBOD): each dir "
                  "is listed with its volume's size, and each replica with its dir")

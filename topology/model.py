@@ -109,14 +109,19 @@ LOG_DIR_MAX_LENGTH = 4096
 @dataclass(frozen=True, slots=True)
 class LogDir:
     """One log dir of a broker that has several (JBOD, KIP-858): its path as the broker names
-    it, the size of the volume it is on (None: unknown, the broker's dirs then count as equal)
-    and whether it is cordoned (KIP-1066: it gets no new replica)."""
+    it, the size of the volume it is on (None: unknown, the broker's dirs then count as equal),
+    whether it is cordoned (KIP-1066: it gets no new replica) and the free space on its
+    volume when read (no replica goes where it would not fit)."""
 
     path: str
     capacity_bytes: int | None = None
     cordoned: bool = False
+    free_bytes: int | None = None  # free on its volume when read (None: unknown)
 
     def __post_init__(self) -> None:
+        if self.free_bytes is not None and self.free_bytes < 0:
+            raise InputError(f"log dir {visible(str(self.path))}: free_bytes must not be "
+                             f"negative, got {self.free_bytes!r}")
         if not isinstance(self.path, str) or not 0 < len(self.path) <= LOG_DIR_MAX_LENGTH:
             raise InputError(f"log dir {self.path!r}: a path must be a string of 1 to "
                              f"{LOG_DIR_MAX_LENGTH} characters")

@@ -77,6 +77,8 @@ def log_dir_to_dict(log_dir: LogDir) -> dict[str, Any]:
         out["capacity_bytes"] = log_dir.capacity_bytes
     if log_dir.cordoned:
         out["cordoned"] = True
+    if log_dir.free_bytes is not None:
+        out["free_bytes"] = log_dir.free_bytes
     return out
 
 

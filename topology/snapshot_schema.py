@@ -61,6 +61,7 @@ class LogDirEntry(TypedDict, total=False):
     path: Required[Text]
     capacity_bytes: Positive | None  # the size of the volume the dir is on
     cordoned: Flag  # this dir cordoned (KIP-1066): no new replica in it
+    free_bytes: Quantity | None  # free space on the volume when read
 
 
 @with_config(_FORBID)
@@ -252,7 +253,8 @@ def _broker(entry: BrokerEntry, capacities: Capacities | None, problems: list[st
             uncapped.append(broker_id)
             return None
         log_dirs = tuple(LogDir(d["path"], _whole(d.get("capacity_bytes")),
-                                d.get("cordoned", False)) for d in entry.get("log_dirs") or ())
+                                d.get("cordoned", False), _whole(d.get("free_bytes")))
+                         for d in entry.get("log_dirs") or ())
         return Broker(broker_id, rack, capacity, entry.get("alive", True),
                       entry.get("cordoned", False), log_dirs)
     except InputError as exc:

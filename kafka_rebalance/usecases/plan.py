@@ -170,7 +170,8 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
                       result.solve_seconds, result.binding, result.proven_gap,
                       result.disk_lower_bound_bytes, (*result.phase_seconds, *phases.items()))
     return make_plan_file(topology, ordered, goals, budget, info, created_at,
-                          [*exposure_warnings(topology, ordered), *report.warnings],
+                          [*exposure_warnings(topology, ordered), *report.warnings,
+                           *(result.log_dirs.warnings if result.log_dirs else ())],
                           result.targets or report.targets, result.log_dirs)
 
 

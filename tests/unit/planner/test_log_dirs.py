@@ -93,3 +93,29 @@ def test_without_log_dir_moves_the_plan_places_and_its_file_says_so(tmp_path: Pa
     assert levelled.log_dirs is not None and levelled.log_dirs.moves
     write_plan(tmp_path / "levelled.json", levelled)
     assert "level_log_dirs" not in (tmp_path / "levelled.json").read_text()
+
+
+def test_no_replica_goes_to_a_dir_whose_volume_lacks_room() -> None:
+    """/b is the emptier dir but its volume has 12 MB free of 100 MB (5 MB kept free): the
+    20 MB replica arriving goes to /a, and levelling moves nothing into /b that would not
+    fit; with no room anywhere, the plan says so and leaves the choice to the broker."""
+    def cluster(free_a: int, free_b: int) -> Topology:
+        brokers = (Broker(1, "r1", CAP, log_dirs=(LogDir("/a", 100 * MB, free_bytes=free_a),
+                                                  LogDir("/b", 100 * MB, free_bytes=free_b))),
+                   Broker(2, "r2", CAP), Broker(3, "r3", CAP))
+        parts = (Partition("old", 0, (1, 2), 30 * MB), Partition("old", 1, (1, 2), 9 * MB),
+                 Partition("new", 0, (2, 3), 20 * MB))
+        dirs = {(TopicPartition("old", 0), 1): "/a", (TopicPartition("old", 1), 1): "/b"}
+        return Topology(brokers, parts, (), dirs)
+
+    move = Move("new", 0, (2, 3), (2, 1), 20 * MB)
+    tight = plan_dirs(cluster(60 * MB, 12 * MB), (move,), 0.10)
+    assert tight.placements == {(TopicPartition("new", 0), 1): "/a"} and not tight.warnings
+    assert all(m.target != "/b" or m.size_bytes <= 7 * MB for m in tight.moves)
+
+    full = plan_dirs(cluster(4 * MB, 4 * MB), (move,), 0.10)
+    assert not full.placements and not full.moves
+    assert full.warnings == (
+        "log dirs: no open dir of broker 1 has room for 1 replica(s) the plan brings (e.g. "
+        "new-0, 20,000,000 bytes, with 5% of each volume kept free): the broker picks their "
+        "dir; free space on its volumes first",)
