@@ -8,7 +8,9 @@ send to the leader) is the same sum weighted by each partition's bytes in. Both 
 by choosing leaders among the replicas each broker already holds, so this goal never moves
 data: it is reached after the placement is settled, by leadership switches. A broker is in
 band when its leader count lies within [floor(fair x (1 - TOL)), ceil(fair x (1 + TOL))] and
-its leader bytes in within fair x (1 +/- TOL).
+its leader bytes in within fair x (1 +/- TOL), or within 1% of its network-in capacity of its
+fair share when that is wider: a few kB/s of produce traffic (a lease topic's heartbeats, a
+quiet topic) is not an imbalance, and one partition's leadership cannot be split anyway.
 
 The phase switches leaders on the broker furthest outside (relative to its fair share): a
 leader it has too many of goes to the follower whose broker gains most; one it lacks comes
@@ -24,12 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.arrays import NET_OUT, ClusterArrays, FloatArray, IntArray
+from planner.arrays import NET_IN, NET_OUT, ClusterArrays, FloatArray, IntArray
 from planner.leaders import moved_bonus, switch_columns
 from planner.state import SolverState, sessions_on_worst
 
 SESSION_SWITCHES = 64
 MAX_REJECTS = 40
+# Leader bytes in within this share of a broker's network-in capacity of its fair share are in
+# band, whatever the tolerance: immaterial traffic is no imbalance.
+IMMATERIAL_BYTES_IN = 0.01
 
 
 @dataclass(frozen=True)
@@ -63,9 +68,10 @@ class FairLeaders:
         weighted = share * arrays.net_in[:, None]
         bytes_in = _floats(np.bincount(brokers.ravel(), weights=weighted.ravel(),
                                        minlength=arrays.brokers))
+        slack = np.maximum(bytes_in * tolerance, arrays.capacity[:, NET_IN] * IMMATERIAL_BYTES_IN)
         return cls(count, bytes_in, _floats(np.floor(count * (1 - tolerance) + 1e-9)),
-                   _floats(np.ceil(count * (1 + tolerance) - 1e-9)), bytes_in * (1 - tolerance),
-                   bytes_in * (1 + tolerance))
+                   _floats(np.ceil(count * (1 + tolerance) - 1e-9)),
+                   _floats(np.maximum(bytes_in - slack, 0.0)), _floats(bytes_in + slack))
 
     def penalty(self, brokers: IntArray, count: FloatArray, bytes_in: FloatArray) -> FloatArray:
         """Distance outside both bands, relative to each broker's fair share."""

@@ -47,6 +47,24 @@ def test_fair_shares_split_each_partition_over_its_replicas() -> None:
     assert count.tolist() == [2, 0, 0] and bytes_in.tolist() == [900.0, 0.0, 0.0]
 
 
+def test_immaterial_produce_traffic_is_no_leader_imbalance() -> None:
+    """One partition takes 2 kB/s (0.2% of a broker's network in): its leader leads 3x its
+    fair share of bytes, which no reordering can split; it is no imbalance. At 200 kB/s (20%)
+    it is one."""
+    def with_one_busy(rate: float) -> Topology:
+        brokers = tuple(Broker(i, None, CAP) for i in (1, 2, 3))
+        parts = (Partition("lease", 0, (1, 2, 3), 100, rate, rate),
+                 *(Partition("t", n, (n % 3 + 1, (n + 1) % 3 + 1, (n + 2) % 3 + 1), 100)
+                   for n in range(3)))
+        return Topology(brokers, parts)
+
+    quiet = to_arrays(with_one_busy(2_000.0), Goals())
+    assert leader_level(quiet, quiet.replicas, 0.1).brokers_outside == 0
+    busy = to_arrays(with_one_busy(200_000.0), Goals())
+    level = leader_level(busy, busy.replicas, 0.1)
+    assert level.brokers_outside == 3 and level.bytes_in_over_fair == pytest.approx(3.0)
+
+
 def test_leaders_are_levelled_by_reordering_only() -> None:
     topology = one_broker_leads()
     assert plan(topology, Goals(), Budget(time_limit_s=3)).status \
