@@ -14,6 +14,7 @@ its current dir drops the copy under way), then restores the throttle.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 
 from executor.config import ExecutorConfig, Ports
@@ -26,6 +27,9 @@ from planner.log_dirs import DirMove
 from topology.units import size_text
 
 DIR_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+# A copy between dirs grows a fetch at a time (replica.fetch.max.bytes, 1 MiB by default): at
+# a low rate it may show no new bytes for several polls without being stuck.
+COPY_STEP_BYTES = 1_048_576
 
 
 class DirStage:
@@ -34,6 +38,7 @@ class DirStage:
     def __init__(self, ports: Ports, config: ExecutorConfig, journal: Journal,
                  note: Callable[[str], None]) -> None:
         self.ports, self.config, self.journal, self.note = ports, config, journal, note
+        self._progress: dict[str, tuple[int, int]] = {}  # replica -> bytes seen, polls idle
 
     def _left(self) -> list[DirMove]:
         dirs = self.journal.run.plan.log_dirs
@@ -114,7 +119,9 @@ class DirStage:
                           f"{visible(move.target)} ({error}); it stays where it is")
 
     def _wait(self) -> bool:
-        """Poll until every replica left is in its dir; False on a cancel."""
+        """Poll until every replica left is in its dir; False on a cancel. A move whose copy
+        shows no progress for `stall_intervals` polls is given up (its replica kept where it
+        is); one the broker shows no copy of is asked for again."""
         errors = 0
         while left := self._left():
             if self.journal.cancel_requested():
@@ -131,6 +138,10 @@ class DirStage:
                 continue
             for move in left:
                 self._check(move, seen.get(move.broker))
+            again = [m for m in self._left() if m.broker in seen
+                     and m.key not in seen[m.broker].futures]
+            if again:  # no copy under way (the broker lost the request): ask once more
+                self._ask(again, {m.replica: m.target for m in again})
             if self._left():
                 self.ports.clock.sleep(self.config.poll_seconds)
         return True
@@ -147,6 +158,31 @@ class DirStage:
             self.journal.dir_moved(move.replica, now)
             self.note(f"{move.replica}: now in {visible(move.target)} "
                       f"({size_text(held[1])} copied on broker {move.broker})")
+        else:
+            self._stalled(move, seen.futures.get(move.key, ("", 0))[1])
+
+    def _stall_polls(self) -> int:
+        """Polls without new bytes after which a copy counts as stuck: `stall_intervals`, or
+        two fetches' time at the slowest rate in force, when longer."""
+        rates = [self.config.max_bytes_per_sec, *(
+            rate for value in self.journal.run.dir_throttles.values()
+            if (rate := parse_rate(value)) is not None and rate > 0)]
+        fetches = 2 * COPY_STEP_BYTES / min(rates) / self.config.poll_seconds
+        return max(self.config.stall_intervals, math.ceil(fetches))
+
+    def _stalled(self, move: DirMove, copied: int) -> None:
+        """Count the polls a move's copy stays at `copied` bytes; give it up after
+        `stall_intervals` of them, keeping the replica in the dir it is in."""
+        last, idle = self._progress.get(move.replica, (-1, 0))
+        idle = 0 if copied > last else idle + 1
+        self._progress[move.replica] = (max(copied, last), idle)
+        if idle < self._stall_polls():
+            return
+        self.ports.admin.alter_replica_log_dirs({(move.key, move.broker): move.source})
+        reason = f"no progress in {idle} polls: kept in {move.source}"
+        self.journal.dir_moved(move.replica, self.ports.clock.now(), reason)
+        self.note(f"{move.replica}: its copy to {visible(move.target)} on broker {move.broker} "
+                  f"made no progress in {idle} polls; it stays in {visible(move.source)}")
 
 
 def _rate(cap: int, prior: str | None) -> int:

@@ -27,6 +27,7 @@ class DirAdmin:
     def __init__(self, polls: int = 2, refuse: Iterable[str] = ()) -> None:
         self.dirs = {(m.key, m.broker): m.source for m in MOVES}
         self.moving: dict[tuple[TopicPartition, int], list[object]] = {}
+        self.stuck = False  # copies make no progress (a wedged disk)
         self.configs: dict[int, dict[str, str | None]] = {1: {DIR_RATE: None},
                                                           2: {DIR_RATE: "1000"}}
         self.polls, self.refuse, self.asked = polls, set(refuse), []
@@ -56,7 +57,10 @@ class DirAdmin:
 
     def log_dirs(self, broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
         for key, state in list(self.moving.items()):
+            if self.stuck:
+                continue
             state[1] = int(str(state[1])) - 1
+            state.append(None)  # one more poll of copying: its bytes grow
             if int(str(state[1])) <= 0:
                 self.dirs[key] = str(state[0])
                 del self.moving[key]
@@ -64,7 +68,8 @@ class DirAdmin:
         return {b: BrokerLogDirs(
             tuple(LogDirInfo(p) for p in paths[b]),
             {tp: (d, MB) for (tp, broker), d in self.dirs.items() if broker == b},
-            {tp: (str(s[0]), 0) for (tp, broker), s in self.moving.items() if broker == b})
+            {tp: (str(s[0]), MB * (len(s) - 2)) for (tp, broker), s in self.moving.items()
+             if broker == b})
             for b in broker_ids}
 
 
@@ -168,3 +173,40 @@ def test_the_run_report_and_status_tell_the_moves_between_dirs() -> None:
     status = summarize(replay(records))
     assert (status.dir_moves_ended, status.dir_moves_total) == (3, 3)
     assert not status.throttles_left
+
+
+def test_a_copy_that_makes_no_progress_is_given_up_and_the_replica_kept() -> None:
+    admin = DirAdmin(polls=1000)
+    stage, _, sink = _stage(admin)
+    stage._throttle([1, 2])
+    admin.alter_replica_log_dirs({(m.key, m.broker): m.target for m in MOVES})
+    for _ in range(3):
+        admin.log_dirs([1, 2])  # the copies start and grow
+    admin.stuck = True
+    assert stage.run()
+    assert not admin.moving and all(admin.dirs[(m.key, m.broker)] == m.source for m in MOVES)
+    reasons = {r["replica"]: r.get("reason") for r in sink.records if r["kind"] == "dir_move"}
+    # 2 MiB (two fetches) at the slowest rate in force, broker 2's 1,000 B/s: 2,098 polls
+    assert stage._stall_polls() == 2098
+    assert reasons == {m.replica: f"no progress in 2098 polls: kept in {m.source}"
+                       for m in MOVES}
+    assert admin.configs == {1: {DIR_RATE: None}, 2: {DIR_RATE: "1000"}}
+
+
+def test_a_copy_the_broker_lost_is_asked_for_again() -> None:
+    admin = DirAdmin(polls=3)
+    stage, _, _ = _stage(admin)
+    real = admin.alter_replica_log_dirs
+    calls = []
+
+    def forgetful(targets: Mapping[tuple[TopicPartition, int], str]
+                  ) -> dict[tuple[TopicPartition, int], str | None]:
+        calls.append(dict(targets))
+        answers = real(targets)
+        if len(calls) == 1:  # the first request is accepted, then lost (a broker restart)
+            admin.moving.clear()
+        return answers
+    admin.alter_replica_log_dirs = forgetful  # type: ignore[method-assign]
+    assert stage.run()
+    assert all(admin.dirs[(m.key, m.broker)] == m.target for m in MOVES)
+    assert len(calls) >= 2 and set(calls[1]) == {(m.key, m.broker) for m in MOVES}
