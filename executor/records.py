@@ -10,10 +10,10 @@ turns those into an error naming the record.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, TypeGuard
+from typing import Any, ClassVar, TypeGuard, TypeVar
 
 from executor.gates import NetworkSample
 from executor.state import MoveState
@@ -102,32 +102,33 @@ class GuardRecord:
 
 
 @dataclass(frozen=True)
-class CordonRecord:
-    """The brokers a drain cordons (KIP-1066) and each one's `cordoned.log.dirs` before (None:
-    not set): `present` before the cordon is set, not present once the priors are back."""
+class BrokerConfigRecord:
+    """A run-wide broker config the run sets and puts back: each broker's value before (None:
+    not set); `present` before the config is set, not present once the priors are back."""
 
+    KIND: ClassVar[RecordKind]
     priors: Mapping[int, str | None]
     present: bool
     at: float
 
     def to_json(self) -> Record:
-        return {"kind": RecordKind.CORDON.value, "present": self.present, "at": self.at,
+        return {"kind": self.KIND.value, "present": self.present, "at": self.at,
                 "priors": {str(b): v for b, v in sorted(self.priors.items())}}
 
 
 @dataclass(frozen=True)
-class DirThrottleRecord:
+class CordonRecord(BrokerConfigRecord):
+    """The brokers a drain cordons (KIP-1066) and each one's `cordoned.log.dirs` before."""
+
+    KIND: ClassVar[RecordKind] = RecordKind.CORDON
+
+
+@dataclass(frozen=True)
+class DirThrottleRecord(BrokerConfigRecord):
     """The brokers whose replicas move between log dirs and each one's
-    `replica.alter.log.dirs.io.max.bytes.per.second` before (None: not set): `present` before
-    the throttle is set, not present once the priors are back."""
+    `replica.alter.log.dirs.io.max.bytes.per.second` before."""
 
-    priors: Mapping[int, str | None]
-    present: bool
-    at: float
-
-    def to_json(self) -> Record:
-        return {"kind": RecordKind.DIR_THROTTLE.value, "present": self.present, "at": self.at,
-                "priors": {str(b): v for b, v in sorted(self.priors.items())}}
+    KIND: ClassVar[RecordKind] = RecordKind.DIR_THROTTLE
 
 
 @dataclass(frozen=True)
@@ -222,11 +223,9 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
     if kind is RecordKind.RETRY:
         return RetryRecord(move=str(raw["move"]), at=at())
     if kind is RecordKind.CORDON:
-        return CordonRecord(priors=_priors(raw["priors"]), present=_flag(raw["present"]),
-                            at=at())
+        return _config_record(CordonRecord, raw, at)
     if kind is RecordKind.DIR_THROTTLE:
-        return DirThrottleRecord(priors=_priors(raw["priors"]), present=_flag(raw["present"]),
-                                 at=at())
+        return _config_record(DirThrottleRecord, raw, at)
     if kind is RecordKind.DIR_MOVE:
         return DirMoveRecord(replica=str(raw["replica"]), reason=str(raw.get("reason", "")),
                              at=at())
@@ -240,6 +239,14 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
     if kind is RecordKind.CANCEL:
         return CancelRecord(at=at())
     raise UnknownKind(raw.get("kind"))
+
+
+ConfigRecord = TypeVar("ConfigRecord", bound=BrokerConfigRecord)
+
+
+def _config_record(cls: type[ConfigRecord], raw: Mapping[str, Any],
+                   at: Callable[[], float]) -> ConfigRecord:
+    return cls(priors=_priors(raw["priors"]), present=_flag(raw["present"]), at=at())
 
 
 class UnknownKind(ValueError):
