@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from executor.config import ExecutorConfig, Ports
 from executor.journal import Journal
-from executor.throttle import parse_rate
+from executor.throttle import kept_rate, parse_rate
 from kafka_rebalance.core.errors import ClusterError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.core.ports import BrokerLogDirs
@@ -101,7 +101,7 @@ class DirStage:
                   for b, values in admin.broker_configs(brokers, [DIR_RATE]).items()}
         self.journal.dir_throttle(priors, True, self.ports.clock.now())
         cap = self.config.max_bytes_per_sec
-        rates = {b: _rate(cap, priors.get(b)) for b in brokers}
+        rates = {b: kept_rate(cap, priors.get(b)) for b in brokers}
         admin.alter_broker_configs({b: {DIR_RATE: str(rate)} for b, rate in rates.items()})
         self.note(f"{len(self._left())} replica(s) move between log dirs of broker(s) "
                   f"{brokers}, copied on their own disks at most at "
@@ -184,8 +184,3 @@ class DirStage:
         self.note(f"{move.replica}: its copy to {visible(move.target)} on broker {move.broker} "
                   f"made no progress in {idle} polls; it stays in {visible(move.source)}")
 
-
-def _rate(cap: int, prior: str | None) -> int:
-    """The run's cap, or a lower rate an operator set already (the tool never loosens one)."""
-    existing = parse_rate(prior)
-    return existing if existing is not None and 0 < existing < cap else cap

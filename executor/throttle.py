@@ -179,14 +179,20 @@ def rates_differ(old: ThrottlePlan, new: ThrottlePlan, relative: float) -> bool:
     return False
 
 
+def kept_rate(wanted: int, prior: str | None) -> int:
+    """`wanted`, or the lower rate an operator had set already: the tool never loosens a
+    throttle somebody set on purpose."""
+    existing = parse_rate(prior)
+    return existing if existing is not None and 0 < existing < wanted else wanted
+
+
 def _choose_rate(broker: int, name: str, wanted: int, prior: str | None,
                  notes: list[str]) -> int:
-    existing = parse_rate(prior)
-    if existing is not None and 0 < existing < wanted:
-        notes.append(f"broker {broker}: keeping the lower pre-existing {name}={existing} "
+    rate = kept_rate(wanted, prior)
+    if rate != wanted:
+        notes.append(f"broker {broker}: keeping the lower pre-existing {name}={rate} "
                      f"(instead of {wanted})")
-        return existing
-    return wanted
+    return rate
 
 
 def plan_throttle(move: Move, priors: ThrottlePriors, rates: RateLimits,
