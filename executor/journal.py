@@ -310,7 +310,7 @@ def fold(run: RunState, record: RunRecord) -> None:
             run.dir_throttles = dict(priors) if present else {}
         case DirMoveRecord(replica=replica):
             dirs = run.plan.log_dirs
-            if dirs is None or replica not in {m.replica for m in dirs.moves}:
+            if dirs is None or replica not in dirs.replicas:
                 raise ExecutionError(f"journal: record {run.records} ends a move between log "
                                      f"dirs of {replica!r}, which the plan does not have")
             run.dirs_ended.add(replica)

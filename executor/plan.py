@@ -51,8 +51,7 @@ class ExecutionPlan(MoveTotals):
             h.update(f"{m.topic}\x00{m.partition}\x00{m.current}\x00{m.target}\n".encode())
         dirs = self.log_dirs
         if dirs is not None and not dirs.empty:  # plans without log dirs keep their ids
-            for (tp, b), path in sorted(dirs.placements.items(),
-                                        key=lambda i: (i[0][0].topic, i[0][0].partition, i[0][1])):
+            for (tp, b), path in dirs.sorted_placements():
                 h.update(f"place\x00{tp.topic}\x00{tp.partition}\x00{b}\x00{path}\n".encode())
             for d in dirs.moves:
                 h.update(f"dir\x00{d.replica}\x00{d.source}\x00{d.target}\n".encode())

@@ -21,7 +21,9 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
+from planner.goals import Budget, Goals
 from planner.result import Move
 from topology.model import Broker, KeyedByPartition, TopicPartition, Topology
 
@@ -75,6 +77,16 @@ class DirPlan:
     @property
     def empty(self) -> bool:
         return not self.placements and not self.moves
+
+    @cached_property
+    def replicas(self) -> frozenset[str]:
+        """The replicas (partition@broker) the plan moves between dirs."""
+        return frozenset(m.replica for m in self.moves)
+
+    def sorted_placements(self) -> list[tuple[tuple[TopicPartition, int], str]]:
+        """The placements by topic, partition and broker (the order files and ids use)."""
+        return sorted(self.placements.items(),
+                      key=lambda item: (item[0][0].topic, item[0][0].partition, item[0][1]))
 
     @property
     def bytes_moved(self) -> int:
@@ -172,6 +184,15 @@ class _Broker:
                 if gap < best_gap:
                     best, best_gap = i, gap
         return best
+
+
+def log_dir_plan(topology: Topology, moves: Sequence[Move], goals: Goals,
+                 budget: Budget) -> DirPlan | None:
+    """The log-dir plan of `moves` under the plan's goals and budget (with --no-log-dir-moves
+    or --max-bytes 0, placements only); None when no broker has several dirs."""
+    dirs = plan_dirs(topology, moves, goals.tolerance,
+                     move_between_dirs=goals.level_log_dirs and budget.max_bytes != 0)
+    return dirs if dirs.before.dirs else None
 
 
 def plan_dirs(topology: Topology, moves: Sequence[Move], tolerance: float,

@@ -302,8 +302,7 @@ def log_dirs_to_dict(plan: DirPlan) -> LogDirsEntry:
         return {"dirs": s.dirs, "outside": s.outside, "worst": s.worst}
     placements: list[DirPlacementEntry] = [
         {"topic": tp.topic, "partition": tp.partition, "broker": b, "log_dir": path}
-        for (tp, b), path in sorted(plan.placements.items(),
-                                    key=lambda i: (i[0][0].topic, i[0][0].partition, i[0][1]))]
+        for (tp, b), path in plan.sorted_placements()]
     moves: list[DirMoveEntry] = [
         {"topic": m.topic, "partition": m.partition, "broker": m.broker, "source": m.source,
          "target": m.target, "size_bytes": m.size_bytes} for m in plan.moves]

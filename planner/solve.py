@@ -53,7 +53,7 @@ from planner.guard import undo_worsening
 from planner.leader_balance import leader_level, level_leaders
 from planner.leaders import rebalance_leaders
 from planner.lns import improve, rounds_for
-from planner.log_dirs import plan_dirs
+from planner.log_dirs import log_dir_plan
 from planner.phases import Phases
 from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
@@ -248,9 +248,8 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     (planner.log_dirs; with --max-bytes 0 or --no-log-dir-moves, placements only)."""
     result = _plan_brokers(topology, goals, budget)
     start = time.monotonic()
-    dirs = plan_dirs(topology, result.moves, goals.tolerance,
-                     move_between_dirs=goals.level_log_dirs and budget.max_bytes != 0)
-    if not dirs.before.dirs:
+    dirs = log_dir_plan(topology, result.moves, goals, budget)
+    if dirs is None:
         return result
     return replace(result, log_dirs=dirs,
                    phase_seconds=(*result.phase_seconds, ("log dirs", time.monotonic() - start)))

@@ -77,7 +77,7 @@ def _leader_reason(topology: Topology, goals: Goals) -> str | None:
 
 def _dirs_reason(topology: Topology, goals: Goals) -> str | None:
     """JBOD brokers whose log dirs lie outside +/-tolerance of their share, if any."""
-    spread = plan_dirs(topology, (), goals.tolerance).before
+    spread = plan_dirs(topology, (), goals.tolerance, move_between_dirs=False).before
     if not spread.outside:
         return None
     return (f"log dirs: {spread.outside} of {spread.dirs} dir(s) of JBOD brokers off their "

@@ -141,7 +141,7 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
                solver: Solver | None = None) -> PlanFile:
     """Solve, validate and order; a cluster already balanced gets an empty plan. `created_at`
     defaults to now; `solver` to the planner's (`load_solver`)."""
-    from planner.log_dirs import plan_dirs
+    from planner.log_dirs import log_dir_plan
     from planner.phases import Phases
     from planner.planfile import SolverInfo, make_plan_file
     from planner.validate import exposure_warnings, validate_plan
@@ -153,11 +153,9 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
             and goals.leader_balance is None):
         # (with --topic-spread or --leader-balance the planner says whether those goals hold
         # already)
-        dirs = plan_dirs(topology, (), goals.tolerance,
-                         move_between_dirs=goals.level_log_dirs and budget.max_bytes != 0)
         return make_plan_file(topology, (), goals, budget,
                               SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at,
-                              log_dirs=dirs if dirs.before.dirs else None)
+                              log_dirs=log_dir_plan(topology, (), goals, budget))
     result = (solver or load_solver())(topology, goals, budget)
     phases = Phases()
     with phases("validate"):
