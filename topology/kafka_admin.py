@@ -42,6 +42,7 @@ from kafka_rebalance.core.ports import (
     PartitionInfo,
     ReassignmentState,
     ReplicaOnBroker,
+    replica_sizes,
 )
 from topology.bootstrap import (
     bootstrap_string,
@@ -256,8 +257,7 @@ class KafkaClusterAdmin:
 
     def log_dir_sizes(self, broker_ids: Iterable[int]) -> dict[tuple[TopicPartition, int], int]:
         """Replica sizes from DescribeLogDirs; future (intra-broker move) replicas are skipped."""
-        return {(tp, broker): size for broker, dirs in self.log_dirs(broker_ids).items()
-                for tp, (_, size) in dirs.replicas.items()}
+        return replica_sizes(self.log_dirs(broker_ids))
 
     def log_dirs(self, broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
         """Each broker's log dirs and where its replicas are (DescribeLogDirs). A replica listed

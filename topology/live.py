@@ -30,6 +30,7 @@ from kafka_rebalance.core.ports import (
     MetricsSource,
     PartitionInfo,
     ReassignmentState,
+    replica_sizes,
 )
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.model import LogDir, Partition, ReplicaDirs, TopicPartition
@@ -69,9 +70,7 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
     infos = admin.partitions()
     live_ids = {b.id for b in live_brokers}
     log_dirs = admin.log_dirs(sorted(live_ids))
-    replica_sizes = {(tp, b): size for b, dirs in log_dirs.items()
-                     for tp, (_, size) in dirs.replicas.items()}
-    sizes, unsized = partition_sizes(infos, replica_sizes)
+    sizes, unsized = partition_sizes(infos, replica_sizes(log_dirs))
     if unsized:
         notes.append(f"{len(unsized)} partition(s) had no replica size reported (offline "
                      f"replicas?) and are recorded with size 0, e.g. {unsized[0]}")

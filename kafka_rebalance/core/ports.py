@@ -82,6 +82,12 @@ class BrokerLogDirs:
 ReplicaOnBroker = tuple[TopicPartition, int]
 """A replica: its partition and the broker that holds it."""
 
+
+def replica_sizes(log_dirs: Mapping[int, BrokerLogDirs]) -> dict[ReplicaOnBroker, int]:
+    """The size of each replica (in whichever dir it is) of brokers' log-dir answers."""
+    return {(tp, broker): size for broker, dirs in log_dirs.items()
+            for tp, (_, size) in dirs.replicas.items()}
+
 ConfigChanges = Mapping[str, str | None]
 """Config name -> new value, or None to delete the dynamic override (incremental alter)."""
 
