@@ -13,8 +13,7 @@ from dataclasses import dataclass, replace
 
 from executor.config import Concurrency
 from executor.journal import RunState, replay
-from executor.milestones import MoveTiming as MoveTiming
-from executor.milestones import RunTimeline as RunTimeline
+from executor.milestones import RunTimeline
 from executor.records import Record
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, schedule
 from executor.state import MoveState

@@ -27,9 +27,9 @@ from kafka_rebalance.core.names import listed
 from topology.units import duration_text, rate_text, size_text
 
 if TYPE_CHECKING:
+    from executor.milestones import RunTimeline
     from executor.runner import RunReport
     from executor.throttle import ThrottlePlan
-    from executor.timeline import RunTimeline
     from planner.result import Move
 
 # Rate estimate: bytes over the last RATE_WINDOW_S seconds of progress events.

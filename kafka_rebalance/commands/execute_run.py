@@ -47,14 +47,12 @@ def progress_view(run: RunState, cap: int, metrics_port: int | None, clock: Call
     journal so far, time the moves in flight; `clock`, the executor's, which the journal's
     times are in) and the reporter feeding it (and the executor's own metrics when
     --metrics-port is given)."""
-    from executor.timeline import timeline
-
     done = sum(m.bytes_moved for m in run.plan.moves if run.state_of(m.name) is MoveState.DONE)
     state = ProgressState(len(run.plan.moves), run.plan.bytes_moved, cap, bytes_before=done)
     if records:
         state.left, state.eta_model = eta_model(run, records)
     view = ProgressView(err_console, state, clock, moves={m.name: m for m in run.plan.moves},
-                        times=timeline(records) if records and len(records) > 1 else None)
+                        times=run.timeline if records and len(records) > 1 else None)
     return view, both(view, serve_metrics(metrics_port, cap))
 
 
@@ -82,11 +80,10 @@ def print_summary(journal: Path, ending: str, cap: float, now: float) -> None:
     """The end-of-run summary on stdout, from the journal (so it covers the whole run); `now`
     on the clock of the journal's times."""
     from executor.journal import replay
-    from executor.timeline import timeline
     from kafka_rebalance.commands.run_report import run_summary
 
-    records = read_records(journal)
-    console.print(run_summary(replay(records), timeline(records), ending, cap, now),
+    run = replay(read_records(journal))
+    console.print(run_summary(run, run.timeline, ending, cap, now),
                   highlight=False, soft_wrap=True)
 
 

@@ -19,7 +19,7 @@ from executor.state import MoveState
 from topology.units import duration_text, rate_text, share_text, size_text
 
 if TYPE_CHECKING:  # the journal and plan types pull in numpy: not at start-up
-    from executor.timeline import RunTimeline
+    from executor.milestones import RunTimeline
     from planner.result import Move
 
 S = MoveState

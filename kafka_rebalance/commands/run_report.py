@@ -18,11 +18,12 @@ from rich.table import Table
 from rich.text import Text
 
 from executor.journal import RunState
+from executor.milestones import RunTimeline
 from executor.records import RunOutcome
 from executor.schedule import COPY_EFFICIENCY
 from executor.state import MoveState
 from executor.status import summarize
-from executor.timeline import COPIED, RunTimeline, copy_pace
+from executor.timeline import COPIED, copy_pace
 from topology.units import duration_text, rate_text, share_text, size_text
 
 if TYPE_CHECKING:

@@ -25,17 +25,11 @@ from executor.journal import (
     replay,
     runs_plan,
 )
+from executor.milestones import RunTimeline
 from executor.records import Record
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
-from executor.timeline import (
-    Eta,
-    RunTimeline,
-    estimate_eta,
-    run_concurrency,
-    run_pace,
-    timeline,
-)
+from executor.timeline import Eta, estimate_eta, run_concurrency, run_pace
 from kafka_rebalance.core.errors import InputError, MetricsError, RebalanceError
 from kafka_rebalance.files.planfile import read_plan
 from planner.planfile import PlanFile
@@ -90,7 +84,7 @@ def status_view(records: Sequence[Record], journal: str, plan: str | None, runni
                 cap: float | None, settle_seconds: float, now: float) -> StatusView:
     """The status of the run `records` (a journal accepted by `replay`) at clock time `now`."""
     run = replay(records)
-    times = timeline(records)
+    times = run.timeline
     eta = estimate_eta(run, times, cap, settle_seconds, now, run_concurrency(records))
     return StatusView(journal, plan, running, run, summarize(run), times, eta, cap, now)
 

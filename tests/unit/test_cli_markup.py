@@ -13,13 +13,13 @@ import pytest
 from rich.console import Console, RenderableType
 
 from executor.journal import RunState
+from executor.milestones import RunTimeline
 from executor.plan import ExecutionPlan
 from executor.records import RunOutcome
 from executor.runner import RunReport
 from executor.state import MoveState
 from executor.status import MoveStatus, RunStatus
 from executor.throttle import ThrottlePlan, ThrottlePriors
-from executor.timeline import RunTimeline
 from kafka_rebalance.commands import render
 from kafka_rebalance.commands.execute_render import (
     ProgressState,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from executor.config import Event, EventKind
 from executor.decide import COPY_ENDED_UNSEEN
-from executor.timeline import MoveTiming, RunTimeline
+from executor.milestones import MoveTiming, RunTimeline
 from kafka_rebalance.commands.run_lines import RunLines
 from planner.result import Move
 
