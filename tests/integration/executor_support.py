@@ -33,6 +33,7 @@ from planner.goals import Budget, Goals
 from planner.log_dirs import DirMove, DirPlan, plan_dirs
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
+from tests.integration.kafka_topics import wait_for
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.live import read_live_topology
@@ -103,11 +104,20 @@ def execute_args(info: SandboxInfo, plan: Path, journal: Path, *extra: str,
 
 
 def drop_test_topics(info: SandboxInfo) -> None:
-    """Delete the topics these tests created (prefix exec-), so later tests see a clean cluster."""
+    """Delete the topics these tests created (prefix exec-), so later tests see a clean cluster:
+    returns once the brokers no longer list them (a deletion reaches the brokers' metadata
+    after the controller acknowledges it, and a test that lists partitions meanwhile would
+    find a topic whose configs are already gone)."""
     admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    names = [t for t in admin.list_topics(timeout=30).topics if t.startswith("exec-")]
+
+    def left() -> list[str]:
+        return [t for t in admin.list_topics(timeout=30).topics if t.startswith("exec-")]
+    names = left()
     for future in (admin.delete_topics(names).values() if names else ()):
         future.result(60)
+    if names:
+        wait_for("the deleted test topics gone from the brokers' metadata", lambda: not left(),
+                 60, 0.2)
 
 
 @dataclass
