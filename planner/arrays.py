@@ -51,6 +51,10 @@ class ClusterArrays:
     cordoned: BoolArray | None = None  # per broker: no new replica (KIP-1066); None: none is
     topic: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     topic_names: tuple[str, ...] = ()  # topic index per partition -> name (sorted)
+    # produce and fetch requests a second per partition (served by its leader), and each
+    # broker's request capacity (equal when the capacities give none)
+    requests: FloatArray = field(default_factory=lambda: np.zeros(0))
+    request_capacity: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def receives(self) -> BoolArray:
@@ -120,9 +124,21 @@ def to_arrays(topology: Topology, goals: Goals) -> ClusterArrays:
     topic_names = sorted({p.topic for p in parts})
     topic_index = {name: i for i, name in enumerate(topic_names)}
     topic = np.fromiter((topic_index[p.topic] for p in parts), dtype=np.int64, count=len(parts))
+    requests = np.fromiter((p.requests_per_sec for p in parts), dtype=np.float64,
+                           count=len(parts))
     return ClusterArrays(ids, rack, capacity, eligible, replicas, rf, size, net_in,
                          leader_out(net_out, net_in, rf), limit.astype(np.int64), rack_count,
-                         rack_names, cordoned, topic, tuple(topic_names))
+                         rack_names, cordoned, topic, tuple(topic_names), requests,
+                         _request_capacity(topology))
+
+
+def _request_capacity(topology: Topology) -> FloatArray:
+    """Each broker's request capacity: as given, the mean of those given for a broker without
+    one, all equal (1.0) when none is given."""
+    given = [b.capacity.requests_per_sec for b in topology.brokers]
+    known = [c for c in given if c is not None]
+    fill = sum(known) / len(known) if known else 1.0
+    return np.array([fill if c is None else c for c in given], dtype=np.float64)
 
 
 def broker_loads(arrays: ClusterArrays, replicas: IntArray) -> FloatArray:

@@ -32,6 +32,10 @@ class Goals:
     # --leader-balance: each broker's leader count and leader bytes in within this fraction of
     # its fair share of its own replicas (planner.leader_balance); None: only net out counts
     leader_balance: float | None = None
+    # --request-balance: each broker's produce and fetch requests (served by the partitions it
+    # leads) within this fraction of its fair share by request capacity (planner.requests);
+    # None: requests are not balanced
+    request_balance: float | None = None
     # JBOD brokers: move replicas between a broker's log dirs to level them (planner.log_dirs);
     # False: only choose the dir of arriving replicas
     level_log_dirs: bool = True
@@ -49,6 +53,9 @@ class Goals:
         if self.leader_balance is not None and not 0 <= self.leader_balance <= 1:
             raise InputError(f"--leader-balance must be between 0 and 1 (a fraction of each "
                              f"broker's fair share, e.g. 0.1), got {self.leader_balance}")
+        if self.request_balance is not None and not 0 <= self.request_balance <= 1:
+            raise InputError(f"--request-balance must be between 0 and 1 (a fraction of each "
+                             f"broker's fair share, e.g. 0.2), got {self.request_balance}")
         both = self.add_brokers & self.remove_brokers
         if both:
             raise InputError(f"broker {min(both)} is both added and removed")

@@ -18,6 +18,7 @@ from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Budget, Goals
 from planner.leader_balance import LeaderLevel, leader_level
 from planner.log_dirs import DirPlan
+from planner.requests import RequestLevel, request_level
 from planner.result import Move, MoveTotals, SolverStatus
 from planner.spread import Crowding, crowding
 from planner.tally import Tally, balance_of, load_rows, retally, tally
@@ -126,6 +127,16 @@ class LeaderInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """How far brokers' produce and fetch requests are from their fair shares before and
+    after the plan, at the --request-balance tolerance (planner.requests)."""
+
+    tolerance: float
+    before: RequestLevel
+    after: RequestLevel
+
+
+@dataclass(frozen=True, slots=True)
 class TieredInfo:
     """Tiered storage (KIP-405): what remote storage holds, in the cluster and in the
     partitions the plan copies. None of it is copied: a move copies local bytes only."""
@@ -152,6 +163,7 @@ class PlanFile(MoveTotals):
     leaders: LeaderInfo | None = None  # with --leader-balance only
     tiered: TieredInfo | None = None  # when partitions keep bytes in remote storage
     log_dirs: DirPlan | None = None  # when brokers keep replicas in several log dirs (JBOD)
+    requests: RequestInfo | None = None  # with --request-balance only
 
     def assignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Target replicas of every changed partition."""
@@ -213,13 +225,16 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
     leaders = None if goals.leader_balance is None else LeaderInfo(
         goals.leader_balance, leader_level(arrays, arrays.replicas, goals.leader_balance),
         leader_level(arrays, after, goals.leader_balance))
+    requests = None if goals.request_balance is None else RequestInfo(
+        goals.request_balance, request_level(arrays, arrays.replicas, goals.request_balance),
+        request_level(arrays, after, goals.request_balance))
     return PlanFile(tuple(moves), before.fingerprint(), goals, budget,
                     cluster_stats(before.brokers, counts_before, tol, alive,
                                   dev_before.tolist(), targets.forced),
                     cluster_stats(before.brokers, counts_after, tol, remaining,
                                   dev_after.tolist(), targets.forced),
                     solver, created_at, tuple(warnings), target_info(arrays, targets), spread,
-                    leaders, tiered_info(before, moves), log_dirs)
+                    leaders, tiered_info(before, moves), log_dirs, requests)
 
 
 def tiered_info(before: Topology, moves: Sequence[Move]) -> TieredInfo | None:

@@ -75,6 +75,7 @@ class GoalsEntry(TypedDict):
     cordoned_brokers: NotRequired[list[KafkaId]]
     topic_spread: NotRequired[Number | None]
     leader_balance: NotRequired[Number | None]
+    request_balance: NotRequired[Number | None]
     level_log_dirs: NotRequired[Flag]
 
 
@@ -197,6 +198,20 @@ class LeaderBalanceEntry(TypedDict):
 
 
 @with_config(_IGNORE)
+class RequestLevelEntry(TypedDict):
+    over_fair: Quantity
+    brokers_outside: Count
+    total_per_sec: Quantity
+
+
+@with_config(_IGNORE)
+class RequestBalanceEntry(TypedDict):
+    tolerance: Quantity
+    before: RequestLevelEntry
+    after: RequestLevelEntry
+
+
+@with_config(_IGNORE)
 class TieredEntry(TypedDict):
     remote_bytes: ByteCount
     moved_remote_bytes: ByteCount
@@ -263,6 +278,7 @@ class PlanDocument(TypedDict, total=False):
     targets: TargetsEntry | None
     topic_spread: SpreadEntry | None
     leader_balance: LeaderBalanceEntry | None
+    request_balance: RequestBalanceEntry | None
     tiered_storage: TieredEntry | None
     log_dirs: LogDirsEntry | None
 

@@ -57,6 +57,7 @@ from planner.log_dirs import log_dir_plan
 from planner.phases import Phases
 from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
+from planner.requests import level_requests, request_level
 from planner.result import PlanResult, SolverStatus
 from planner.shrink import fuller_first, shrink_to_budget
 from planner.spread import crowding
@@ -272,6 +273,9 @@ def _plan_brokers(topology: Topology, goals: Goals, budget: Budget) -> PlanResul
                  or crowding(arrays, arrays.replicas, goals.topic_spread).none)
             and (goals.leader_balance is None
                  or not leader_level(arrays, arrays.replicas, goals.leader_balance)
+                 .brokers_outside)
+            and (goals.request_balance is None
+                 or not request_level(arrays, arrays.replicas, goals.request_balance)
                  .brokers_outside)):
         return PlanResult(topology, topology, (), SolverStatus.ALREADY_BALANCED, lower_bound,
                           0.0, (), time.monotonic() - start, targets, None, bounds.disk,
@@ -297,7 +301,11 @@ def _plan_brokers(topology: Topology, goals: Goals, budget: Budget) -> PlanResul
         if goals.leader_balance is not None:  # after pruning, which keeps only what balances
             level_leaders(state, goals.leader_balance,
                           max(deadline, time.monotonic() + SPREAD_SECONDS))
-        switched = len(state.changed) - moves_before  # leadership moves the goal asked for
+        requested = 0
+        if goals.request_balance is not None:  # last: it keeps every band and the spread
+            requested = level_requests(state, goals.request_balance,
+                                       max(deadline, time.monotonic() + SPREAD_SECONDS))
+        switched = len(state.changed) - moves_before  # leadership moves the goals asked for
         undo_worsening(state)
         if not relieve_overloads(state):
             raise PlanError("no plan keeps every broker under the maximum utilization "
@@ -306,7 +314,8 @@ def _plan_brokers(topology: Topology, goals: Goals, budget: Budget) -> PlanResul
         moves = to_moves(topology, arrays, state.replicas)
         after = replace_replicas(topology, {TopicPartition(m.topic, m.partition): m.target
                                             for m in moves})
-    proven = search.optimal and searched.no_worse(state, max(switched, 0))
+    # the exact search does not count requests: a plan the request phase changed is not proven
+    proven = search.optimal and not requested and searched.no_worse(state, max(switched, 0))
     binding = _binding(state, goals, proven, budget.time_limit_s)
     moved = sum(m.bytes_moved for m in moves)
     if proven:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kafka_rebalance.core.errors import InputError
 from topology.model import Partition, TopicPartition, Topology
@@ -58,11 +58,12 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
         projected = w.projected_size(p.size_bytes, horizon_days)
         grown += (projected - w.projected_size(p.size_bytes, 0.0)) * len(p.replicas)
         stored += projected * len(p.replicas)
-        parts.append(Partition(
-            p.topic, p.partition, p.replicas, projected,
-            p.bytes_in_per_sec if w.bytes_in_per_sec is None else w.bytes_in_per_sec,
-            p.bytes_out_per_sec if w.bytes_out_per_sec is None else w.bytes_out_per_sec,
-            p.remote_size_bytes))
+        parts.append(replace(
+            p, size_bytes=projected,
+            bytes_in_per_sec=p.bytes_in_per_sec if w.bytes_in_per_sec is None
+            else w.bytes_in_per_sec,
+            bytes_out_per_sec=p.bytes_out_per_sec if w.bytes_out_per_sec is None
+            else w.bytes_out_per_sec))
     known = {p.key for p in topology.partitions}
     unknown = sum(1 for key in weights if key not in known)
     notes = []

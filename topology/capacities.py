@@ -4,6 +4,9 @@
     racks:   {a: {disk_bytes: 8TB}}
     brokers: {7: {net_in_bytes_per_sec: 1.25GB/s, net_out_bytes_per_sec: 1.25GB/s}}
 
+`requests_per_sec` (optional, e.g. `20k/s`) is the produce and fetch requests a broker can
+serve a second, for `plan --request-balance`; without it brokers count as equal there.
+
 A broker's capacity is the default, overlaid by its rack's entry, overlaid by its own entry.
 """
 
@@ -21,9 +24,17 @@ from kafka_rebalance.core.errors import InputError, problems_message
 from kafka_rebalance.core.names import visible
 from topology.documents import parse_yaml, read_text
 from topology.model import INT32_MAX, Capacity, Topology, is_kafka_id
-from topology.units import MAX_DISK_BYTES, MAX_NET_BYTES_PER_SEC, parse_bytes
+from topology.units import (
+    MAX_DISK_BYTES,
+    MAX_NET_BYTES_PER_SEC,
+    MAX_REQUESTS_PER_SEC,
+    parse_bytes,
+    parse_count_rate,
+)
 
 CAPACITY_KEYS = ("disk_bytes", "net_in_bytes_per_sec", "net_out_bytes_per_sec")
+REQUESTS_KEY = "requests_per_sec"  # optional: without it, brokers count as equal for requests
+ENTRY_KEYS = (*CAPACITY_KEYS, REQUESTS_KEY)
 _SECTIONS = {"default", "racks", "brokers"}
 
 
@@ -41,6 +52,8 @@ class Capacities:
         merged: dict[str, float] = {}
         if fallback is not None:
             merged.update({k: getattr(fallback, k) for k in CAPACITY_KEYS})
+            if fallback.requests_per_sec is not None:
+                merged[REQUESTS_KEY] = fallback.requests_per_sec
         merged.update(self.default)
         if rack is not None:
             merged.update(self.racks.get(rack, {}))
@@ -66,7 +79,8 @@ class Capacities:
 
 _LIMITS = {"disk_bytes": (MAX_DISK_BYTES, "1 EB"),
            "net_in_bytes_per_sec": (MAX_NET_BYTES_PER_SEC, "1 TB/s"),
-           "net_out_bytes_per_sec": (MAX_NET_BYTES_PER_SEC, "1 TB/s")}
+           "net_out_bytes_per_sec": (MAX_NET_BYTES_PER_SEC, "1 TB/s"),
+           REQUESTS_KEY: (MAX_REQUESTS_PER_SEC, "1G/s")}
 
 
 def implausible_capacity(key: str, value: float) -> str | None:
@@ -82,14 +96,14 @@ def implausible_capacity(key: str, value: float) -> str | None:
 def _entry(raw: Any, where: str, problems: list[str]) -> dict[str, float]:
     """One capacity entry; every bad key or value is added to `problems`."""
     if not isinstance(raw, Mapping):
-        problems.append(f"{where}: expected a mapping of {', '.join(CAPACITY_KEYS)}")
+        problems.append(f"{where}: expected a mapping of {', '.join(ENTRY_KEYS)}")
         return {}
     out: dict[str, float] = {}
     for key, value in raw.items():
-        if key not in CAPACITY_KEYS:
-            close = difflib.get_close_matches(str(key), CAPACITY_KEYS, n=1, cutoff=0.7)
+        if key not in ENTRY_KEYS:
+            close = difflib.get_close_matches(str(key), ENTRY_KEYS, n=1, cutoff=0.7)
             hint = (f"did you mean {close[0]!r}?" if close
-                    else f"expected {', '.join(CAPACITY_KEYS)}")
+                    else f"expected {', '.join(ENTRY_KEYS)}")
             problems.append(f"{where}: unknown key {key!r} ({hint})")
             continue
         try:
@@ -100,7 +114,8 @@ def _entry(raw: Any, where: str, problems: list[str]) -> dict[str, float]:
 
 
 def _quantity(key: str, value: Any, where: str) -> float:
-    number = parse_bytes(value, where, size=key == "disk_bytes", rate=key != "disk_bytes")
+    number = (parse_count_rate(value, where) if key == REQUESTS_KEY
+              else parse_bytes(value, where, size=key == "disk_bytes", rate=key != "disk_bytes"))
     if number <= 0:
         raise InputError(f"{where}: must be positive, got {value!r}")
     why = implausible_capacity(key, number)

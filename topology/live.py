@@ -39,6 +39,7 @@ from topology.promql import (
     TOPIC_BYTES_IN_RATE,
     TOPIC_BYTES_OUT_RATE,
     TOPIC_REMOTE_LOG_SIZE_BYTES,
+    TOPIC_REQUESTS_RATE,
     render,
 )
 from topology.snapshot import SNAPSHOT_VERSION, log_dir_to_dict, partition_to_dict
@@ -78,14 +79,17 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
     rates_in: dict[TopicPartition, float] = {}
     rates_out: dict[TopicPartition, float] = {}
     remote: Mapping[TopicPartition, float] = {}
+    requests: Mapping[TopicPartition, float] = {}
     if metrics is None:
         notes.append("no Prometheus given: byte rates are recorded as 0")
     else:
         rates_in, rates_out = _read_rates(metrics, sizes, rate_window, notes)
         remote = _remote_sizes(metrics, sizes, notes)
+        requests = _request_rates(metrics, sizes, rate_window, notes)
     partitions = [Partition(p.topic, p.partition, p.replicas, sizes.get(p.key, 0),
                             rates_in.get(p.key, 0.0), rates_out.get(p.key, 0.0),
-                            round(remote.get(p.key, 0.0)))
+                            round(remote.get(p.key, 0.0)),
+                            round(requests.get(p.key, 0.0), 3))
                   for p in infos]
     brokers = broker_entries(live_brokers, infos, capacities, admin.registered_racks())
     cordoned = admin.cordoned_brokers(sorted(live_ids))
@@ -155,6 +159,22 @@ def _read_rates(metrics: MetricsSource, sizes: Mapping[TopicPartition, int], win
                  "brokers) split over each topic's partitions in proportion to partition size "
                  "(equally when all sizes are 0)")
     return split_topic_rates(topic_in, sizes), split_topic_rates(topic_out, sizes)
+
+
+def _request_rates(metrics: MetricsSource, sizes: Mapping[TopicPartition, int], window: str,
+                   notes: list[str]) -> Mapping[TopicPartition, float]:
+    """Produce and fetch requests a second per partition (for `plan --request-balance`): per
+    topic from the brokers' request meters, split over its partitions by size. None recorded
+    when Prometheus has no request series (snapshots then read as before)."""
+    topic_requests = {t: v for t, v in topic_rates(metrics.query(
+        render(TOPIC_REQUESTS_RATE, window))).items() if v > 0}
+    if not topic_requests.keys() & {tp.topic for tp in sizes}:
+        return {}
+    notes.append(f"request rates are per-topic Prometheus rates over {window} "
+                 "(kafka_topic_produce_requests_total + kafka_topic_fetch_requests_total summed "
+                 "over brokers) split over each topic's partitions in proportion to partition "
+                 "size; a partition's requests count on its leader")
+    return split_topic_rates(topic_requests, sizes)
 
 
 def _remote_sizes(metrics: MetricsSource, sizes: Mapping[TopicPartition, int],

@@ -10,7 +10,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
 
@@ -72,14 +72,19 @@ class PerResource:
 
 @dataclass(frozen=True, slots=True)
 class Capacity(PerResource):
-    """What one broker can hold (bytes) and carry (bytes per second)."""
+    """What one broker can hold (bytes) and carry (bytes per second); `requests_per_sec`: the
+    produce and fetch requests it can serve a second (None: not given, brokers then count as
+    equal for `plan --request-balance`)."""
 
     disk_bytes: float
     net_in_bytes_per_sec: float
     net_out_bytes_per_sec: float
+    requests_per_sec: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("disk_bytes", "net_in_bytes_per_sec", "net_out_bytes_per_sec"):
+        names = ("disk_bytes", "net_in_bytes_per_sec", "net_out_bytes_per_sec",
+                 *(("requests_per_sec",) if self.requests_per_sec is not None else ()))
+        for name in names:
             value = getattr(self, name)
             if (not isinstance(value, int | float) or isinstance(value, bool) or not value > 0
                     or not math.isfinite(value)):
@@ -179,7 +184,8 @@ class Partition(KeyedByPartition):
     size_bytes is what a replica holds on a broker's disk: with tiered storage (KIP-405) only
     the segments still local, and so all a move copies (a new follower fetches from the
     leader's local log start). remote_size_bytes is what remote storage holds besides: it
-    fills no broker and is never moved."""
+    fills no broker and is never moved. requests_per_sec: the produce and consumer fetch
+    requests for it a second, which its leader serves."""
 
     topic: str
     partition: int
@@ -188,6 +194,7 @@ class Partition(KeyedByPartition):
     bytes_in_per_sec: float = 0.0
     bytes_out_per_sec: float = 0.0
     remote_size_bytes: int = 0
+    requests_per_sec: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.topic, str) or not is_topic_name(self.topic):
@@ -212,6 +219,9 @@ class Partition(KeyedByPartition):
             if not math.isfinite(rate) or rate < 0:
                 raise InputError(f"partition {name}: byte rates must not be negative "
                                  f"or infinite, got {rate!r}")
+        if not math.isfinite(self.requests_per_sec) or self.requests_per_sec < 0:
+            raise InputError(f"partition {name}: requests_per_sec must not be negative or "
+                             f"infinite, got {self.requests_per_sec!r}")
 
     @property
     def replication_factor(self) -> int:
@@ -314,8 +324,5 @@ def replace_replicas(
         if target is None or tuple(target) == p.replicas:
             parts.append(p)
         else:
-            parts.append(
-                Partition(p.topic, p.partition, tuple(target), p.size_bytes,
-                          p.bytes_in_per_sec, p.bytes_out_per_sec, p.remote_size_bytes)
-            )
+            parts.append(replace(p, replicas=tuple(target)))
     return topology.with_partitions(parts)

@@ -19,6 +19,20 @@ TOPIC_BYTES_OUT_RATE = (
     "sum by (topic) (rate(kafka_topic_bytes_out_total{{{selector}}}[{window}]))"
 )
 
+# Per-topic produce and fetch requests (consumers' and followers'), summed over brokers: the
+# requests the leaders of a topic's partitions serve. rate() drops the names, so the two meters
+# are summed apart and added; a topic with only one of them keeps that one.
+_TOPIC_PRODUCE_REQUESTS = (
+    "sum by (topic) (rate(kafka_topic_produce_requests_total{{{selector}}}[{window}]))"
+)
+_TOPIC_FETCH_REQUESTS = (
+    "sum by (topic) (rate(kafka_topic_fetch_requests_total{{{selector}}}[{window}]))"
+)
+TOPIC_REQUESTS_RATE = (
+    f"({_TOPIC_PRODUCE_REQUESTS} + {_TOPIC_FETCH_REQUESTS}) or {_TOPIC_PRODUCE_REQUESTS} "
+    f"or {_TOPIC_FETCH_REQUESTS}"
+)
+
 # Broker network in/out: client traffic plus replication plus reassignment traffic.
 BROKER_NETWORK_IN_RATE = (
     "sum by (broker_id) (rate(kafka_broker_bytes_in_total{{{selector}}}[{window}]))"
@@ -75,6 +89,7 @@ TOPIC_REMOTE_LOG_SIZE_BYTES = (
 TEMPLATES: dict[str, str] = {
     "topic_bytes_in_rate": TOPIC_BYTES_IN_RATE,
     "topic_bytes_out_rate": TOPIC_BYTES_OUT_RATE,
+    "topic_requests_rate": TOPIC_REQUESTS_RATE,
     "broker_network_in_rate": BROKER_NETWORK_IN_RATE,
     "broker_network_out_rate": BROKER_NETWORK_OUT_RATE,
     "broker_client_in_rate": BROKER_CLIENT_IN_RATE,

@@ -61,6 +61,8 @@ def _check_capacities_match(capacities: Capacities, topology: Topology) -> None:
 def broker_to_dict(broker: Broker) -> dict[str, Any]:
     out: dict[str, Any] = {"id": broker.id, "rack": broker.rack, "capacity": {
         k: _compact(getattr(broker.capacity, k)) for k in CAPACITY_KEYS}}
+    if broker.capacity.requests_per_sec is not None:
+        out["capacity"]["requests_per_sec"] = _compact(broker.capacity.requests_per_sec)
     if not broker.alive:
         out["alive"] = False
     if broker.cordoned:
@@ -90,6 +92,8 @@ def partition_to_dict(p: Partition, replica_dirs: ReplicaDirs | None = None) -> 
                              "bytes_out_per_sec": p.bytes_out_per_sec}
     if p.remote_size_bytes:  # tiered storage only: other snapshots read as before
         entry["remote_size_bytes"] = p.remote_size_bytes
+    if p.requests_per_sec:  # only when request rates were read: other snapshots as before
+        entry["requests_per_sec"] = p.requests_per_sec
     if replica_dirs:
         dirs = [replica_dirs.get((p.key, b)) for b in p.replicas]
         if any(d is not None for d in dirs):

@@ -54,6 +54,7 @@ class CapacityEntry(TypedDict, total=False):
     disk_bytes: Positive
     net_in_bytes_per_sec: Positive
     net_out_bytes_per_sec: Positive
+    requests_per_sec: Positive | None  # produce and fetch requests it can serve a second
 
 
 @with_config(_FORBID)
@@ -84,6 +85,8 @@ class PartitionEntry(TypedDict, total=False):
     bytes_out_per_sec: Quantity | None
     # tiered storage (KIP-405): bytes in remote storage; size_bytes is then the local part
     remote_size_bytes: Quantity | None
+    # produce and consumer fetch requests a second, served by its leader
+    requests_per_sec: Quantity | None
     # the log dir of each replica, in the order of replicas (null: a broker with one dir)
     log_dirs: list[Text | None] | None
     internal: Flag  # written by live snapshots for Kafka's internal topics
@@ -156,7 +159,7 @@ def _implausible_capacities(doc: SnapshotDocument) -> list[str]:
         values = cast(Mapping[str, float], broker.get("capacity") or {})  # checked: numbers
         problems.extend(f"broker {broker['id']} capacity: '{key}' {why}"
                         for key, value in values.items()
-                        if (why := implausible_capacity(key, value)))
+                        if value is not None and (why := implausible_capacity(key, value)))
     return problems
 
 
@@ -270,7 +273,8 @@ def _partitions(entries: Sequence[PartitionEntry], problems: list[str]) -> tuple
             out.append(Partition(e["topic"], e["partition"], tuple(e["replicas"]),
                                  int(e.get("size_bytes") or 0), e.get("bytes_in_per_sec") or 0.0,
                                  e.get("bytes_out_per_sec") or 0.0,
-                                 int(e.get("remote_size_bytes") or 0)))
+                                 int(e.get("remote_size_bytes") or 0),
+                                 e.get("requests_per_sec") or 0.0))
         except InputError as exc:
             problems.append(str(exc))
     return tuple(out)

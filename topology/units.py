@@ -61,6 +61,27 @@ def parse_bytes(value: object, what: str, *, size: bool = False, rate: bool = Fa
     return number
 
 
+_COUNTS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_COUNT_PATTERN = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)\s*(/s)?\s*$")
+
+
+def parse_count_rate(value: object, what: str) -> float:
+    """A count a second (requests): a number, or a string with an optional k, M or G and an
+    optional /s ('20000', '20k/s'). Never negative, NaN or infinite."""
+    number: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value) if abs(value) < 1e300 else math.inf
+    elif isinstance(value, str) and (m := _COUNT_PATTERN.match(value)):
+        number = float(m.group(1)) * _COUNTS[m.group(2).lower()]
+    if number is None or not math.isfinite(number) or number < 0:
+        raise InputError(f"{what}: cannot read {value!r:.60} as a count a second "
+                         "(examples: 20000, '20k/s')")
+    return number
+
+
+MAX_REQUESTS_PER_SEC = 1e9
+"""A billion requests a second: beyond any broker's request threads, so a unit mix-up."""
+
 MAX_QUANTITY = 1e24
 """A yottabyte (or per second): beyond any real partition's bytes or rate, so a unit mix-up."""
 

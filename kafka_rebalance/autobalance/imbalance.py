@@ -15,6 +15,7 @@ from planner.arrays import to_arrays
 from planner.goals import Goals
 from planner.leader_balance import leader_level
 from planner.log_dirs import plan_dirs
+from planner.requests import request_level
 from planner.validate import ResourceReport, validate_plan
 from topology.load import ResourceBalance, balance
 from topology.model import Topology
@@ -51,12 +52,14 @@ def imbalance_verdict(topology: Topology, goals: Goals) -> Verdict:
     loads = balance(topology)
     outside = [r for r in report.resources if not r.within_tolerance_before]
     reasons.extend(_spread_reason(r, loads[r.resource]) for r in outside)
-    reasons.extend(r for r in (_leader_reason(topology, goals), _dirs_reason(topology, goals))
-                   if r)
+    reasons.extend(r for r in (_leader_reason(topology, goals), _request_reason(topology, goals),
+                               _dirs_reason(topology, goals)) if r)
     if reasons:
         return Verdict(True, tuple(reasons), len(report.errors))
     level = (f"; leaders within +/-{goals.leader_balance:.0%} of their fair shares"
              if goals.leader_balance is not None else "")
+    level += (f"; requests within +/-{goals.request_balance:.0%} of their fair shares"
+              if goals.request_balance is not None else "")
     return Verdict(False, (f"every resource within +/-{goals.tolerance:.0%} of the average "
                            f"and every hard goal met{level}",))
 
@@ -73,6 +76,19 @@ def _leader_reason(topology: Topology, goals: Goals) -> str | None:
             f"produce bytes by more than +/-{goals.leader_balance:.0%} (most leaders "
             f"{level.count_over_fair:.2f}x the fair share, most leader bytes in "
             f"{level.bytes_in_over_fair:.2f}x)")
+
+
+def _request_reason(topology: Topology, goals: Goals) -> str | None:
+    """With --request-balance: the brokers off their fair share of requests, if any."""
+    if goals.request_balance is None:
+        return None
+    arrays = to_arrays(topology, goals)
+    level = request_level(arrays, arrays.replicas, goals.request_balance)
+    if not level.brokers_outside:
+        return None
+    return (f"requests: {level.brokers_outside} broker(s) off their fair share of produce and "
+            f"fetch requests by more than +/-{goals.request_balance:.0%} (the busiest "
+            f"{level.over_fair:.2f}x its fair share)")
 
 
 def _dirs_reason(topology: Topology, goals: Goals) -> str | None:

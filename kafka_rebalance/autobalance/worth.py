@@ -105,6 +105,12 @@ def judge_plan(plan: PlanFile, hard_before: int, hard_after: int,
         return Worth(True, f"levels leaders (--leader-balance): {leaders.before.brokers_outside}"
                            f" -> {leaders.after.brokers_outside} broker(s) off their fair "
                            f"share; {size}")
+    requests = plan.requests
+    if requests is not None and requests.after.brokers_outside < requests.before.brokers_outside:
+        return Worth(True, f"levels requests (--request-balance): "
+                           f"{requests.before.brokers_outside} -> "
+                           f"{requests.after.brokers_outside} broker(s) off their fair share; "
+                           f"{size}")
     dirs = plan.log_dirs
     if dirs is not None and dirs.moves and dirs.after.outside < dirs.before.outside:
         return Worth(True, f"levels log dirs: {dirs.before.outside} -> {dirs.after.outside} "

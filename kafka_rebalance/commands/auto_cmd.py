@@ -171,6 +171,10 @@ def auto(
         "partitions (or produce bytes) than its fair share +/- this fraction, and the plan "
         "reorders replicas to fix it, copying nothing for it (plan --leader-balance). Off by "
         "default.")] = None,
+    request_balance: Annotated[float | None, typer.Option(
+        help="Also keep requests level: a rebalance is due when a broker serves more or fewer "
+        "produce and fetch requests than its fair share +/- this fraction (plan "
+        "--request-balance). Off by default.")] = None,
     state_dir: Annotated[Path, typer.Option(
         help="Where plans and journals are kept (and the lock against a second auto process).")
     ] = Path(".rebalance-auto"),
@@ -247,7 +251,8 @@ def auto(
                            interval=slo_interval, baseline=slo_baseline)
     settings = replace(settings, executor=replace(settings.executor, slo=guard),
                        dead_broker_grace_seconds=drain_dead_after,
-                       goals=replace(settings.goals, leader_balance=leader_balance))
+                       goals=replace(settings.goals, leader_balance=leader_balance,
+                                     request_balance=request_balance))
     loop = LoopSettings(once=once, interval_minutes=interval)
     if capacities is not None:  # checked now, not at the first cycle inside a window
         from topology.capacities import read_capacities

@@ -151,6 +151,12 @@ def plan(
         "+/- this fraction, e.g. 0.1; reached by reordering replicas only, never by copying, "
         "and never at net out's cost. With --max-bytes 0 the whole plan moves no data. Off by "
         "default.")] = None,
+    request_balance: Annotated[float | None, typer.Option(
+        help="Also level requests: each broker serves its fair share (by the capacities' "
+        "requests_per_sec; equal without) of produce and fetch requests, those of the "
+        "partitions it leads, within +/- this fraction, e.g. 0.2. Leadership switches first, "
+        "then leader moves, never at the bytes' balance. Needs request rates in the snapshot "
+        "(a live snapshot reads them from Prometheus). Off by default.")] = None,
     log_dir_moves: Annotated[bool, typer.Option(
         "--log-dir-moves/--no-log-dir-moves",
         help="On brokers with several log dirs (JBOD), also move replicas between a broker's "
@@ -199,10 +205,11 @@ def plan(
                          f"{removes[0]}: give the bytes the drain may copy, or leave "
                          "--max-bytes out")
     if demotes and (adds or removes or max_bytes or max_moves or topic_spread is not None
-                    or leader_balance is not None):
+                    or leader_balance is not None or request_balance is not None):
         raise InputError("--demote-broker moves leadership only, planned on its own: leave out "
                          "--add-broker, --remove-broker, --max-bytes, --max-moves, "
-                         "--topic-spread and --leader-balance (plan those in a second plan)")
+                         "--topic-spread, --leader-balance and --request-balance (plan those "
+                         "in a second plan)")
     inputs = PlanInputs(snapshot=snapshot, bootstrap=bootstrap, prometheus=prometheus,
                         command_config=command_config, capacities=capacities, weights=weights,
                         horizon_days=horizon, add_brokers=adds, remove_brokers=removes)
@@ -210,10 +217,15 @@ def plan(
         topology = read_cluster(inputs, note=note)
         for message in added_broker_notes(topology, adds):
             note(message, label="warning")
+        if request_balance is not None and not any(p.requests_per_sec
+                                                   for p in topology.partitions):
+            note("--request-balance: no partition in the snapshot has request rates, so there "
+                 "is nothing to level; a live snapshot (--bootstrap with --prometheus) reads "
+                 "them from the brokers' per-topic request metrics", label="warning")
         settings = PlanSettings(
             goals=Goals(tolerance, max_utilization, frozenset(adds), frozenset(removes),
                         topic_spread=topic_spread, leader_balance=leader_balance,
-                        level_log_dirs=log_dir_moves),
+                        request_balance=request_balance, level_log_dirs=log_dir_moves),
             budget=budget, order=order)
         with err_console.status(f"planning {len(topology.partitions)} partitions on "
                                 f"{len(topology.brokers)} brokers ..."):

@@ -22,6 +22,7 @@ from planner.planfile import (
     ClusterStats,
     LeaderInfo,
     PlanFile,
+    RequestInfo,
     ResourceStats,
     SolverInfo,
     SpreadInfo,
@@ -37,6 +38,7 @@ from planner.planfile_schema import (
     LeaderBalanceEntry,
     PlanDocument,
     ReassignmentEntry,
+    RequestBalanceEntry,
     SolverEntry,
     SpreadEntry,
     StatsEntry,
@@ -45,6 +47,7 @@ from planner.planfile_schema import (
     log_dirs_to_dict,
     moves_from_entries,
 )
+from planner.requests import RequestLevel
 from planner.result import Move, SolverStatus
 from planner.spread import Crowding
 from topology.documents import bulk_objects, parse_json, read_text, write_json_atomic
@@ -92,6 +95,8 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
                   **({"topic_spread": g.topic_spread} if g.topic_spread is not None else {}),
                   **({"leader_balance": g.leader_balance}
                      if g.leader_balance is not None else {}),
+                  **({"request_balance": g.request_balance}
+                     if g.request_balance is not None else {}),
                   **({"level_log_dirs": False} if not g.level_log_dirs else {})},
         "budget": {"max_bytes": b.max_bytes, "max_moves": b.max_moves,
                    "time_limit_s": b.time_limit_s, "seed": b.seed},
@@ -110,6 +115,8 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         **({"targets": _targets_dict(plan.targets)} if plan.targets is not None else {}),
         **({"topic_spread": _spread_dict(plan.spread)} if plan.spread is not None else {}),
         **({"leader_balance": _leaders_dict(plan.leaders)} if plan.leaders is not None else {}),
+        **({"request_balance": _requests_dict(plan.requests)}
+           if plan.requests is not None else {}),
         **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
                                "moved_remote_bytes": plan.tiered.moved_remote_bytes}}
            if plan.tiered is not None else {}),
@@ -130,6 +137,13 @@ def _leaders_dict(leaders: LeaderInfo) -> dict[str, Any]:
                       "bytes_in_over_fair": level.bytes_in_over_fair,
                       "brokers_outside": level.brokers_outside}
                for when, level in (("before", leaders.before), ("after", leaders.after))}}
+
+
+def _requests_dict(requests: RequestInfo) -> dict[str, Any]:
+    return {"tolerance": requests.tolerance,
+            **{when: {"over_fair": level.over_fair, "brokers_outside": level.brokers_outside,
+                      "total_per_sec": level.total_per_sec}
+               for when, level in (("before", requests.before), ("after", requests.after))}}
 
 
 def _targets_dict(targets: TargetInfo) -> dict[str, Any]:
@@ -234,7 +248,7 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
         raise InputError(problems_message(problems))
     targets, spread, leaders = (doc.get("targets"), doc.get("topic_spread"),
                                 doc.get("leader_balance"))
-    tiered = doc.get("tiered_storage")
+    tiered, requests = doc.get("tiered_storage"), doc.get("request_balance")
     return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
                     before=before, after=_stats(doc["after"]), solver=solver,
                     created_at=doc.get("created_at") or "",
@@ -244,7 +258,8 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
                     leaders=None if leaders is None else _leaders(leaders),
                     tiered=None if tiered is None else TieredInfo(
                         tiered["remote_bytes"], tiered["moved_remote_bytes"]),
-                    log_dirs=dirs)
+                    log_dirs=dirs,
+                    requests=None if requests is None else _requests(requests))
 
 
 def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:
@@ -327,6 +342,7 @@ def _goals(entry: GoalsEntry, problems: list[str]) -> Goals | None:
                      cordoned_brokers=frozenset(entry.get("cordoned_brokers", ())),
                      topic_spread=entry.get("topic_spread"),
                      leader_balance=entry.get("leader_balance"),
+                     request_balance=entry.get("request_balance"),
                      level_log_dirs=entry.get("level_log_dirs", True))
     except InputError as exc:
         problems.append(f"goals: {exc}")
@@ -385,6 +401,12 @@ def _spread(entry: SpreadEntry) -> SpreadInfo:
     before, after = (Crowding(c["replicas_over"], c["leaders_over"], c["topics_crowding"])
                      for c in (entry["before"], entry["after"]))
     return SpreadInfo(entry["tolerance"], before, after)
+
+
+def _requests(entry: RequestBalanceEntry) -> RequestInfo:
+    before, after = (RequestLevel(c["over_fair"], c["brokers_outside"], c["total_per_sec"])
+                     for c in (entry["before"], entry["after"]))
+    return RequestInfo(entry["tolerance"], before, after)
 
 
 def _leaders(entry: LeaderBalanceEntry) -> LeaderInfo:

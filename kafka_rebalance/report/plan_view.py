@@ -261,6 +261,12 @@ def headline(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[tuple[str, str]
         rows.append((f"leader balance (+/-{plan.leaders.tolerance:.0%})",
                      f"{plan.leaders.before.brokers_outside} broker(s) outside their fair share "
                      f"of leaders before, {plan.leaders.after.brokers_outside} after"))
+    if plan.requests is not None:
+        rows.append((f"request balance (+/-{plan.requests.tolerance:.0%})",
+                     f"{plan.requests.before.brokers_outside} broker(s) outside their fair share "
+                     f"of requests before, {plan.requests.after.brokers_outside} after; the "
+                     f"busiest {plan.requests.before.over_fair:.2f}x -> "
+                     f"{plan.requests.after.over_fair:.2f}x"))
     unreachable = binding_text(plan)
     if unreachable is not None:
         rows.append(("why not", _plain(unreachable)))

@@ -331,6 +331,22 @@ def leaders_text(plan: PlanFile) -> str | None:
             "by reordering replicas: no byte copied for it)")
 
 
+def requests_text(plan: PlanFile) -> str | None:
+    """With --request-balance: brokers outside their fair share of requests before and after."""
+    requests = plan.requests
+    if requests is None:
+        return None
+    before, after = requests.before, requests.after
+    if before.total_per_sec <= 0:
+        return ("Request balance: the snapshot has no request rates, so there was nothing to "
+                "level (a live snapshot with --prometheus reads them)")
+    return (f"Request balance (each broker's fair share of {before.total_per_sec:,.0f} produce "
+            f"and fetch requests a second, +/-{requests.tolerance:.0%}): "
+            f"{before.brokers_outside} broker(s) outside before the plan, "
+            f"{after.brokers_outside} after; the busiest broker {before.over_fair:.2f}x -> "
+            f"{after.over_fair:.2f}x its fair share")
+
+
 def tiered_text(plan: PlanFile) -> str | None:
     """With tiered storage: what stays in remote storage, and that moves copy local bytes."""
     tiered = plan.tiered
@@ -378,8 +394,8 @@ def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
         parts.append(f"Cordoned (cordoned.log.dirs): broker(s) "
                      f"{sorted(plan.goals.cordoned_brokers)} get no new replica; they may "
                      "keep or give up what they hold")
-    parts.extend(text for text in (spread_text(plan), leaders_text(plan), tiered_text(plan),
-                                   log_dirs_text(plan, rate_bytes_per_sec))
+    parts.extend(text for text in (spread_text(plan), leaders_text(plan), requests_text(plan),
+                                   tiered_text(plan), log_dirs_text(plan, rate_bytes_per_sec))
                  if text is not None)
     parts.extend(f"[yellow]warning:[/] {escape(w)}" for w in shown_warnings(plan))
     binding = binding_text(plan)
@@ -463,7 +479,8 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                   "remove_brokers": sorted(g.remove_brokers),
                   "rack_aware": g.rack_aware, "balance_leaders": g.balance_leaders,
                   "cordoned_brokers": sorted(g.cordoned_brokers),
-                  "topic_spread": g.topic_spread, "leader_balance": g.leader_balance},
+                  "topic_spread": g.topic_spread, "leader_balance": g.leader_balance,
+                  "request_balance": g.request_balance},
         **({"topic_spread": {when: {"topics_crowding": c.topics, "replicas_over": c.replicas,
                                     "leaders_over": c.leaders}
                              for when, c in (("before", plan.spread.before),
@@ -475,6 +492,12 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                                for when, level in (("before", plan.leaders.before),
                                                    ("after", plan.leaders.after))}}
            if plan.leaders is not None else {}),
+        **({"request_balance": {when: {"brokers_outside": level.brokers_outside,
+                                       "over_fair": level.over_fair,
+                                       "requests_per_sec": level.total_per_sec}
+                                for when, level in (("before", plan.requests.before),
+                                                    ("after", plan.requests.after))}}
+           if plan.requests is not None else {}),
         **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
                                "moved_remote_bytes": plan.tiered.moved_remote_bytes}}
            if plan.tiered is not None else {}),

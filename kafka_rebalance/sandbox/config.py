@@ -177,6 +177,7 @@ def tiered_storage(remote_dir: Path, internal_rf: int) -> dict[str, object]:
 TOPIC_METERS = (
     "BytesInPerSec", "BytesOutPerSec", "ReplicationBytesInPerSec", "ReplicationBytesOutPerSec",
     "ReassignmentBytesInPerSec", "ReassignmentBytesOutPerSec",
+    "TotalProduceRequestsPerSec", "TotalFetchRequestsPerSec",
 )
 LATENCY_REQUESTS = ("Produce", "FetchConsumer", "FetchFollower")
 QUANTILES = (("50th", "0.50"), ("75th", "0.75"), ("95th", "0.95"), ("99th", "0.99"),
@@ -196,6 +197,8 @@ def exporter_rules() -> list[dict[str, object]]:
     rules: list[dict[str, object]] = [
         _meter_rule("BytesInPerSec", "kafka_topic_bytes_in_total", True),
         _meter_rule("BytesOutPerSec", "kafka_topic_bytes_out_total", True),
+        _meter_rule("TotalProduceRequestsPerSec", "kafka_topic_produce_requests_total", True),
+        _meter_rule("TotalFetchRequestsPerSec", "kafka_topic_fetch_requests_total", True),
         _meter_rule("BytesInPerSec", "kafka_broker_bytes_in_total", False),
         _meter_rule("BytesOutPerSec", "kafka_broker_bytes_out_total", False),
         _meter_rule("ReplicationBytesInPerSec", "kafka_broker_replication_bytes_in_total", False),

@@ -150,9 +150,9 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
     created_at = created_at or datetime.now(UTC).isoformat(timespec="seconds")
     current = validate_plan(topology, (), goals)
     if (not current.errors and current.balanced and goals.topic_spread is None
-            and goals.leader_balance is None):
-        # (with --topic-spread or --leader-balance the planner says whether those goals hold
-        # already)
+            and goals.leader_balance is None and goals.request_balance is None):
+        # (with --topic-spread, --leader-balance or --request-balance the planner says whether
+        # those goals hold already)
         return make_plan_file(topology, (), goals, budget,
                               SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at,
                               log_dirs=log_dir_plan(topology, (), goals, budget))

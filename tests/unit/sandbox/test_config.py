@@ -17,6 +17,7 @@ CONTRACT = {
     "kafka_broker_reassignment_bytes_in_total", "kafka_broker_reassignment_bytes_out_total",
     "kafka_log_size_bytes", "kafka_under_replicated_partitions", "kafka_request_total_time_ms",
     "kafka_log_flush_time_ms", "kafka_topic_remote_log_size_bytes",
+    "kafka_topic_produce_requests_total", "kafka_topic_fetch_requests_total",
 }
 
 
@@ -106,6 +107,9 @@ def first_match(bean_attribute: str) -> tuple[str, dict[str, str]] | None:
      ("kafka_topic_bytes_in_total", {"topic": "orders"})),
     ("kafka.server<type=BrokerTopicMetrics, name=BytesOutPerSec><>Count",
      ("kafka_broker_bytes_out_total", {})),
+    ("kafka.server<type=BrokerTopicMetrics, name=TotalProduceRequestsPerSec, topic=orders><>Count",
+     ("kafka_topic_produce_requests_total", {"topic": "orders"})),
+    ("kafka.server<type=BrokerTopicMetrics, name=TotalFetchRequestsPerSec><>Count", None),
     ("kafka.server<type=BrokerTopicMetrics, name=ReplicationBytesInPerSec><>Count",
      ("kafka_broker_replication_bytes_in_total", {})),
     ("kafka.server<type=BrokerTopicMetrics, name=ReassignmentBytesOutPerSec><>Count",

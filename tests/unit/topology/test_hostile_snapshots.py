@@ -90,7 +90,8 @@ SNAPSHOT_CASES = {
                            "broker 1: unknown key 'host' (expected id, rack, capacity, alive, "
                            "cordoned, log_dirs)"),
     "unknown capacity key": (_capacity(disk=5), "broker 1 capacity: unknown key 'disk' "
-                             "(expected disk_bytes, net_in_bytes_per_sec, net_out_bytes_per_sec)"),
+                             "(expected disk_bytes, net_in_bytes_per_sec, net_out_bytes_per_sec, "
+                             "requests_per_sec)"),
     "misspelt top-level key": (_edit(lambda doc: doc.update(note=["x"])),
                                "unknown key 'note' (did you mean 'notes'?)"),
     "disk over 1 EB": (_capacity(disk_bytes=2e18),
