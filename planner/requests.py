@@ -106,6 +106,9 @@ class _Requests:
         self.fair = FairRequests.of(state.arrays, tolerance)
         self.load = served(state.arrays, state.replicas)
         self.everyone = np.arange(state.arrays.brokers)
+        self.total = max(float(state.arrays.requests.sum()), 1e-9)
+        self._hosted: dict[int, IntArray] = {}
+        self._led: dict[int, IntArray] = {}
         # True: a step may not take either broker further outside its band (the first pass
         # of a session, so that a switch does not overshoot where a move would land inside)
         self.kept_only = False
@@ -116,10 +119,8 @@ class _Requests:
     def at(self, brokers: IntArray, load: FloatArray) -> FloatArray:
         """Penalty of each broker at the given request loads; requests still on a broker that
         may not lead count in full (they must leave it)."""
-        a = self.state.arrays
         pen = self.fair.penalty(brokers, load)
-        stranded = load / max(float(a.requests.sum()), 1e-9)
-        res: FloatArray = np.where(a.eligible[brokers], pen, stranded)
+        res: FloatArray = np.where(self.state.arrays.eligible[brokers], pen, load / self.total)
         return res
 
     def gains(self, old: IntArray, new: IntArray, amount: FloatArray) -> FloatArray:
@@ -137,8 +138,18 @@ class _Requests:
         return float(self.gains(np.array([old]), np.array([new]), np.array([amount]))[0])
 
     def shift(self, old: int, new: int, amount: float) -> None:
+        """Keep the loads in step with a change the caller makes to the state."""
         self.load[old] -= amount
         self.load[new] += amount
+        self._hosted.clear()
+        self._led.clear()
+
+    def hosted(self, broker: int) -> IntArray:
+        """state.hosted_array, kept until the next change (a session asks it many times)."""
+        found = self._hosted.get(broker)
+        if found is None:
+            found = self._hosted[broker] = self.state.hosted_array(broker)
+        return found
 
 
 def _spread_kept(state: SolverState, p: int, row: list[int]) -> bool:
@@ -155,7 +166,7 @@ def _switches(req: _Requests, broker: int) -> list[tuple[float, int, int]]:
     state = req.state
     a = state.arrays
     shed = req.load[broker] > req.fair.fair[broker]
-    hosted = state.hosted_array(broker)
+    hosted = req.hosted(broker)
     hosted = hosted[a.requests[hosted] > 0]
     found: list[tuple[float, int, int]] = []
     for col in range(1, state.replicas.shape[1]):
@@ -201,7 +212,7 @@ def _pair(req: _Requests, p: int, col: int) -> bool:
     a = state.arrays
     old, new = int(state.replicas[p, 0]), int(state.replicas[p, col])
     out_p, req_p = float(a.leader_out[p]), float(a.requests[p])
-    led = state.hosted_array(new)
+    led = req.hosted(new)
     led = led[(state.replicas[led, 0] == new) & (led != p) & (a.leader_out[led] > 0)]
     if led.size == 0:
         return False
@@ -274,10 +285,19 @@ def _ends(req: _Requests, broker: int) -> tuple[list[int], list[int]]:
     return sources, [broker] if a.receives[broker] else []
 
 
-def _heaviest_led(state: SolverState, broker: int) -> IntArray:
-    """The partitions `broker` leads that have requests, the most first (at most SOURCES)."""
+def _heaviest_led(req: _Requests, broker: int) -> IntArray:
+    """The partitions `broker` leads that have requests, the most first (at most SOURCES);
+    kept until the next change."""
+    found = req._led.get(broker)
+    if found is None:
+        found = req._led[broker] = _find_heaviest_led(req, broker)
+    return found
+
+
+def _find_heaviest_led(req: _Requests, broker: int) -> IntArray:
+    state = req.state
     a = state.arrays
-    led = state.hosted_array(broker)
+    led = req.hosted(broker)
     led = led[(state.replicas[led, 0] == broker) & (a.requests[led] > 0)]
     out: IntArray = led[np.argsort(-a.requests[led], kind="stable")][:SOURCES]
     return out
@@ -296,17 +316,19 @@ def _move_leader(req: _Requests, broker: int) -> bool:
     a = state.arrays
     sources, dests = _ends(req, broker)
     best: tuple[float, int, int] | None = None
+    to = np.array(dests, dtype=np.int64)
     for source in sources:
-        for p in _heaviest_led(state, source).tolist():
+        for p in _heaviest_led(req, source).tolist():
+            if to.size == 0:
+                break
             vec = state.replica_vector(p, True)
-            for dest in dests:
-                if p in state.hosted[dest]:
-                    continue
-                gain = req.gain(source, dest, float(a.requests[p]))
-                if gain <= 1e-12 or not state.rack_allows(p, source, dest):
+            gains = req.gains(np.full(to.size, source), to, np.full(to.size, a.requests[p]))
+            for k in np.flatnonzero(gains > 1e-12).tolist():
+                dest = int(to[k])
+                if p in state.hosted[dest] or not state.rack_allows(p, source, dest):
                     continue
                 cost = max(state.move_bytes_delta(p, source, dest), 0.0) + state.disk_unit * 1e-3
-                score = gain / cost
+                score = float(gains[k]) / cost
                 if best is not None and score <= best[0]:
                     continue
                 rows = np.stack([state.loads[source] - vec, state.loads[dest] + vec])
@@ -334,12 +356,12 @@ def _swap_leaders(req: _Requests, broker: int) -> bool:
     sources, dests = _ends(req, broker)
     best: tuple[float, int, int, int, int] | None = None  # score, p, q, source, dest
     for source in sources:
-        for p in _heaviest_led(state, source).tolist():
+        for p in _heaviest_led(req, source).tolist():
             vec_p = state.replica_vector(p, True)
             for dest in dests:
                 if p in state.hosted[dest] or not state.rack_allows(p, source, dest):
                     continue
-                theirs = state.hosted_array(dest)
+                theirs = req.hosted(dest)
                 theirs = theirs[(state.replicas[theirs, 0] == dest)
                                 & (a.requests[theirs] < a.requests[p])]
                 if theirs.size == 0:
