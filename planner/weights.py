@@ -17,6 +17,7 @@ from topology.units import size_text
 
 WEIGHT_COLUMNS = ("topic", "partition", "bytes_in_per_sec", "bytes_out_per_sec", "size_bytes",
                   "size_growth_bytes_per_day")
+OPTIONAL_WEIGHT_COLUMNS = ("requests_per_sec",)  # weights written before it lack it
 _NUMERIC = WEIGHT_COLUMNS[2:]
 
 
@@ -28,6 +29,7 @@ class PartitionWeight:
     bytes_out_per_sec: float | None
     size_bytes: float | None
     size_growth_bytes_per_day: float | None
+    requests_per_sec: float | None = None
 
     def projected_size(self, snapshot_size: int, horizon_days: float) -> int:
         """Size after `horizon_days` of growth (the snapshot's size when none was measured)."""
@@ -63,7 +65,9 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
             bytes_in_per_sec=p.bytes_in_per_sec if w.bytes_in_per_sec is None
             else w.bytes_in_per_sec,
             bytes_out_per_sec=p.bytes_out_per_sec if w.bytes_out_per_sec is None
-            else w.bytes_out_per_sec))
+            else w.bytes_out_per_sec,
+            requests_per_sec=p.requests_per_sec if w.requests_per_sec is None
+            else w.requests_per_sec))
     known = {p.key for p in topology.partitions}
     unknown = sum(1 for key in weights if key not in known)
     notes = []

@@ -1,7 +1,7 @@
 """The weights job's two aggregation stages over de-duplicated samples (see spark_jobs/weights.py
 for the definitions): per (partition, hour of day), then per partition from the hourly rows.
 
-Inputs are rows of (topic, partition, ts_micros, hour, bytes_in, bytes_out, size); every
+Inputs are rows of (topic, partition, ts_micros, hour, bytes_in, bytes_out, size, requests); every
 function here builds columns or plans and runs nothing.
 """
 
@@ -37,6 +37,7 @@ def per_hour(rows: DataFrame, quantile: float) -> DataFrame:
     hourly = rows.groupBy(*KEYS, "hour").agg(
         F.sort_array(F.collect_list("bytes_in")).alias("sorted_in"),
         F.sort_array(F.collect_list("bytes_out")).alias("sorted_out"),
+        F.sort_array(F.collect_list("requests")).alias("sorted_requests"),
         F.max(F.when(with_size, F.struct("ts_micros", "size"))).alias("latest"),
         F.min(F.when(with_size, F.col("ts_micros"))).alias("first_sized"),
         F.struct(
@@ -64,6 +65,7 @@ def per_partition(hourly: DataFrame, quantile: float,
     per_partition = hourly.groupBy(*KEYS).agg(
         F.sort_array(F.flatten(F.collect_list("sorted_in"))).alias("all_in"),
         F.sort_array(F.flatten(F.collect_list("sorted_out"))).alias("all_out"),
+        F.sort_array(F.flatten(F.collect_list("sorted_requests"))).alias("all_requests"),
         F.map_from_entries(F.collect_list(F.struct("hour", "hour_in"))).alias("by_hour_in"),
         F.map_from_entries(F.collect_list(F.struct("hour", "hour_out"))).alias("by_hour_out"),
         # max of (rate, -hour): the highest rate, and on ties the earliest hour.
@@ -88,6 +90,7 @@ def per_partition(hourly: DataFrame, quantile: float,
         F.when(F.col("peak.hour_in") > 0, -F.col("peak.h")).alias("peak_hour"),
         F.col("latest.size").alias("size_bytes"),
         growth.alias("size_growth_bytes_per_day"),
+        quantile_of_sorted(F.col("all_requests"), quantile).alias("requests_per_sec"),
     )
 
 

@@ -29,6 +29,9 @@ Definitions (the planner and the tests rely on them):
 - peak_hour: the hour with the highest bytes-in quantile, earliest on ties; null hours are
   skipped; null when that highest value is 0 (a partition without traffic has no peak).
 - size_bytes: the valid size with the latest `ts` (null when the partition never had one).
+- requests_per_sec: the quantile of the produce and fetch requests a second, like the byte
+  rates; null when the history has no such column (written before it had one) or no valid
+  value for the partition.
 - size_growth_bytes_per_day: least-squares slope of size over time, per day, over the samples
   with a valid size; 0.0 with fewer than 2 distinct timestamps (no growth can be measured, and
   the planner's weights reader wants a number); null when the partition never had a size, and
@@ -80,6 +83,8 @@ from spark_jobs.grid import (
     span_notes,
 )
 from spark_jobs.weights_io import (
+    OPTIONAL_COLUMNS,
+    REQUESTS,
     CheckedHistory,
     HistoryInputError,
     check_local_history,
@@ -107,7 +112,8 @@ HISTORY_SCHEMA = StructType(
         StructField("size_bytes", LongType(), nullable=True),
     ]
 )
-"""The history dataset as `rebalance history export` writes it (one row per partition per step)."""
+"""The history dataset's required columns (one row per partition per step). `rebalance history
+export` also writes `requests_per_sec` (a double), which histories written before lack."""
 
 WEIGHTS_SCHEMA = StructType(
     [
@@ -120,6 +126,7 @@ WEIGHTS_SCHEMA = StructType(
         StructField("peak_hour", IntegerType(), nullable=True),
         StructField("size_bytes", LongType(), nullable=True),
         StructField("size_growth_bytes_per_day", DoubleType(), nullable=True),
+        StructField("requests_per_sec", DoubleType(), nullable=True),
     ]
 )
 """One row per partition: the rates the planner uses, the hourly profile, size and growth."""
@@ -133,6 +140,7 @@ _ACCEPTED_TYPES: dict[str, tuple[type[DataType], ...]] = {
     "bytes_in_per_sec": _NUMBER,
     "bytes_out_per_sec": _NUMBER,
     "size_bytes": _NUMBER,
+    REQUESTS: _NUMBER,  # optional
 }
 _MAX_PARTITION = 2**31 - 1
 _MAX_SIZE = 9.2e18  # below 2^63: larger floating sizes are not a long, so not a size
@@ -168,6 +176,8 @@ def validate_history(history: DataFrame) -> None:
     """Raise HistoryInputError naming the first missing or mistyped column."""
     fields = {f.name: f.dataType for f in history.schema.fields}
     for name, accepted in _ACCEPTED_TYPES.items():
+        if name not in fields and name in OPTIONAL_COLUMNS:
+            continue
         if name not in fields:
             raise HistoryInputError(
                 f"history has no column {name!r} (columns: {', '.join(sorted(fields)) or 'none'});"
@@ -193,6 +203,7 @@ def transform(history: DataFrame, params: WeightsParams) -> DataFrame:
         F.max("bytes_in").alias("bytes_in"),
         F.max("bytes_out").alias("bytes_out"),
         F.max("size").alias("size"),
+        F.max("requests").alias("requests"),
     )
     hour = F.floor(F.pmod("ts_micros", F.lit(MICROS_PER_DAY)) / MICROS_PER_HOUR)
     rows = deduplicated.withColumn("hour", hour.cast(IntegerType()))
@@ -218,6 +229,8 @@ def _samples(history: DataFrame, params: WeightsParams) -> DataFrame:
         _valid_rate("bytes_in_per_sec").alias("bytes_in"),
         _valid_rate("bytes_out_per_sec").alias("bytes_out"),
         _valid_size(history).alias("size"),
+        (_valid_rate(REQUESTS) if REQUESTS in history.columns
+         else F.lit(None).cast(DoubleType())).alias("requests"),
     )
 
 

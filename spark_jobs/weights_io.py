@@ -39,6 +39,9 @@ NOTES_FILE = "_notes.json"
 """Written by `rebalance history export` beside the data (topology.history.NOTES_FILE)."""
 
 COLUMNS = ("ts", "topic", "partition", "bytes_in_per_sec", "bytes_out_per_sec", "size_bytes")
+REQUESTS = "requests_per_sec"
+OPTIONAL_COLUMNS = (REQUESTS,)
+"""Read when a file has them (histories written before lack requests_per_sec), else null."""
 _NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 
 _ColumnCheck = Callable[[pa.DataType], bool]
@@ -61,6 +64,7 @@ _ARROW_CHECKS: dict[str, tuple[_ColumnCheck, str]] = {
     "bytes_in_per_sec": (_is_number, "a number"),
     "bytes_out_per_sec": (_is_number, "a number"),
     "size_bytes": (_is_number, "a number"),
+    REQUESTS: (_is_number, "a number"),
 }
 
 
@@ -164,6 +168,16 @@ def _check_footer(path: Path) -> tuple[tuple[str, ...], bool, int]:
             raise HistoryInputError(
                 f"history file {path}: column {name!r} has type {data_type}, expected {wanted}")
         layout.append(str(data_type))
+    for name in OPTIONAL_COLUMNS:
+        if schema.get_field_index(name) < 0:
+            layout.append("absent")
+            continue
+        data_type = schema.field(name).type
+        check, wanted = _ARROW_CHECKS[name]
+        if not check(data_type):
+            raise HistoryInputError(
+                f"history file {path}: column {name!r} has type {data_type}, expected {wanted}")
+        layout.append(str(data_type))
     # Arrow shows INT96 timestamps (Spark's and Hive's default) as ns, but Spark reads those.
     ts_column = metadata.schema.column(metadata.schema.names.index("ts"))
     nanos = schema.field("ts").type.unit == "ns" and ts_column.physical_type == "INT64"
@@ -225,11 +239,13 @@ def load_history(
     if checked is None and local is not None:
         checked = check_local_history(local)
     if checked is None:
-        return _read(spark, [path], nanosecond_ts=False), _spark_notes(spark, path)
-    frames = [_read(spark, list(g.paths), g.nanosecond_ts) for g in checked.groups]
+        return _with_optional(_read(spark, [path], nanosecond_ts=False)), _spark_notes(spark, path)
+    frames = [_with_optional(_read(spark, list(g.paths), g.nanosecond_ts))
+              for g in checked.groups]
     if len(frames) == 1:
         return frames[0], checked.notes
-    normal = [f.select(_as_instant(f).alias("ts"), *[_widened(c) for c in COLUMNS[1:]])
+    normal = [f.select(_as_instant(f).alias("ts"),
+                       *[_widened(c) for c in (*COLUMNS[1:], *OPTIONAL_COLUMNS)])
               for f in frames]
     history = normal[0]
     for frame in normal[1:]:
@@ -249,6 +265,14 @@ def _read(spark: SparkSession, paths: Sequence[str], nanosecond_ts: bool) -> Dat
                                 f"{_first_line(exc.getMessage())}") from None
     if isinstance(frame.schema["ts"].dataType, LongType):
         frame = frame.withColumn("ts", F.timestamp_micros(F.expr("ts div 1000")))
+    return frame
+
+
+def _with_optional(frame: DataFrame) -> DataFrame:
+    """`frame` with every optional column, null where its files have none."""
+    for name in OPTIONAL_COLUMNS:
+        if name not in frame.columns:
+            frame = frame.withColumn(name, F.lit(None).cast("double"))
     return frame
 
 

@@ -36,7 +36,7 @@ MAX_POINTS_PER_SERIES = 11_000
 """Prometheus refuses range queries that would return more points than this per series."""
 
 MAX_EXPORT_STEPS = 1_000_000
-"""Samples per series one export may ask for: 91 chunks (273 range queries), e.g. 7 days at
+"""Samples per series one export may ask for: 91 chunks (364 range queries), e.g. 7 days at
 1 s or about 2 years at 60 s; more is hours of queries and rows nobody needs for weights."""
 
 LARGE_EXPORT_QUERIES = 30
@@ -46,8 +46,8 @@ MIN_GROWTH_SPAN_SECONDS = 86_400.0
 """Least span of sizes the weights job extrapolates growth from (by default): a slope over
 minutes, projected over a plan's horizon of days, turns a burst into gigabytes a day."""
 
-QUERIES_PER_CHUNK = 3
-"""Range queries per chunk: topic bytes in, topic bytes out, partition sizes."""
+QUERIES_PER_CHUNK = 4
+"""Range queries per chunk: topic bytes in, topic bytes out, partition sizes, topic requests."""
 
 _NICE_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600,
                43_200, 86_400)
@@ -60,12 +60,15 @@ HISTORY_ARROW_SCHEMA = pa.schema(
         pa.field("bytes_in_per_sec", pa.float64()),
         pa.field("bytes_out_per_sec", pa.float64()),
         pa.field("size_bytes", pa.int64()),
+        # produce and fetch requests a second (optional: histories written before lack it)
+        pa.field("requests_per_sec", pa.float64()),
     ]
 )
 """The history dataset schema (the weights job's input), as Arrow types."""
 
 SPLIT_NOTE = (
-    "bytes_in_per_sec and bytes_out_per_sec are per-topic rates split over the topic's "
+    "bytes_in_per_sec, bytes_out_per_sec and requests_per_sec are per-topic rates split over "
+    "the topic's "
     "partitions in proportion to each partition's log size at that step (equal shares when no "
     "size is known): the exporter reports traffic per topic, not per partition"
 )
@@ -87,11 +90,13 @@ class RangeSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class HistoryQueries:
-    """The three PromQL queries of an export; defaults come from topology/promql.py."""
+    """The PromQL queries of an export; defaults come from topology/promql.py. Without
+    `topic_requests` (empty) the history's requests_per_sec stays null."""
 
     topic_bytes_in: str
     topic_bytes_out: str
     partition_size: str
+    topic_requests: str = ""
 
     @classmethod
     def defaults(cls, rate_window: str) -> HistoryQueries:
@@ -99,6 +104,7 @@ class HistoryQueries:
             topic_bytes_in=promql.render(promql.TOPIC_BYTES_IN_RATE, window=rate_window),
             topic_bytes_out=promql.render(promql.TOPIC_BYTES_OUT_RATE, window=rate_window),
             partition_size=promql.render(promql.LOG_SIZE_BYTES),
+            topic_requests=promql.render(promql.TOPIC_REQUESTS_RATE, window=rate_window),
         )
 
 
@@ -236,7 +242,8 @@ def _frame(series: Series, labels: Sequence[str], value: str) -> pd.DataFrame:
     return frame.astype({"ts": "float64", value: "float64"})
 
 
-def split_topic_rates(rates_in: Series, rates_out: Series, sizes: Series) -> pd.DataFrame:
+def split_topic_rates(rates_in: Series, rates_out: Series, sizes: Series,
+                      requests: Series | None = None) -> pd.DataFrame:
     """One row per (step, partition): the topic rates split in proportion to partition size.
 
     A partition is known from its size series. At a step where none of a topic's partitions has
@@ -249,7 +256,8 @@ def split_topic_rates(rates_in: Series, rates_out: Series, sizes: Series) -> pd.
     size = size.dropna(subset=["partition"]).astype({"partition": "int32"})
     rates = _frame(rates_in, ["topic"], "bytes_in_per_sec").merge(
         _frame(rates_out, ["topic"], "bytes_out_per_sec"), on=["ts", "topic"], how="outer"
-    )
+    ).merge(_frame(requests or [], ["topic"], "requests_per_sec"), on=["ts", "topic"],
+            how="outer")
     known = size[["topic", "partition"]].drop_duplicates()
     spread = rates.merge(known, on="topic", how="inner")
     rows = spread.merge(size, on=["ts", "topic", "partition"], how="outer")
@@ -265,6 +273,7 @@ def split_topic_rates(rates_in: Series, rates_out: Series, sizes: Series) -> pd.
     share = (weight / total).where(total > 0, 1.0 / count)
     rows["bytes_in_per_sec"] = rows["bytes_in_per_sec"] * share
     rows["bytes_out_per_sec"] = rows["bytes_out_per_sec"] * share
+    rows["requests_per_sec"] = rows["requests_per_sec"] * share
     rows["ts"] = pd.to_datetime(rows["ts"], unit="s", utc=True).astype("datetime64[us, UTC]")
     rows["size_bytes"] = rows["size_bytes"].round().astype("Int64")
     ordered = rows.sort_values(["ts", "topic", "partition"], kind="stable")
@@ -299,8 +308,10 @@ def export_history(
         rates_in = source.query_range(queries.topic_bytes_in, chunk_start, chunk_end, step)
         rates_out = source.query_range(queries.topic_bytes_out, chunk_start, chunk_end, step)
         sizes = source.query_range(queries.partition_size, chunk_start, chunk_end, step)
+        requests = (source.query_range(queries.topic_requests, chunk_start, chunk_end, step)
+                    if queries.topic_requests else [])
         unplaced.update(topics_without_partitions(rates_in, sizes))
-        frame = split_topic_rates(rates_in, rates_out, sizes)
+        frame = split_topic_rates(rates_in, rates_out, sizes, requests)
         if len(frame):
             name = f"part-{index:05d}.parquet"
             table = pa.Table.from_pandas(frame, schema=HISTORY_ARROW_SCHEMA, preserve_index=False)
@@ -342,7 +353,9 @@ def _write_notes(out_dir: Path, start: float, end: float, step: float,
         "rates_split_by_size": True, "notes": notes,
         "queries": {"topic_bytes_in": queries.topic_bytes_in,
                     "topic_bytes_out": queries.topic_bytes_out,
-                    "partition_size": queries.partition_size},
+                    "partition_size": queries.partition_size,
+                    **({"topic_requests": queries.topic_requests}
+                       if queries.topic_requests else {})},
     }
     (out_dir / NOTES_FILE).write_text(json.dumps(document, indent=2) + "\n")
 

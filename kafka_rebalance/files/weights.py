@@ -15,12 +15,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kafka_rebalance.core.errors import InputError
-from planner.weights import WEIGHT_COLUMNS, PartitionWeight
+from planner.weights import OPTIONAL_WEIGHT_COLUMNS, WEIGHT_COLUMNS, PartitionWeight
 from topology.documents import decode_json, read_text
 from topology.model import INT32_MAX, TopicPartition, is_topic_name
 from topology.units import MAX_QUANTITY
 
-_NUMERIC = WEIGHT_COLUMNS[2:]
+_NUMERIC = (*WEIGHT_COLUMNS[2:], *OPTIONAL_WEIGHT_COLUMNS)
 
 
 def _is_parquet_file(path: Path) -> bool:
@@ -126,7 +126,10 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
     if missing:
         raise InputError(f"weights {path}: missing column(s) {', '.join(missing)} "
                          f"(expected {', '.join(WEIGHT_COLUMNS)})")
-    frame = frame[list(WEIGHT_COLUMNS)].copy()
+    for column in OPTIONAL_WEIGHT_COLUMNS:  # weights written before it: all unmeasured
+        if column not in frame.columns:
+            frame[column] = None
+    frame = frame[[*WEIGHT_COLUMNS, *OPTIONAL_WEIGHT_COLUMNS]].copy()
     if frame["topic"].isna().any() or frame["partition"].isna().any():
         raise InputError(f"weights {path}: a row has no topic or partition")
     named = frame["topic"].map(lambda topic: isinstance(topic, str) and is_topic_name(topic))
@@ -160,6 +163,6 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
         key = TopicPartition(str(topic), int(number))
         if key in out:
             raise InputError(f"weights {path}: partition {key} appears more than once")
-        b_in, b_out, size, growth = (None if pd.isna(v) else float(v) for v in values)
-        out[key] = PartitionWeight(b_in, b_out, size, growth)
+        b_in, b_out, size, growth, requests = (None if pd.isna(v) else float(v) for v in values)
+        out[key] = PartitionWeight(b_in, b_out, size, growth, requests)
     return out

@@ -102,6 +102,8 @@ def test_hot_partitions_get_the_higher_weights(sandbox: SandboxInfo, tmp_path: P
             assert mine.loc[hot, "size_bytes"] > 5 * mine.loc[cold, "size_bytes"]
             assert mine.loc[hot, "size_growth_bytes_per_day"] > mine.loc[
                 cold, "size_growth_bytes_per_day"]
+            # the brokers' request meters, per topic, split like the bytes
+            assert mine.loc[hot, "requests_per_sec"] > mine.loc[cold, "requests_per_sec"] > 0
     assert all(len(profile) == 24 for profile in mine["hourly_bytes_in_per_sec"])
 
     _plan_sees_the_weights(sandbox, weights, topic, tmp_path)

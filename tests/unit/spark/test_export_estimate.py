@@ -52,7 +52,7 @@ def test_the_estimate_counts_the_chunks_the_export_queries(window: float, step: 
     ranges = chunk_ranges(start, end, step)
     assert estimate.chunks == len(ranges)
     assert estimate.steps == sum(round((e - s) / step) + 1 for s, e in ranges)
-    assert estimate.queries == 3 * len(ranges)
+    assert estimate.queries == 4 * len(ranges)
 
 
 def test_ten_years_at_one_second_is_refused_with_a_step_that_fits() -> None:
@@ -60,7 +60,7 @@ def test_ten_years_at_one_second_is_refused_with_a_step_that_fits() -> None:
         check_export_size(3650 * DAY, 1.0, "3650d", "1s")
     message = str(caught.value)
     assert message.startswith("--since 3650d at --step 1s is 315,360,001 samples per series "
-                              "(86,010 range queries)")
+                              "(114,680 range queries)")
     assert "use --step 10m or more, or a shorter --since" in message
     # The suggested step does fit, and the next smaller round step does not.
     assert estimate_export(3650 * DAY, 600).steps <= MAX_EXPORT_STEPS
@@ -169,7 +169,7 @@ def test_a_large_export_says_how_many_queries_first(
                  "--step", "5s", "--out", str(tmp_path / "big"))
     assert result.code == 0, result.err
     assert estimate_export(7 * DAY, 5).queries >= LARGE_EXPORT_QUERIES
-    assert ("note: a large export: 120,961 samples per series, 33 range queries (11 chunks of "
+    assert ("note: a large export: 120,961 samples per series, 44 range queries (11 chunks of "
             "up to 11,000 steps)") in result.err
     assert len(recorder.calls) == 1
     small = run("history", "export", "--prometheus", "http://127.0.0.1:1", "--since", "7d",

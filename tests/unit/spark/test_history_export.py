@@ -123,3 +123,17 @@ def test_export_with_no_series_is_a_metrics_error(tmp_path: Path) -> None:
     source = FakeRange({"in": [], "out": [], "size": []})
     with pytest.raises(MetricsError, match="no partition sizes"):
         export_history(source, T0, T0 + 60, 60.0, tmp_path / "h", QUERIES)
+
+
+def test_request_rates_are_exported_split_like_the_bytes(tmp_path: Path) -> None:
+    answers = {**_answers(), "req": [({"topic": "t"}, [(T0, 30.0), (T0 + 60, 10.0)])]}
+    out = tmp_path / "history"
+    export_history(FakeRange(answers), T0, T0 + 60, 60.0, out,
+                   HistoryQueries("in", "out", "size", topic_requests="req"))
+    table = pq.read_table(out)
+    assert table["requests_per_sec"].to_pylist() == [10.0, 20.0, 5.0, 5.0]
+    assert json.loads((out / NOTES_FILE).read_text())["queries"]["topic_requests"] == "req"
+    # without the query (a history from before): the column is there, every value null
+    plain = tmp_path / "plain"
+    export_history(FakeRange(_answers()), T0, T0 + 60, 60.0, plain, QUERIES)
+    assert pq.read_table(plain)["requests_per_sec"].to_pylist() == [None] * 4

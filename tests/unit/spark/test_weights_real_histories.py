@@ -50,7 +50,7 @@ def test_repeats_jitter_and_order_do_not_change_the_samples(spark: SparkSession)
     expected = Row(topic="t", partition=0, bytes_in_per_sec=35.0, bytes_out_per_sec=70.0,
                    hourly_bytes_in_per_sec=_hours({0: 35.0}),
                    hourly_bytes_out_per_sec=_hours({0: 70.0}), peak_hour=0, size_bytes=500,
-                   size_growth_bytes_per_day=144_000.0)
+                   size_growth_bytes_per_day=144_000.0, requests_per_sec=None)
     assertDataFrameEqual(_weights(spark, rows, GRID),
                          spark.createDataFrame([expected], WEIGHTS_SCHEMA), rtol=1e-9)
 
@@ -111,15 +111,15 @@ def test_gaps_and_partitions_created_or_deleted_mid_history(spark: SparkSession)
         Row(topic="t", partition=0, bytes_in_per_sec=11.5, bytes_out_per_sec=1.0,
             hourly_bytes_in_per_sec=[float(h) for h in range(24)],
             hourly_bytes_out_per_sec=[1.0] * 24, peak_hour=23, size_bytes=2300,
-            size_growth_bytes_per_day=2400.0),
+            size_growth_bytes_per_day=2400.0, requests_per_sec=None),
         Row(topic="t", partition=1, bytes_in_per_sec=50.0, bytes_out_per_sec=5.0,
             hourly_bytes_in_per_sec=_hours({h: 50.0 for h in range(20, 24)}),
             hourly_bytes_out_per_sec=_hours({h: 5.0 for h in range(20, 24)}), peak_hour=20,
-            size_bytes=10, size_growth_bytes_per_day=0.0),
+            size_bytes=10, size_growth_bytes_per_day=0.0, requests_per_sec=None),
         Row(topic="t", partition=2, bytes_in_per_sec=6.5, bytes_out_per_sec=2.0,
             hourly_bytes_in_per_sec=_hours({h: 8.0 - h for h in range(4)}),
             hourly_bytes_out_per_sec=_hours({h: 2.0 for h in range(4)}), peak_hour=0,
-            size_bytes=7, size_growth_bytes_per_day=0.0),
+            size_bytes=7, size_growth_bytes_per_day=0.0, requests_per_sec=None),
     ]
     assertDataFrameEqual(_weights(spark, rows, GRID),
                          spark.createDataFrame(expected, WEIGHTS_SCHEMA), rtol=1e-9)
@@ -131,10 +131,10 @@ def test_zero_traffic_has_no_peak_and_unmeasured_stays_null(spark: SparkSession)
     expected = [
         Row(topic="idle", partition=0, bytes_in_per_sec=0.0, bytes_out_per_sec=0.0,
             hourly_bytes_in_per_sec=_hours({0: 0.0}), hourly_bytes_out_per_sec=_hours({0: 0.0}),
-            peak_hour=None, size_bytes=0, size_growth_bytes_per_day=0.0),
+            peak_hour=None, size_bytes=0, size_growth_bytes_per_day=0.0, requests_per_sec=None),
         Row(topic="silent", partition=0, bytes_in_per_sec=None, bytes_out_per_sec=None,
             hourly_bytes_in_per_sec=[None] * 24, hourly_bytes_out_per_sec=[None] * 24,
-            peak_hour=None, size_bytes=None, size_growth_bytes_per_day=None),
+            peak_hour=None, size_bytes=None, size_growth_bytes_per_day=None, requests_per_sec=None),
     ]
     assertDataFrameEqual(_weights(spark, rows, GRID),
                          spark.createDataFrame(expected, WEIGHTS_SCHEMA))

@@ -68,3 +68,37 @@ def test_json_topic_names_that_look_like_numbers_stay_strings(tmp_path: Path) ->
         {"topic": t, "partition": 0, "bytes_in_per_sec": 1.0, "bytes_out_per_sec": 1.0,
          "size_bytes": 1, "size_growth_bytes_per_day": 0.0}) for t in ("007", "1e3", "12")))
     assert sorted(k.topic for k in read_weights(path)) == ["007", "12", "1e3"]
+
+
+def test_request_rates_in_the_history_become_the_partitions_requests(
+    spark: SparkSession, history_dir: Any, tmp_path: Path
+) -> None:
+    """One file with requests_per_sec (as `history export` writes now), one without (written
+    before): the weights carry the quantile of the requests measured, null where none was,
+    and the planner takes them in place of the snapshot's."""
+    with_requests = _history().append_column(
+        "requests_per_sec", pa.array([40.0, 60.0, 3.0, 1.0, None], pa.float64()))
+    older = pa.table({  # a later minute of "007" from a history without the column
+        "ts": pa.array([T0_US + 9 * MINUTE_US], pa.timestamp("us", tz="UTC")),
+        "topic": ["007"], "partition": pa.array([0], pa.int32()),
+        "bytes_in_per_sec": [5.0], "bytes_out_per_sec": [7.0],
+        "size_bytes": pa.array([100], pa.int64())})
+    out = tmp_path / "weights.parquet"
+    assert run(spark, str(history_dir([with_requests, older])), str(out),
+               WeightsParams(1.0)) == 4
+    weights = read_weights(out)
+    assert weights[TopicPartition("007", 0)].requests_per_sec == 60.0  # the max of 40 and 60
+    assert weights[TopicPartition("1e3", 1)].requests_per_sec == 3.0
+    assert weights[TopicPartition("idle", 0)].requests_per_sec is None  # never measured
+    weighted, _ = apply_weights(_snapshot(), weights)
+    by_key = {p.key: p for p in weighted.partitions}
+    assert by_key[TopicPartition("007", 0)].requests_per_sec == 60.0
+    assert by_key[TopicPartition("idle", 0)].requests_per_sec == 0.0  # the snapshot's
+
+
+def test_weights_written_before_requests_are_read_as_unmeasured(tmp_path: Path) -> None:
+    out = tmp_path / "old.json"
+    out.write_text(json.dumps({"topic": "t", "partition": 0, "bytes_in_per_sec": 1.0,
+                               "bytes_out_per_sec": 2.0, "size_bytes": 3,
+                               "size_growth_bytes_per_day": 0.0}) + "\n")
+    assert read_weights(out)[TopicPartition("t", 0)] == PartitionWeight(1.0, 2.0, 3.0, 0.0)

@@ -35,10 +35,10 @@ def test_window_quantile_interpolates_linearly(spark: SparkSession) -> None:
         Row(topic="t", partition=0, bytes_in_per_sec=95.0, bytes_out_per_sec=190.0,
             hourly_bytes_in_per_sec=_hours({0: 95.0}),
             hourly_bytes_out_per_sec=_hours({0: 190.0}),
-            peak_hour=0, size_bytes=None, size_growth_bytes_per_day=None),
+            peak_hour=0, size_bytes=None, size_growth_bytes_per_day=None, requests_per_sec=None),
         Row(topic="t", partition=1, bytes_in_per_sec=9.5, bytes_out_per_sec=19.0,
             hourly_bytes_in_per_sec=_hours({1: 9.5}), hourly_bytes_out_per_sec=_hours({1: 19.0}),
-            peak_hour=1, size_bytes=None, size_growth_bytes_per_day=None),
+            peak_hour=1, size_bytes=None, size_growth_bytes_per_day=None, requests_per_sec=None),
     ]
     assertDataFrameEqual(result, spark.createDataFrame(expected, WEIGHTS_SCHEMA))
     assert result.schema == WEIGHTS_SCHEMA
