@@ -18,7 +18,7 @@ from planner.balance import Targets, deviation, targets_or_average
 from planner.goals import Budget, Goals
 from planner.leader_balance import LeaderLevel, leader_level
 from planner.log_dirs import DirPlan
-from planner.requests import RequestLevel, request_level
+from planner.requests import FairRequests, RequestLevel, request_level, served
 from planner.result import Move, MoveTotals, SolverStatus
 from planner.spread import Crowding, crowding
 from planner.tally import Tally, balance_of, load_rows, retally, tally
@@ -134,6 +134,17 @@ class RequestInfo:
     tolerance: float
     before: RequestLevel
     after: RequestLevel
+    brokers: tuple[BrokerRequests, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRequests:
+    """One broker's requests a second before and after the plan, and its fair share."""
+
+    id: int
+    before: float
+    after: float
+    fair: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +238,8 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
         leader_level(arrays, after, goals.leader_balance))
     requests = None if goals.request_balance is None else RequestInfo(
         goals.request_balance, request_level(arrays, arrays.replicas, goals.request_balance),
-        request_level(arrays, after, goals.request_balance))
+        request_level(arrays, after, goals.request_balance),
+        broker_requests(arrays, after, goals.request_balance))
     return PlanFile(tuple(moves), before.fingerprint(), goals, budget,
                     cluster_stats(before.brokers, counts_before, tol, alive,
                                   dev_before.tolist(), targets.forced),
@@ -235,6 +247,18 @@ def make_plan_file(before: Topology, moves: Sequence[Move], goals: Goals, budget
                                   dev_after.tolist(), targets.forced),
                     solver, created_at, tuple(warnings), target_info(arrays, targets), spread,
                     leaders, tiered_info(before, moves), log_dirs, requests)
+
+
+def broker_requests(arrays: ClusterArrays, after: IntArray, tolerance: float
+                    ) -> tuple[BrokerRequests, ...]:
+    """Each broker's requests before and after, and its fair share (none without requests)."""
+    if not arrays.requests.any():
+        return ()
+    before_load, after_load = served(arrays, arrays.replicas), served(arrays, after)
+    fair = FairRequests.of(arrays, tolerance).fair
+    return tuple(BrokerRequests(int(b), float(before_load[i]), float(after_load[i]),
+                                float(fair[i]))
+                 for i, b in enumerate(arrays.broker_ids.tolist()))
 
 
 def tiered_info(before: Topology, moves: Sequence[Move]) -> TieredInfo | None:

@@ -205,10 +205,19 @@ class RequestLevelEntry(TypedDict):
 
 
 @with_config(_IGNORE)
+class BrokerRequestsEntry(TypedDict):
+    id: KafkaId
+    before: Quantity
+    after: Quantity
+    fair: Quantity
+
+
+@with_config(_IGNORE)
 class RequestBalanceEntry(TypedDict):
     tolerance: Quantity
     before: RequestLevelEntry
     after: RequestLevelEntry
+    brokers: NotRequired[list[BrokerRequestsEntry]]
 
 
 @with_config(_IGNORE)

@@ -18,6 +18,7 @@ from planner.leader_balance import LeaderLevel
 from planner.log_dirs import DirPlan
 from planner.planfile import (
     PLAN_VERSION,
+    BrokerRequests,
     BrokerStats,
     ClusterStats,
     LeaderInfo,
@@ -143,7 +144,9 @@ def _requests_dict(requests: RequestInfo) -> dict[str, Any]:
     return {"tolerance": requests.tolerance,
             **{when: {"over_fair": level.over_fair, "brokers_outside": level.brokers_outside,
                       "total_per_sec": level.total_per_sec}
-               for when, level in (("before", requests.before), ("after", requests.after))}}
+               for when, level in (("before", requests.before), ("after", requests.after))},
+            "brokers": [{"id": b.id, "before": b.before, "after": b.after, "fair": b.fair}
+                        for b in requests.brokers]}
 
 
 def _targets_dict(targets: TargetInfo) -> dict[str, Any]:
@@ -406,7 +409,9 @@ def _spread(entry: SpreadEntry) -> SpreadInfo:
 def _requests(entry: RequestBalanceEntry) -> RequestInfo:
     before, after = (RequestLevel(c["over_fair"], c["brokers_outside"], c["total_per_sec"])
                      for c in (entry["before"], entry["after"]))
-    return RequestInfo(entry["tolerance"], before, after)
+    brokers = tuple(BrokerRequests(b["id"], b["before"], b["after"], b["fair"])
+                    for b in entry.get("brokers", ()))
+    return RequestInfo(entry["tolerance"], before, after, brokers)
 
 
 def _leaders(entry: LeaderBalanceEntry) -> LeaderInfo:

@@ -347,6 +347,25 @@ def requests_text(plan: PlanFile) -> str | None:
             f"{after.over_fair:.2f}x its fair share")
 
 
+def requests_table(plan: PlanFile) -> Table | None:
+    """With --request-balance: each broker's requests a second before -> after against its fair
+    share, the brokers outside the band marked."""
+    requests = plan.requests
+    if requests is None or not requests.brokers:
+        return None
+    tol = requests.tolerance
+    table = Table(title=f"Requests a second per broker (produce and fetch, served by the "
+                        f"leaders; band: fair share +/-{tol:.0%})")
+    for header in ("broker", "before -> after", "fair share", "after / fair"):
+        table.add_column(header, justify="right")
+    for b in requests.brokers:
+        ratio = b.after / b.fair if b.fair > 0 else math.inf
+        shown = "-" if b.fair <= 0 else f"{ratio:.2f}" + ("" if abs(ratio - 1) <= tol else " *")
+        table.add_row(str(b.id), _arrow(f"{b.before:,.0f}", f"{b.after:,.0f}"),
+                      f"{b.fair:,.0f}", shown)
+    return table
+
+
 def tiered_text(plan: PlanFile) -> str | None:
     """With tiered storage: what stays in remote storage, and that moves copy local bytes."""
     tiered = plan.tiered
@@ -389,6 +408,9 @@ def review(plan: PlanFile, show_moves: int, rate_bytes_per_sec: float,
     if plan.moves and show_moves > 0:
         parts.append(moves_table(plan, show_moves, rate_bytes_per_sec, width))
     parts.append(totals_table(plan, rate_bytes_per_sec, width))
+    per_broker = requests_table(plan)
+    if per_broker is not None:
+        parts.append(per_broker)
     parts.extend(targets_text(plan))
     if plan.goals.cordoned_brokers:
         parts.append(f"Cordoned (cordoned.log.dirs): broker(s) "
@@ -492,11 +514,13 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                                for when, level in (("before", plan.leaders.before),
                                                    ("after", plan.leaders.after))}}
            if plan.leaders is not None else {}),
-        **({"request_balance": {when: {"brokers_outside": level.brokers_outside,
-                                       "over_fair": level.over_fair,
-                                       "requests_per_sec": level.total_per_sec}
-                                for when, level in (("before", plan.requests.before),
-                                                    ("after", plan.requests.after))}}
+        **({"request_balance": {
+            **{when: {"brokers_outside": level.brokers_outside, "over_fair": level.over_fair,
+                      "requests_per_sec": level.total_per_sec}
+               for when, level in (("before", plan.requests.before),
+                                   ("after", plan.requests.after))},
+            "brokers": [{"id": b.id, "before": b.before, "after": b.after, "fair": b.fair}
+                        for b in plan.requests.brokers]}}
            if plan.requests is not None else {}),
         **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
                                "moved_remote_bytes": plan.tiered.moved_remote_bytes}}

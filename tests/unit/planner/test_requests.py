@@ -106,7 +106,7 @@ def test_without_the_goal_request_rates_change_no_plan() -> None:
 
 def test_the_plan_file_and_the_review_carry_the_goal_and_its_outcome() -> None:
     from kafka_rebalance.report.plan_view import headline
-    from kafka_rebalance.report.review import requests_text
+    from kafka_rebalance.report.review import requests_table, requests_text
 
     settings = PlanSettings(goals=Goals(request_balance=0.2), budget=Budget(time_limit_s=3))
     plan_file = build_plan(chatty_on_one_broker(), settings)
@@ -118,6 +118,11 @@ def test_the_plan_file_and_the_review_carry_the_goal_and_its_outcome() -> None:
     text = requests_text(plan_file)
     assert text is not None and "4,040 produce and fetch requests a second, +/-20%" in text
     assert any(label == "request balance (+/-20%)" for label, _ in headline(plan_file, 1e6))
+    assert [(b.id, b.before) for b in plan_file.requests.brokers] == [
+        (1, 4000.0), (2, 20.0), (3, 10.0), (4, 10.0)]
+    assert all(b.fair == 1010.0 for b in plan_file.requests.brokers)
+    table = requests_table(plan_file)
+    assert table is not None and table.row_count == 4
     plain = build_plan(chatty_on_one_broker(),
                        PlanSettings(goals=Goals(), budget=Budget(time_limit_s=3)))
     assert plain.requests is None and requests_text(plain) is None
