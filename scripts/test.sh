@@ -35,7 +35,7 @@ run_pytest() {
     local what="$1"; shift
     local start rc=0
     start=$(date +%s)
-    .venv/bin/pytest -q --basetemp "$TEST_TMP/pytest-$what" --timeout 900 --durations 15 "$@" \
+    .venv/bin/pytest -q --basetemp "$TEST_TMP/pytest-$what" --timeout 900 --durations 40 "$@" \
         || rc=$?
     echo "[test] $what tests finished in $(( $(date +%s) - start ))s with exit code $rc"
     if [ "$rc" -eq 5 ]; then
