@@ -154,13 +154,18 @@ def up(
         "--log-dirs", min=1, max=8, help="Log dirs per broker (broker-N/data, data-2, ...): "
         "more than one makes JBOD brokers, whose replicas a plan can also move between "
         "dirs.")] = 1,
+    metric_names: Annotated[str, typer.Option(
+        "--metric-names", help="How the brokers' exporter names series: 'sandbox' (the names "
+        "the default queries use) or 'strimzi' (kafka_server_brokertopicmetrics_..., labelled "
+        "broker, as Strimzi's rules name them; try `execute --queries "
+        "dashboards/queries-strimzi.yaml` on it).")] = "sandbox",
 ) -> None:
     """Start the sandbox (or report the one already running in the dir)."""
     target = _dir(sandbox_dir)
     check_up_dir(target, force)
     result = cluster.up(target, brokers=brokers, racks=racks, base_port=base_port,
                         progress=_progress, link_mbps=link_mbps, tiered_storage=tiered_storage,
-                        log_dirs=log_dirs)
+                        log_dirs=log_dirs, metric_names=metric_names)
     info = result.info
     if result.already_running and link_mbps is not None and info.link_mbps != link_mbps:
         running_as = f"{info.link_mbps} Mbit/s links" if info.link_mbps else "loopback"

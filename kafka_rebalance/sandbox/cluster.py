@@ -136,7 +136,9 @@ def _write_prometheus_config(info: SandboxInfo) -> None:
     targets = [config.ScrapeTarget(b.id, b.rack, b.metrics_port, info.broker_host(b.id))
                for b in info.brokers]
     _write(info.dir / "prometheus.yml",
-           yaml.safe_dump(config.prometheus_config(targets), sort_keys=False))
+           yaml.safe_dump(config.prometheus_config(targets,
+                                                   config.BROKER_LABELS[info.metric_names]),
+                          sort_keys=False))
 
 
 def _write_broker_config(info: SandboxInfo, broker_id: int, rack: str) -> Path:
@@ -153,7 +155,8 @@ def _write_static_files(info: SandboxInfo) -> Path:
     """Write the shared files and the controller's config; return the controller config path."""
     _write(info.dir / "log4j2.properties", config.log4j2_properties())
     _write(info.dir / CAPACITIES_FILE, config.capacities_yaml(info.link_mbps))
-    _write(info.dir / "exporter.yml", yaml.safe_dump(config.exporter_config(), sort_keys=False))
+    _write(info.dir / "exporter.yml",
+           yaml.safe_dump(config.exporter_config(info.metric_names), sort_keys=False))
     ports = config.PortPlan(info.base_port)
     text = config.controller_properties(ports, info.dir / "controller" / "data",
                                         info.controller_host, info.tiered_storage)
@@ -237,12 +240,17 @@ def _quiet(message: str) -> None:
 def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
        base_port: int = config.DEFAULT_BASE_PORT,
        progress: Callable[[str], None] = _quiet, link_mbps: int | None = None,
-       tiered_storage: bool = False, log_dirs: int = 1) -> UpResult:
+       tiered_storage: bool = False, log_dirs: int = 1,
+       metric_names: str = "sandbox") -> UpResult:
     """Start a sandbox in sandbox_dir, or report the one already running there; with link_mbps
     every broker gets a namespace and a link shaped to that many Mbit/s each way; with
     tiered_storage, topics created with remote.storage.enable=true keep their older segments
     in a directory of the sandbox that stands for remote storage; with log_dirs > 1 each
-    broker keeps its partitions in that many log dirs (JBOD)."""
+    broker keeps its partitions in that many log dirs (JBOD); metric_names "strimzi" names the
+    exporter's series as Strimzi's rules do (config.METRIC_NAMES)."""
+    if metric_names not in config.METRIC_NAMES:
+        raise SandboxError(f"--metric-names {metric_names!r}: expected one of "
+                           f"{', '.join(config.METRIC_NAMES)}")
     sandbox_dir = sandbox_dir.resolve()
     if link_mbps is not None:
         links.check_link_mbps(link_mbps)
@@ -259,7 +267,8 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
     require_tool("java")
     require_tool("prometheus")
     planned = replace(_planned(sandbox_dir, brokers, racks, base_port),
-                      tiered_storage=tiered_storage, log_dirs=log_dirs)
+                      tiered_storage=tiered_storage, log_dirs=log_dirs,
+                      metric_names=metric_names)
     check_ports(port_roles(planned))
     if link_mbps is not None:
         planned = replace(planned, link=network.plan(sandbox_dir, link_mbps,

@@ -235,12 +235,52 @@ def exporter_rules() -> list[dict[str, object]]:
     return rules
 
 
-def exporter_config() -> dict[str, object]:
+METRIC_NAMES = ("sandbox", "strimzi")
+"""Exporter naming styles: the sandbox's own (topology.promql), or Strimzi's."""
+
+BROKER_LABELS = {"sandbox": "broker_id", "strimzi": "broker"}
+"""The label Prometheus puts the broker id in, per naming style."""
+
+
+def strimzi_style_rules() -> list[dict[str, object]]:
+    """JMX exporter rules naming series the way Strimzi's Kafka metrics rules do (the bean's
+    domain, type and name, lowercased: kafka_server_brokertopicmetrics_bytesin_total), for the
+    same beans as the sandbox's own rules."""
+    per_sec = "kafka.server<type=BrokerTopicMetrics, name=(\\w+)PerSec"
+    percentile = "><>(\\d+)thPercentile"
+    return [
+        {"pattern": f"{per_sec}, topic=(.+)><>Count",
+         "name": "kafka_server_brokertopicmetrics_$1_total", "type": "COUNTER",
+         "labels": {"topic": "$2"}},
+        {"pattern": f"{per_sec}><>Count",
+         "name": "kafka_server_brokertopicmetrics_$1_total", "type": "COUNTER"},
+        {"pattern": "kafka.server<type=BrokerTopicMetrics, name=RemoteLogSizeBytes, "
+                    "topic=(.+)><>Value",
+         "name": "kafka_server_brokertopicmetrics_remotelogsizebytes", "type": "GAUGE",
+         "labels": {"topic": "$1"}},
+        {"pattern": "kafka.log<type=Log, name=Size, topic=((?!__cluster_metadata).+), "
+                    "partition=(\\d+)><>Value",
+         "name": "kafka_log_log_size", "type": "GAUGE",
+         "labels": {"topic": "$1", "partition": "$2"}},
+        {"pattern": "kafka.server<type=ReplicaManager, name=UnderReplicatedPartitions><>Value",
+         "name": "kafka_server_replicamanager_underreplicatedpartitions", "type": "GAUGE"},
+        {"pattern": "kafka.network<type=RequestMetrics, name=TotalTimeMs, "
+                    f"request=({'|'.join(LATENCY_REQUESTS)}){percentile}",
+         "name": "kafka_network_requestmetrics_totaltimems", "type": "GAUGE",
+         "labels": {"request": "$1", "quantile": "0.$2"}},
+        {"pattern": f"kafka.log<type=LogFlushStats, name=LogFlushRateAndTimeMs{percentile}",
+         "name": "kafka_log_logflushstats_logflushrateandtimems", "type": "GAUGE",
+         "labels": {"quantile": "0.$1"}},
+    ]
+
+
+def exporter_config(metric_names: str = "sandbox") -> dict[str, object]:
     """Whole exporter YAML document: only the beans the rules need are queried, and rule
     matches are cached (no pattern looks at values), which keeps 1 s scrapes cheap."""
-    rules = [{**rule, "cache": True} for rule in exporter_rules()]
+    chosen = strimzi_style_rules() if metric_names == "strimzi" else exporter_rules()
+    rules = [{**rule, "cache": True} for rule in chosen]
     return {
-        "lowercaseOutputName": False,
+        "lowercaseOutputName": metric_names == "strimzi",
         "includeObjectNames": [
             *(f"kafka.server:type=BrokerTopicMetrics,name={meter},*" for meter in TOPIC_METERS),
             "kafka.server:type=BrokerTopicMetrics,name=RemoteLogSizeBytes,*",
@@ -264,11 +304,13 @@ class ScrapeTarget:
     host: str = LOOPBACK
 
 
-def prometheus_config(targets: Sequence[ScrapeTarget]) -> dict[str, object]:
-    """prometheus.yml: every broker scraped each second, labelled with broker_id and rack."""
+def prometheus_config(targets: Sequence[ScrapeTarget],
+                      broker_label: str = "broker_id") -> dict[str, object]:
+    """prometheus.yml: every broker scraped each second, labelled with its id (in
+    `broker_label`) and rack."""
     static = [
         {"targets": [f"{t.host}:{t.metrics_port}"],
-         "labels": {"broker_id": str(t.broker_id), "rack": t.rack}}
+         "labels": {broker_label: str(t.broker_id), "rack": t.rack}}
         for t in sorted(targets, key=lambda t: t.broker_id)
     ]
     return {

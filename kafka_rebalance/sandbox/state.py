@@ -65,6 +65,10 @@ class SandboxInfo:
     (`up --tiered-storage`, Kafka's LocalTieredStorage)."""
     log_dirs: int = 1
     """Log dirs per broker (`up --log-dirs`): more than one is a JBOD broker (KIP-858)."""
+    metric_names: str = "sandbox"
+    """How the exporter names series (`up --metric-names`): "sandbox" (topology.promql's
+    names, labelled broker_id) or "strimzi" (kafka_server_brokertopicmetrics_... as Strimzi's
+    rules name them, labelled broker), for testing a --queries file for such a cluster."""
 
     def data_dirs(self, broker_id: int) -> tuple[Path, ...]:
         """A broker's log dirs: broker-N/data, then broker-N/data-2, ... on a JBOD sandbox."""
@@ -214,6 +218,7 @@ def read_state(sandbox_dir: Path) -> SandboxInfo | None:
             link=link_from_dict(data["link"]) if data.get("link") is not None else None,
             tiered_storage=bool(data.get("tiered_storage", False)),
             log_dirs=int(data.get("log_dirs", 1)),
+            metric_names=str(data.get("metric_names", "sandbox")),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxError(f"{path} is not a sandbox state file ({exc}); remove the dir") from exc

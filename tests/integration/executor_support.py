@@ -218,13 +218,15 @@ def state_sequence(path: Path) -> list[tuple[str, str]]:
 @contextmanager
 def own_sandbox(tmp_path_factory: pytest.TempPathFactory, name: str, first_port: int, *,
                 brokers: int = 4, racks: int = 2, port_room: int = 8,
-                tiered_storage: bool = False, log_dirs: int = 1) -> Iterator[SandboxInfo]:
+                tiered_storage: bool = False, log_dirs: int = 1,
+                metric_names: str = "sandbox") -> Iterator[SandboxInfo]:
     """A sandbox of one test module's own (the session's shared one carries what earlier
     tests left), on the first free base port from `first_port`; stopped whatever happens."""
     sandbox_dir = tmp_path_factory.mktemp(name)
     try:
         yield cluster.up(sandbox_dir, brokers=brokers, racks=racks,
                          tiered_storage=tiered_storage, log_dirs=log_dirs,
+                         metric_names=metric_names,
                          base_port=cluster.free_base_port(first_port, port_room)).info
     finally:
         cluster.down(sandbox_dir)

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kafka_rebalance.core.errors import SandboxError
 from kafka_rebalance.sandbox import config
@@ -178,3 +179,62 @@ def test_a_jbod_sandbox_gives_each_broker_its_log_dirs() -> None:
     props = parse_properties(config.broker_properties(
         1, "a", config.PortPlan(), (Path("/sb/broker-1/data"), Path("/sb/broker-1/data-2")), 3))
     assert props["log.dirs"] == "/sb/broker-1/data,/sb/broker-1/data-2"
+
+
+def strimzi_match(bean_attribute: str) -> tuple[str, dict[str, str]] | None:
+    """`first_match` for the Strimzi-style rules, names lowercased as the exporter does."""
+    for rule in config.strimzi_style_rules():
+        match = re.match(r"^.*(?:" + str(rule["pattern"]) + r").*$", bean_attribute + ": 1.0")
+        if match:
+            labels = {k: match.expand(str(v).replace("$", "\\"))
+                      for k, v in dict(rule.get("labels", {})).items()}  # type: ignore[call-overload]
+            return match.expand(str(rule["name"]).replace("$", "\\")).lower(), labels
+    return None
+
+
+@pytest.mark.parametrize(("bean", "expected"), [
+    ("kafka.server<type=BrokerTopicMetrics, name=BytesInPerSec, topic=orders><>Count",
+     ("kafka_server_brokertopicmetrics_bytesin_total", {"topic": "orders"})),
+    ("kafka.server<type=BrokerTopicMetrics, name=ReplicationBytesOutPerSec><>Count",
+     ("kafka_server_brokertopicmetrics_replicationbytesout_total", {})),
+    ("kafka.server<type=BrokerTopicMetrics, name=ReassignmentBytesInPerSec><>Count",
+     ("kafka_server_brokertopicmetrics_reassignmentbytesin_total", {})),
+    ("kafka.network<type=RequestMetrics, name=TotalTimeMs, request=Produce><>99thPercentile",
+     ("kafka_network_requestmetrics_totaltimems", {"request": "Produce", "quantile": "0.99"})),
+    ("kafka.log<type=LogFlushStats, name=LogFlushRateAndTimeMs><>95thPercentile",
+     ("kafka_log_logflushstats_logflushrateandtimems", {"quantile": "0.95"})),
+    ("kafka.server<type=ReplicaManager, name=UnderReplicatedPartitions><>Value",
+     ("kafka_server_replicamanager_underreplicatedpartitions", {})),
+])
+def test_strimzi_style_rules_name_series_as_strimzi_does(
+    bean: str, expected: tuple[str, dict[str, str]]
+) -> None:
+    assert strimzi_match(bean) == expected
+
+
+def test_the_strimzi_queries_file_asks_only_for_series_those_rules_make() -> None:
+    """Every broker series dashboards/queries-strimzi.yaml names is one the Strimzi-style
+    rules produce, and its broker label is the one the sandbox's scrape config sets."""
+    from executor.readings import GateQueries
+
+    path = Path(__file__).parents[3] / "dashboards" / "queries-strimzi.yaml"
+    raw = yaml.safe_load(path.read_text())
+    queries = GateQueries.from_dict(raw, str(path))
+    assert queries.broker_label == config.BROKER_LABELS["strimzi"]
+    beans = [f"kafka.server<type=BrokerTopicMetrics, name={meter}><>Count"
+             for meter in config.TOPIC_METERS] + [
+        "kafka.server<type=ReplicaManager, name=UnderReplicatedPartitions><>Value",
+        "kafka.network<type=RequestMetrics, name=TotalTimeMs, request=Produce><>99thPercentile",
+        "kafka.log<type=LogFlushStats, name=LogFlushRateAndTimeMs><>95thPercentile"]
+    made = {found[0] for bean in beans if (found := strimzi_match(bean)) is not None}
+    asked = {name for value in raw.values()
+             for name in re.findall(r"\b(kafka_[a-z_]+)\{", str(value))}
+    asked.discard("kafka_consumergroup_lag")  # kafka_exporter's, not a broker's
+    assert asked and asked <= made, asked - made
+
+
+def test_the_shipped_exporter_rules_are_the_sandboxs() -> None:
+    """dashboards/jmx-exporter-rules.yaml is what the sandbox's brokers run: regenerate it
+    from config.exporter_config() when the rules change."""
+    path = Path(__file__).parents[3] / "dashboards" / "jmx-exporter-rules.yaml"
+    assert yaml.safe_load(path.read_text()) == config.exporter_config()

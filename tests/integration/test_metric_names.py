@@ -1,0 +1,125 @@
+"""A cluster whose exporter names series as Strimzi's rules do: a sandbox started with
+`--metric-names strimzi` (kafka_server_brokertopicmetrics_bytesin_total and so on, the broker id
+in the label `broker`) runs a move with `execute --queries dashboards/queries-strimzi.yaml`,
+and every query of that file, and every broker panel of the dashboard `rebalance dashboard
+--queries` builds from it, returns data from the real Prometheus over the run. The sandbox's
+own names are checked the same way by test_dashboard_queries."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from executor.readings import TEMPLATE_KEYS, GateQueries
+from kafka_rebalance.report.dashboard import queries as dashboard_queries
+from kafka_rebalance.sandbox.state import SandboxInfo
+from tests.integration.executor_support import (
+    ROOT,
+    execute_args,
+    make_plan,
+    own_sandbox,
+    rebalance,
+)
+from topology import promql
+from topology.kafka_admin import KafkaClusterAdmin
+
+pytestmark = pytest.mark.integration
+
+QUERIES = ROOT / "dashboards" / "queries-strimzi.yaml"
+TOPIC = "strimzi-named"
+NO_SERIES_HERE = {"consumer_lag"}  # kafka_exporter's series: no such exporter on a sandbox
+
+
+@pytest.fixture(scope="module")
+def strimzi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
+    with own_sandbox(tmp_path_factory, "strimzi-sandbox", 27290, brokers=3, racks=3,
+                     metric_names="strimzi") as info:
+        yield info
+
+
+def _fill(info: SandboxInfo) -> None:
+    admin = AdminClient({"bootstrap.servers": info.bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 2, replica_assignment=[[1, 2], [2, 1]])])[
+        TOPIC].result(30)
+    producer = Producer({"bootstrap.servers": info.bootstrap, "acks": "all",
+                         "linger.ms": 20})
+    for n in range(3000):
+        producer.produce(TOPIC, value=b"s" * 1000, partition=n % 2)
+        producer.poll(0)
+    assert producer.flush(60) == 0
+
+
+def _range(info: SandboxInfo, expr: str, start: float, end: float) -> list[Any]:
+    params = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}",
+                                     "end": f"{end:.3f}", "step": "1s"})
+    with urllib.request.urlopen(f"{info.prometheus_url}/api/v1/query_range?{params}",
+                                timeout=30) as answer:
+        body = json.loads(answer.read().decode())
+    assert body["status"] == "success", (expr, body)
+    return list(body["data"]["result"])
+
+
+def _has_data(series: list[Any]) -> bool:
+    return any(math.isfinite(float(v)) for s in series for _, v in s["values"])
+
+
+def test_a_strimzi_named_cluster_is_gated_and_drawn_by_its_queries_file(
+        strimzi: SandboxInfo, tmp_path: Path) -> None:
+    _fill(strimzi)
+    queries = GateQueries.from_dict(yaml.safe_load(QUERIES.read_text()), str(QUERIES))
+    assert queries.broker_label == "broker"
+    plan = tmp_path / "plan.json"
+    make_plan(strimzi, plan, [(TOPIC, 0, (3, 2))])
+    start = time.time()
+    run = rebalance(*execute_args(strimzi, plan, tmp_path / "plan.json.journal", "--queries",
+                                  str(QUERIES)), timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    admin = KafkaClusterAdmin(strimzi.bootstrap)
+    try:
+        assert {p.partition: p.replicas for p in admin.partitions([TOPIC])}[0] == (3, 2)
+    finally:
+        admin.close()
+    time.sleep(3)  # the last scrapes of the run
+    end = time.time()
+
+    # every gate and guard query of the file, per broker, over the run
+    for key in TEMPLATE_KEYS:
+        expr = queries.render(getattr(queries, key))
+        found = _range(strimzi, expr, start - 5, end)
+        if key in NO_SERIES_HERE:
+            assert found == [], (key, found)
+            continue
+        assert _has_data(found), f"{key}: no data for {expr}"
+        if key != "consumer_lag":
+            brokers = {s["metric"].get("broker") for s in found}
+            assert brokers >= {"1", "2", "3"} or key.startswith(("produce", "fetch")), \
+                (key, brokers)
+    # the default (sandbox) names find nothing here: the file is what makes it work
+    assert _range(strimzi, promql.render(promql.BROKER_NETWORK_IN_RATE, "10s"),
+                  start - 5, end) == []
+
+    # the dashboard built from the same file: every broker panel has data
+    board = tmp_path / "dash.json"
+    made = rebalance("dashboard", "--queries", str(QUERIES), "--out", str(board))
+    assert made.returncode == 0, made.stderr
+    broker_panels = [(title, expr) for title, expr in dashboard_queries(json.loads(
+        board.read_text())) if "kafka_rebalance_" not in expr]
+    assert len(broker_panels) >= 6
+    empty = []
+    for title, expr in broker_panels:
+        filled = expr.replace("$window", "10s").replace("$broker", ".*")
+        if "consumergroup" not in filled and not _has_data(_range(strimzi, filled, start - 5,
+                                                                  end)):
+            empty.append((title, filled))
+    assert not empty, empty
