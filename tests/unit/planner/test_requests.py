@@ -184,3 +184,12 @@ def test_auto_finds_a_rebalance_due_and_worth_running_for_requests() -> None:
                                                   budget=Budget(time_limit_s=3)))
     worth = judge_plan(plan_file, 0, 0)
     assert worth.worth and "levels requests (--request-balance): 4 ->" in worth.reason
+
+
+def test_show_adds_a_requests_row_only_for_snapshots_with_request_rates() -> None:
+    from kafka_rebalance.commands.render import request_spread, spread_table
+
+    assert request_spread(chatty_on_one_broker()) == (4000 / 1010, 10 / 1010)
+    assert spread_table(chatty_on_one_broker()).row_count == 4
+    plain = generate_cluster(brokers=3, new_brokers=0, racks=3, partitions=10, seed=1)
+    assert request_spread(plain) is None and spread_table(plain).row_count == 3
