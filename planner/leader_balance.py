@@ -205,15 +205,6 @@ def _spread_kept(state: SolverState, p: int, col: int) -> bool:
     return state.spread.excess_change(p, row, switched) <= 0
 
 
-def _pair_affordable(state: SolverState, p: int, q: int) -> bool:
-    """Both switches of a relay within the move budget (they copy no byte)."""
-    added = (p not in state.changed) + (q not in state.changed)
-    if len(state.changed) + added > state.max_moves:
-        state.budget_hit.add("moves")
-        return False
-    return True
-
-
 def _relay(leaders: _Leaders, p: int, col: int, broker: int) -> bool:
     """Make the switch of p (to or from `broker`) together with a second one through its other
     end, the relay, so that the relay's leader count stays and its net out moves back: when
@@ -260,7 +251,7 @@ def _relay(leaders: _Leaders, p: int, col: int, broker: int) -> bool:
             if _spread_kept(state, int(sel[k]), col2):
                 best = (float(gain[k]), int(sel[k]), col2)
                 break
-    if best is None or not _pair_affordable(state, p, best[1]):
+    if best is None or not state.pair_affordable(p, best[1]):
         return False
     leaders.switch(p, col)
     leaders.switch(best[1], best[2])

@@ -251,22 +251,13 @@ def _pair(req: _Requests, p: int, col: int) -> bool:
     switched = list(row)
     switched[0], switched[col] = row[col], row[0]
     if (best is None or not _spread_kept(state, p, switched)
-            or not _pair_affordable(state, p, best[1])):
+            or not state.pair_affordable(p, best[1])):
         return False
     _, q, col2 = best
     req.shift(old, new, req_p)
     state.set_leader(p, col)
     req.shift(new, int(state.replicas[q, col2]), float(a.requests[q]))
     state.set_leader(q, col2)
-    return True
-
-
-def _pair_affordable(state: SolverState, p: int, q: int) -> bool:
-    """Both switches of a pair within the move budget (they copy no byte)."""
-    added = (p not in state.changed) + (q not in state.changed)
-    if len(state.changed) + added > state.max_moves:
-        state.budget_hit.add("moves")
-        return False
     return True
 
 
@@ -394,7 +385,7 @@ def _swap_leaders(req: _Requests, broker: int) -> bool:
     _, p, q, source, dest = best
     if (not _spread_kept(state, p, _moved_row(state, p, source, dest))
             or not _spread_kept(state, q, _moved_row(state, q, dest, source))
-            or not _pair_affordable(state, p, q)
+            or not state.pair_affordable(p, q)
             or not state.affordable(p, state.move_bytes_delta(p, source, dest)
                                     + state.move_bytes_delta(q, dest, source))):
         return False

@@ -198,6 +198,14 @@ class SolverState:
             return False
         return True
 
+    def pair_affordable(self, p: int, q: int) -> bool:
+        """Changes to both p and q within the move budget (bytes are checked apart)."""
+        added = (p not in self.changed) + (q not in self.changed)
+        if len(self.changed) + added > self.max_moves:
+            self.budget_hit.add("moves")
+            return False
+        return True
+
     def move_replica(self, p: int, col: int, dest: int) -> None:
         """Put the replica in column `col` of partition p on `dest` (keeps its position)."""
         source = int(self.replicas[p, col])

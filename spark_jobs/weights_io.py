@@ -157,21 +157,14 @@ def _check_footer(path: Path) -> tuple[tuple[str, ...], bool, int]:
         raise HistoryInputError(f"history file {path} is not a readable Parquet file: "
                                 f"{reason}") from None
     layout = []
-    for name in COLUMNS:
+    for name in (*COLUMNS, *OPTIONAL_COLUMNS):
         if schema.get_field_index(name) < 0:
+            if name in OPTIONAL_COLUMNS:
+                layout.append("absent")
+                continue
             raise HistoryInputError(
                 f"history file {path} has no column {name!r} (columns: "
                 f"{', '.join(schema.names) or 'none'}); expected {', '.join(COLUMNS)}")
-        data_type = schema.field(name).type
-        check, wanted = _ARROW_CHECKS[name]
-        if not check(data_type):
-            raise HistoryInputError(
-                f"history file {path}: column {name!r} has type {data_type}, expected {wanted}")
-        layout.append(str(data_type))
-    for name in OPTIONAL_COLUMNS:
-        if schema.get_field_index(name) < 0:
-            layout.append("absent")
-            continue
         data_type = schema.field(name).type
         check, wanted = _ARROW_CHECKS[name]
         if not check(data_type):

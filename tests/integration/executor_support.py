@@ -7,10 +7,12 @@ Test topics are named exec-*; the `drop_exec_topics` fixture deletes them after 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
 import sys
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -18,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -230,3 +233,31 @@ def own_sandbox(tmp_path_factory: pytest.TempPathFactory, name: str, first_port:
                          base_port=cluster.free_base_port(first_port, port_room)).info
     finally:
         cluster.down(sandbox_dir)
+
+
+DASHBOARD_VARIABLES = {"$window": "10s", "$broker": ".*"}  # the sandbox gate's window; All
+"""A dashboard's template variables as an operator of the sandbox fills them."""
+
+
+def fill(expr: str) -> str:
+    """A dashboard query with its template variables filled (DASHBOARD_VARIABLES)."""
+    for name, value in DASHBOARD_VARIABLES.items():
+        expr = expr.replace(name, value)
+    assert "$" not in expr, f"a template variable is left in {expr}"
+    return expr
+
+
+def range_query(info: SandboxInfo, expr: str, start: float, end: float) -> list[Any]:
+    """The series of a PromQL range query over [start, end] at 1 s steps."""
+    params = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}",
+                                     "end": f"{end:.3f}", "step": "1s"})
+    with urllib.request.urlopen(f"{info.prometheus_url}/api/v1/query_range?{params}",
+                                timeout=30) as answer:
+        body = json.loads(answer.read().decode())
+    assert body["status"] == "success", (expr, body)
+    return list(body["data"]["result"])
+
+
+def has_data(series: list[Any]) -> bool:
+    """Any finite value in any of the series."""
+    return any(math.isfinite(float(value)) for s in series for _, value in s["values"])

@@ -12,15 +12,11 @@ any time of it (the copied bytes of the move in flight) counts.
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -32,8 +28,11 @@ from tests.integration.executor_support import (
     ROOT,
     create_topic,
     execute_args,
+    fill,
+    has_data,
     layout,
     make_plan,
+    range_query,
     rebalance,
     start_rebalance,
 )
@@ -42,29 +41,7 @@ from tests.integration.kafka_topics import free_port
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
 
 DASHBOARD = ROOT / "dashboards" / "kafka-rebalance.json"
-VARIABLES = {"$window": "10s", "$broker": ".*"}  # the sandbox gate's window; All brokers
 EXECUTOR_JOB = "kafka-rebalance-executor"
-
-
-def fill(expr: str) -> str:
-    for name, value in VARIABLES.items():
-        expr = expr.replace(name, value)
-    assert "$" not in expr, f"a template variable is left in {expr}"
-    return expr
-
-
-def range_query(info: SandboxInfo, expr: str, start: float, end: float) -> list[Any]:
-    params = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}",
-                                     "end": f"{end:.3f}", "step": "1s"})
-    with urllib.request.urlopen(f"{info.prometheus_url}/api/v1/query_range?{params}",
-                                timeout=30) as answer:
-        body = json.loads(answer.read().decode())
-    assert body["status"] == "success", (expr, body)
-    return list(body["data"]["result"])
-
-
-def has_data(series: list[Any]) -> bool:
-    return any(math.isfinite(float(value)) for s in series for _, value in s["values"])
 
 
 @pytest.fixture

@@ -8,13 +8,9 @@ own names are checked the same way by test_dashboard_queries."""
 from __future__ import annotations
 
 import json
-import math
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -27,8 +23,11 @@ from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     ROOT,
     execute_args,
+    fill,
+    has_data,
     make_plan,
     own_sandbox,
+    range_query,
     rebalance,
 )
 from topology import promql
@@ -60,20 +59,6 @@ def _fill(info: SandboxInfo) -> None:
     assert producer.flush(60) == 0
 
 
-def _range(info: SandboxInfo, expr: str, start: float, end: float) -> list[Any]:
-    params = urllib.parse.urlencode({"query": expr, "start": f"{start:.3f}",
-                                     "end": f"{end:.3f}", "step": "1s"})
-    with urllib.request.urlopen(f"{info.prometheus_url}/api/v1/query_range?{params}",
-                                timeout=30) as answer:
-        body = json.loads(answer.read().decode())
-    assert body["status"] == "success", (expr, body)
-    return list(body["data"]["result"])
-
-
-def _has_data(series: list[Any]) -> bool:
-    return any(math.isfinite(float(v)) for s in series for _, v in s["values"])
-
-
 def test_a_strimzi_named_cluster_is_gated_and_drawn_by_its_queries_file(
         strimzi: SandboxInfo, tmp_path: Path) -> None:
     _fill(strimzi)
@@ -96,17 +81,17 @@ def test_a_strimzi_named_cluster_is_gated_and_drawn_by_its_queries_file(
     # every gate and guard query of the file, per broker, over the run
     for key in TEMPLATE_KEYS:
         expr = queries.render(getattr(queries, key))
-        found = _range(strimzi, expr, start - 5, end)
+        found = range_query(strimzi, expr, start - 5, end)
         if key in NO_SERIES_HERE:
             assert found == [], (key, found)
             continue
-        assert _has_data(found), f"{key}: no data for {expr}"
+        assert has_data(found), f"{key}: no data for {expr}"
         if key != "consumer_lag":
             brokers = {s["metric"].get("broker") for s in found}
             assert brokers >= {"1", "2", "3"} or key.startswith(("produce", "fetch")), \
                 (key, brokers)
     # the default (sandbox) names find nothing here: the file is what makes it work
-    assert _range(strimzi, promql.render(promql.BROKER_NETWORK_IN_RATE, "10s"),
+    assert range_query(strimzi, promql.render(promql.BROKER_NETWORK_IN_RATE, "10s"),
                   start - 5, end) == []
 
     # the dashboard built from the same file: every broker panel has data
@@ -118,8 +103,8 @@ def test_a_strimzi_named_cluster_is_gated_and_drawn_by_its_queries_file(
     assert len(broker_panels) >= 6
     empty = []
     for title, expr in broker_panels:
-        filled = expr.replace("$window", "10s").replace("$broker", ".*")
-        if "consumergroup" not in filled and not _has_data(_range(strimzi, filled, start - 5,
+        filled = fill(expr)
+        if "consumergroup" not in filled and not has_data(range_query(strimzi, filled, start - 5,
                                                                   end)):
             empty.append((title, filled))
     assert not empty, empty

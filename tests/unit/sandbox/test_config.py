@@ -92,14 +92,17 @@ def test_exporter_rules_name_exactly_the_contract_series() -> None:
     assert {str(rule["name"]) for rule in config.exporter_rules()} == CONTRACT
 
 
-def first_match(bean_attribute: str) -> tuple[str, dict[str, str]] | None:
-    """Emulate the exporter: the first rule whose (unanchored) pattern matches wins."""
-    for rule in config.exporter_rules():
+def first_match(bean_attribute: str, rules: list[dict[str, object]] | None = None,
+                lowercase: bool = False) -> tuple[str, dict[str, str]] | None:
+    """Emulate the exporter: the first rule whose (unanchored) pattern matches wins; its
+    name's groups are filled (and lowercased, as lowercaseOutputName does)."""
+    for rule in config.exporter_rules() if rules is None else rules:
         match = re.match(r"^.*(?:" + str(rule["pattern"]) + r").*$", bean_attribute + ": 1.0")
         if match:
             labels = {k: match.expand(str(v).replace("$", "\\"))
                       for k, v in dict(rule.get("labels", {})).items()}  # type: ignore[call-overload]
-            return str(rule["name"]), labels
+            name = match.expand(str(rule["name"]).replace("$", "\\"))
+            return (name.lower() if lowercase else name), labels
     return None
 
 
@@ -182,14 +185,8 @@ def test_a_jbod_sandbox_gives_each_broker_its_log_dirs() -> None:
 
 
 def strimzi_match(bean_attribute: str) -> tuple[str, dict[str, str]] | None:
-    """`first_match` for the Strimzi-style rules, names lowercased as the exporter does."""
-    for rule in config.strimzi_style_rules():
-        match = re.match(r"^.*(?:" + str(rule["pattern"]) + r").*$", bean_attribute + ": 1.0")
-        if match:
-            labels = {k: match.expand(str(v).replace("$", "\\"))
-                      for k, v in dict(rule.get("labels", {})).items()}  # type: ignore[call-overload]
-            return match.expand(str(rule["name"]).replace("$", "\\")).lower(), labels
-    return None
+    """`first_match` for the Strimzi-style rules."""
+    return first_match(bean_attribute, config.strimzi_style_rules(), lowercase=True)
 
 
 @pytest.mark.parametrize(("bean", "expected"), [
