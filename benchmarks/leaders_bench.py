@@ -16,10 +16,9 @@ target (the planner's measure); "removed" is the share of the excess over the ba
 
 from __future__ import annotations
 
-import argparse
 import time
 
-from benchmarks.planner_bench import CASES
+from benchmarks.planner_bench import CASES, main_over_cases
 from planner.arrays import broker_loads, to_arrays
 from planner.balance import achievable_targets, deviation
 from planner.goals import Budget, Goals
@@ -79,12 +78,7 @@ def run_case(name: str, seed: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="small,medium,large")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    for name in args.cases.split(","):
-        run_case(name, args.seed)
+    main_over_cases(__doc__.splitlines()[0], run_case)
 
 
 if __name__ == "__main__":

@@ -13,14 +13,13 @@ of brokers whose dirs were added one at a time. Side by side in one run:
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections import defaultdict
 from dataclasses import replace
 
 import numpy as np
 
-from benchmarks.planner_bench import CASES
+from benchmarks.planner_bench import CASES, main_over_cases
 from planner.goals import Budget, Goals
 from planner.result import PlanResult
 from planner.solve import plan
@@ -118,12 +117,7 @@ def run_case(name: str, seed: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="small,medium,large")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    for name in args.cases.split(","):
-        run_case(name, args.seed)
+    main_over_cases(__doc__.splitlines()[0], run_case)
 
 
 if __name__ == "__main__":

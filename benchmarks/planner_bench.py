@@ -60,6 +60,17 @@ CASES = {
 }
 
 
+def main_over_cases(description: str, run: Callable[[str, int], None]) -> None:
+    """The command line of a benchmark that runs `run(case name, seed)` for each case of
+    `--cases` (small,medium,large by default) at `--seed`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--cases", default="small,medium,large")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    for name in args.cases.split(","):
+        run(name, args.seed)
+
+
 def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
