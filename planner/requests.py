@@ -134,9 +134,6 @@ class _Requests:
             res = np.where(kept, res, 0.0)
         return res
 
-    def gain(self, old: int, new: int, amount: float) -> float:
-        return float(self.gains(np.array([old]), np.array([new]), np.array([amount]))[0])
-
     def shift(self, old: int, new: int, amount: float) -> None:
         """Keep the loads in step with a change the caller makes to the state."""
         self.load[old] -= amount
