@@ -20,7 +20,8 @@ bytes, so the bytes stay and the requests' difference moves. Each session first 
 steps that take neither broker further outside its request band (a switch that overshoots is
 worse than a move that lands inside), then any step that lowers the request penalty. No step
 leaves any broker further outside its disk, net in or net out band, or crowds a topic more
-(`--topic-spread`), and budgets hold.
+(`--topic-spread`), nor, with `--leader-balance`, further outside its fair share of leaders
+(the phase runs after leader levelling and must not undo it), and budgets hold.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.arrays import NET_OUT, ClusterArrays, FloatArray, IntArray
+from planner.leader_balance import FairLeaders, led
 from planner.state import SolverState, sessions_on_worst
 
 # Requests within this share of a broker's request capacity of its fair share are in band.
@@ -112,6 +114,13 @@ class _Requests:
         # True: a step may not take either broker further outside its band (the first pass
         # of a session, so that a switch does not overshoot where a move would land inside)
         self.kept_only = False
+        # with --leader-balance too: leader counts and leader bytes in, kept in step, so that
+        # no step takes a broker further outside its fair share of leaders
+        tolerance_leaders = state.goals.leader_balance
+        self.leaders: FairLeaders | None = None
+        if tolerance_leaders is not None:
+            self.leaders = FairLeaders.of(state.arrays, state.replicas, tolerance_leaders)
+            self.lead_count, self.lead_bytes = led(state.arrays, state.replicas)
 
     def penalties(self) -> FloatArray:
         return self.at(self.everyone, self.load)
@@ -134,12 +143,38 @@ class _Requests:
             res = np.where(kept, res, 0.0)
         return res
 
-    def shift(self, old: int, new: int, amount: float) -> None:
-        """Keep the loads in step with a change the caller makes to the state."""
+    def shift(self, p: int, old: int, new: int) -> None:
+        """Keep the loads in step with p's lead going from `old` to `new`, which the caller
+        makes in the state right after."""
+        amount = float(self.state.arrays.requests[p])
         self.load[old] -= amount
         self.load[new] += amount
+        if self.leaders is not None:
+            size = float(self.state.arrays.net_in[p])
+            self.lead_count[old] -= 1
+            self.lead_count[new] += 1
+            self.lead_bytes[old] -= size
+            self.lead_bytes[new] += size
         self._hosted.clear()
         self._led.clear()
+
+    def leaders_kept(self, leads: list[tuple[int, int, int]]) -> bool:
+        """With --leader-balance: the changes of lead (partition, old, new) together leave no
+        broker further outside its fair share of leaders (counts and bytes in) than now."""
+        if self.leaders is None:
+            return True
+        a = self.state.arrays
+        count: dict[int, float] = {}
+        size: dict[int, float] = {}
+        for p, old, new in leads:
+            for broker, sign in ((old, -1.0), (new, 1.0)):
+                count[broker] = count.get(broker, 0.0) + sign
+                size[broker] = size.get(broker, 0.0) + sign * float(a.net_in[p])
+        ids = np.array(sorted(count), dtype=np.int64)
+        now = self.leaders.penalty(ids, self.lead_count[ids], self.lead_bytes[ids])
+        then = self.leaders.penalty(ids, self.lead_count[ids] + [count[b] for b in ids.tolist()],
+                                    self.lead_bytes[ids] + [size[b] for b in ids.tolist()])
+        return bool((then <= now + 1e-12).all())
 
     def hosted(self, broker: int) -> IntArray:
         """state.hosted_array, kept until the next change (a session asks it many times)."""
@@ -192,9 +227,9 @@ def _switch(req: _Requests, p: int, col: int) -> bool:
     switched[0], switched[col] = row[col], row[0]
     ids, rows = state.switch_rows(p, col)
     if (not state.no_worse(ids, rows, strict=True).all() or not _spread_kept(state, p, switched)
-            or not state.affordable(p, 0.0)):
+            or not req.leaders_kept([(p, row[0], row[col])]) or not state.affordable(p, 0.0)):
         return False
-    req.shift(row[0], row[col], float(state.arrays.requests[p]))
+    req.shift(p, row[0], row[col])
     state.set_leader(p, col)
     return True
 
@@ -242,7 +277,8 @@ def _pair(req: _Requests, p: int, col: int) -> bool:
             row_q = state.replicas[q, : int(a.rf[q])].tolist()
             switched_q = list(row_q)
             switched_q[0], switched_q[col2] = row_q[col2], row_q[0]
-            if _spread_kept(state, q, switched_q):
+            if (_spread_kept(state, q, switched_q)
+                    and req.leaders_kept([(p, old, new), (q, new, z)])):
                 best = (gain, q, col2)
     row = state.replicas[p, : int(a.rf[p])].tolist()
     switched = list(row)
@@ -251,9 +287,9 @@ def _pair(req: _Requests, p: int, col: int) -> bool:
             or not state.pair_affordable(p, best[1])):
         return False
     _, q, col2 = best
-    req.shift(old, new, req_p)
+    req.shift(p, old, new)
     state.set_leader(p, col)
-    req.shift(new, int(state.replicas[q, col2]), float(a.requests[q]))
+    req.shift(q, new, int(state.replicas[q, col2]))
     state.set_leader(q, col2)
     return True
 
@@ -322,13 +358,13 @@ def _move_leader(req: _Requests, broker: int) -> bool:
                 rows = np.stack([state.loads[source] - vec, state.loads[dest] + vec])
                 if (state.no_worse(np.array([source, dest]), rows, strict=True).all()
                         and _spread_kept(state, p, _moved_row(state, p, source, dest))
+                        and req.leaders_kept([(p, source, dest)])
                         and state.affordable(p, state.move_bytes_delta(p, source, dest))):
                     best = (score, p, dest)
     if best is None:
         return False
     _, p, dest = best
-    source = int(state.replicas[p, 0])
-    req.shift(source, dest, float(a.requests[p]))
+    req.shift(p, int(state.replicas[p, 0]), dest)
     state.move_replica(p, 0, dest)
     return True
 
@@ -382,11 +418,13 @@ def _swap_leaders(req: _Requests, broker: int) -> bool:
     _, p, q, source, dest = best
     if (not _spread_kept(state, p, _moved_row(state, p, source, dest))
             or not _spread_kept(state, q, _moved_row(state, q, dest, source))
+            or not req.leaders_kept([(p, source, dest), (q, dest, source)])
             or not state.pair_affordable(p, q)
             or not state.affordable(p, state.move_bytes_delta(p, source, dest)
                                     + state.move_bytes_delta(q, dest, source))):
         return False
-    req.shift(source, dest, float(a.requests[p] - a.requests[q]))
+    req.shift(p, source, dest)
+    req.shift(q, dest, source)
     state.move_replica(p, 0, dest)
     state.move_replica(q, 0, source)
     return True

@@ -193,3 +193,25 @@ def test_show_adds_a_requests_row_only_for_snapshots_with_request_rates() -> Non
     assert spread_table(chatty_on_one_broker()).row_count == 4
     plain = generate_cluster(brokers=3, new_brokers=0, racks=3, partitions=10, seed=1)
     assert request_spread(plain) is None and spread_table(plain).row_count == 3
+
+
+def test_with_leader_balance_too_requests_are_levelled_without_undoing_the_leaders() -> None:
+    """Request levelling runs after leader levelling: with both goals, no broker ends
+    further outside its fair share of leaders than the leader goal alone leaves it."""
+    from planner.leader_balance import leader_level
+
+    plain = generate_cluster(brokers=9, new_brokers=0, racks=3, partitions=600, seed=5)
+    topics = sorted({p.topic for p in plain.partitions})
+    rated = plain.with_partitions(
+        replace(p, requests_per_sec=300.0 if p.topic in topics[:2] else 5.0)
+        for p in plain.partitions)
+    leaders_only = Goals(leader_balance=0.1)
+    both = Goals(leader_balance=0.1, request_balance=0.2)
+    first = plan(rated, leaders_only, Budget(time_limit_s=3, seed=1))
+    second = plan(rated, both, Budget(time_limit_s=3, seed=1))
+    before = to_arrays(rated, both)
+    one, two = to_arrays(first.after, both), to_arrays(second.after, both)
+    assert (leader_level(two, two.replicas, 0.1).brokers_outside
+            <= leader_level(one, one.replicas, 0.1).brokers_outside)
+    assert (request_level(two, two.replicas, 0.2).over_fair
+            < request_level(before, before.replicas, 0.2).over_fair)
