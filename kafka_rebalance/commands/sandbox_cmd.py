@@ -19,7 +19,7 @@ from kafka_rebalance.commands.render import console, err_console, note, say
 from kafka_rebalance.core.errors import InputError, SandboxError
 from kafka_rebalance.core.names import listed
 from kafka_rebalance.sandbox import cluster, teardown
-from kafka_rebalance.sandbox.config import DEFAULT_BASE_PORT
+from kafka_rebalance.sandbox.config import DEFAULT_BASE_PORT, METRIC_NAMES
 from kafka_rebalance.sandbox.links import LOOPBACK
 from kafka_rebalance.sandbox.state import (
     CAPACITIES_FILE,
@@ -161,6 +161,9 @@ def up(
         "dashboards/queries-strimzi.yaml` on it).")] = "sandbox",
 ) -> None:
     """Start the sandbox (or report the one already running in the dir)."""
+    if metric_names not in METRIC_NAMES:
+        raise InputError(f"--metric-names {metric_names!r}: expected one of "
+                         f"{', '.join(METRIC_NAMES)}")
     target = _dir(sandbox_dir)
     check_up_dir(target, force)
     result = cluster.up(target, brokers=brokers, racks=racks, base_port=base_port,

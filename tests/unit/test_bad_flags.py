@@ -120,3 +120,20 @@ def test_an_earlier_spark_output_directory_may_be_replaced(tmp_path: Path) -> No
     assert replaceable_output(out)
     (out / "README").write_text("mine")
     assert not replaceable_output(out)
+
+
+def test_sandbox_up_refuses_an_unknown_metric_naming_before_touching_the_dir(
+        tmp_path: Path, rebalance: Rebalance) -> None:
+    target = tmp_path / "sbx"
+    code, error = rebalance("sandbox", "up", "--dir", str(target), "--metric-names", "bogus")
+    assert (code, "expected one of sandbox, strimzi" in error) == (2, True), error
+    assert not target.exists()
+
+
+def test_plan_refuses_a_request_tolerance_out_of_range_and_writes_nothing(
+        tmp_path: Path, rebalance: Rebalance) -> None:
+    out = tmp_path / "plan.json"
+    code, error = rebalance("plan", "--snapshot", "examples/cluster.json", "--request-balance",
+                            "1.5", "--out", str(out))
+    assert (code, "--request-balance must be between 0 and 1" in error) == (2, True), error
+    assert not out.exists()
