@@ -180,7 +180,7 @@ def _session(leaders: _Leaders, broker: int) -> int:
             break
         old, new = state.replicas[p, 0:1], state.replicas[p, col:col + 1]
         gain = float(leaders.gains(np.array([p]), old, new)[0])
-        if gain <= 1e-12 or not _spread_kept(state, p, col) or not state.affordable(p, 0.0):
+        if gain <= 1e-12 or not switch_keeps_spread(state, p, col) or not state.affordable(p, 0.0):
             rejects += 1
             continue
         if _net_out_kept(state, p, col):
@@ -195,7 +195,7 @@ def _session(leaders: _Leaders, broker: int) -> int:
     return applied
 
 
-def _spread_kept(state: SolverState, p: int, col: int) -> bool:
+def switch_keeps_spread(state: SolverState, p: int, col: int) -> bool:
     """With --topic-spread: the switch crowds no topic's leaders more than now."""
     if state.spread is None:
         return True
@@ -248,7 +248,7 @@ def _relay(leaders: _Leaders, p: int, col: int, broker: int) -> bool:
         for k in good[np.argsort(-gain[good], kind="stable")].tolist():
             if best is not None and float(gain[k]) <= best[0]:
                 break
-            if _spread_kept(state, int(sel[k]), col2):
+            if switch_keeps_spread(state, int(sel[k]), col2):
                 best = (float(gain[k]), int(sel[k]), col2)
                 break
     if best is None or not state.pair_affordable(p, best[1]):

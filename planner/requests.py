@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.arrays import NET_OUT, ClusterArrays, FloatArray, IntArray
-from planner.leader_balance import FairLeaders, led
+from planner.leader_balance import FairLeaders, led, switch_keeps_spread
 from planner.state import SolverState, sessions_on_worst
 
 # Requests within this share of a broker's request capacity of its fair share are in band.
@@ -110,7 +110,6 @@ class _Requests:
         self.everyone = np.arange(state.arrays.brokers)
         self.total = max(float(state.arrays.requests.sum()), 1e-9)
         self._hosted: dict[int, IntArray] = {}
-        self._led: dict[int, IntArray] = {}
         # True: a step may not take either broker further outside its band (the first pass
         # of a session, so that a switch does not overshoot where a move would land inside)
         self.kept_only = False
@@ -156,7 +155,6 @@ class _Requests:
             self.lead_bytes[old] -= size
             self.lead_bytes[new] += size
         self._hosted.clear()
-        self._led.clear()
 
     def leaders_kept(self, leads: list[tuple[int, int, int]]) -> bool:
         """With --leader-balance: the changes of lead (partition, old, new) together leave no
@@ -184,12 +182,13 @@ class _Requests:
         return found
 
 
-def _spread_kept(state: SolverState, p: int, row: list[int]) -> bool:
-    """With --topic-spread: the new replica list crowds no topic more than now."""
+def _move_keeps_spread(state: SolverState, p: int, source: int, dest: int) -> bool:
+    """With --topic-spread: moving p's replica from `source` to `dest` crowds no topic more
+    than now."""
     if state.spread is None:
         return True
     now = state.replicas[p, : int(state.arrays.rf[p])].tolist()
-    return state.spread.excess_change(p, now, row) <= 0
+    return state.spread.excess_change(p, now, [dest if b == source else b for b in now]) <= 0
 
 
 def _switches(req: _Requests, broker: int) -> list[tuple[float, int, int]]:
@@ -222,14 +221,12 @@ def _switches(req: _Requests, broker: int) -> list[tuple[float, int, int]]:
 def _switch(req: _Requests, p: int, col: int) -> bool:
     """Make the replica in `col` lead p when net out, topic spread and budgets allow."""
     state = req.state
-    row = state.replicas[p, : int(state.arrays.rf[p])].tolist()
-    switched = list(row)
-    switched[0], switched[col] = row[col], row[0]
     ids, rows = state.switch_rows(p, col)
-    if (not state.no_worse(ids, rows, strict=True).all() or not _spread_kept(state, p, switched)
-            or not req.leaders_kept([(p, row[0], row[col])]) or not state.affordable(p, 0.0)):
+    old, new = int(ids[0]), int(ids[1])
+    if (not state.no_worse(ids, rows, strict=True).all() or not switch_keeps_spread(state, p, col)
+            or not req.leaders_kept([(p, old, new)]) or not state.affordable(p, 0.0)):
         return False
-    req.shift(p, row[0], row[col])
+    req.shift(p, old, new)
     state.set_leader(p, col)
     return True
 
@@ -274,16 +271,10 @@ def _pair(req: _Requests, p: int, col: int) -> bool:
                 continue
             if not state.no_worse(ids, rows, strict=True).all():
                 continue
-            row_q = state.replicas[q, : int(a.rf[q])].tolist()
-            switched_q = list(row_q)
-            switched_q[0], switched_q[col2] = row_q[col2], row_q[0]
-            if (_spread_kept(state, q, switched_q)
+            if (switch_keeps_spread(state, q, col2)
                     and req.leaders_kept([(p, old, new), (q, new, z)])):
                 best = (gain, q, col2)
-    row = state.replicas[p, : int(a.rf[p])].tolist()
-    switched = list(row)
-    switched[0], switched[col] = row[col], row[0]
-    if (best is None or not _spread_kept(state, p, switched)
+    if (best is None or not switch_keeps_spread(state, p, col)
             or not state.pair_affordable(p, best[1])):
         return False
     _, q, col2 = best
@@ -310,26 +301,13 @@ def _ends(req: _Requests, broker: int) -> tuple[list[int], list[int]]:
 
 
 def _heaviest_led(req: _Requests, broker: int) -> IntArray:
-    """The partitions `broker` leads that have requests, the most first (at most SOURCES);
-    kept until the next change."""
-    found = req._led.get(broker)
-    if found is None:
-        found = req._led[broker] = _find_heaviest_led(req, broker)
-    return found
-
-
-def _find_heaviest_led(req: _Requests, broker: int) -> IntArray:
+    """The partitions `broker` leads that have requests, the most first (at most SOURCES)."""
     state = req.state
     a = state.arrays
     led = req.hosted(broker)
     led = led[(state.replicas[led, 0] == broker) & (a.requests[led] > 0)]
     out: IntArray = led[np.argsort(-a.requests[led], kind="stable")][:SOURCES]
     return out
-
-
-def _moved_row(state: SolverState, p: int, source: int, dest: int) -> list[int]:
-    return [dest if b == source else b for b in state.replicas[p, : int(state.arrays.rf[p])]
-            .tolist()]
 
 
 def _move_leader(req: _Requests, broker: int) -> bool:
@@ -357,7 +335,7 @@ def _move_leader(req: _Requests, broker: int) -> bool:
                     continue
                 rows = np.stack([state.loads[source] - vec, state.loads[dest] + vec])
                 if (state.no_worse(np.array([source, dest]), rows, strict=True).all()
-                        and _spread_kept(state, p, _moved_row(state, p, source, dest))
+                        and _move_keeps_spread(state, p, source, dest)
                         and req.leaders_kept([(p, source, dest)])
                         and state.affordable(p, state.move_bytes_delta(p, source, dest))):
                     best = (score, p, dest)
@@ -379,6 +357,7 @@ def _swap_leaders(req: _Requests, broker: int) -> bool:
     a = state.arrays
     sources, dests = _ends(req, broker)
     best: tuple[float, int, int, int, int] | None = None  # score, p, q, source, dest
+    scale = np.maximum(state.loads.mean(axis=0), 1e-9)  # a broker's mean load per resource
     for source in sources:
         for p in _heaviest_led(req, source).tolist():
             vec_p = state.replica_vector(p, True)
@@ -391,10 +370,9 @@ def _swap_leaders(req: _Requests, broker: int) -> bool:
                 if theirs.size == 0:
                     continue
                 vecs = np.stack([a.size[theirs], a.net_in[theirs], a.leader_out[theirs]], axis=1)
-                scale = np.maximum(state.loads.mean(axis=0), 1e-9)
-                likeness = (np.abs(vecs - vec_p) / scale).sum(axis=1)
-                theirs = theirs[np.argsort(likeness, kind="stable")][:SWAP_TRIES]
-                vecs = np.stack([a.size[theirs], a.net_in[theirs], a.leader_out[theirs]], axis=1)
+                likest = np.argsort((np.abs(vecs - vec_p) / scale).sum(axis=1),
+                                    kind="stable")[:SWAP_TRIES]
+                theirs, vecs = theirs[likest], vecs[likest]
                 shifted = a.requests[p] - a.requests[theirs]
                 gains = req.gains(np.full(theirs.size, source), np.full(theirs.size, dest),
                                   shifted)
@@ -416,8 +394,8 @@ def _swap_leaders(req: _Requests, broker: int) -> bool:
     if best is None:
         return False
     _, p, q, source, dest = best
-    if (not _spread_kept(state, p, _moved_row(state, p, source, dest))
-            or not _spread_kept(state, q, _moved_row(state, q, dest, source))
+    if (not _move_keeps_spread(state, p, source, dest)
+            or not _move_keeps_spread(state, q, dest, source)
             or not req.leaders_kept([(p, source, dest), (q, dest, source)])
             or not state.pair_affordable(p, q)
             or not state.affordable(p, state.move_bytes_delta(p, source, dest)
