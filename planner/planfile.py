@@ -136,6 +136,11 @@ class RequestInfo:
     after: RequestLevel
     brokers: tuple[BrokerRequests, ...] = ()
 
+    def broker_rows(self) -> list[dict[str, float]]:
+        """The per-broker rows as the plan file and the review's --json write them."""
+        return [{"id": b.id, "before": b.before, "after": b.after, "fair": b.fair}
+                for b in self.brokers]
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerRequests:

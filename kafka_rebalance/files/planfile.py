@@ -145,8 +145,7 @@ def _requests_dict(requests: RequestInfo) -> dict[str, Any]:
             **{when: {"over_fair": level.over_fair, "brokers_outside": level.brokers_outside,
                       "total_per_sec": level.total_per_sec}
                for when, level in (("before", requests.before), ("after", requests.after))},
-            "brokers": [{"id": b.id, "before": b.before, "after": b.after, "fair": b.fair}
-                        for b in requests.brokers]}
+            "brokers": requests.broker_rows()}
 
 
 def _targets_dict(targets: TargetInfo) -> dict[str, Any]:

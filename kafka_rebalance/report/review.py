@@ -519,8 +519,7 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                       "requests_per_sec": level.total_per_sec}
                for when, level in (("before", plan.requests.before),
                                    ("after", plan.requests.after))},
-            "brokers": [{"id": b.id, "before": b.before, "after": b.after, "fair": b.fair}
-                        for b in plan.requests.brokers]}}
+            "brokers": plan.requests.broker_rows()}}
            if plan.requests is not None else {}),
         **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
                                "moved_remote_bytes": plan.tiered.moved_remote_bytes}}
