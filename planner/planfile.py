@@ -136,20 +136,26 @@ class RequestInfo:
     after: RequestLevel
     brokers: tuple[BrokerRequests, ...] = ()
 
-    def broker_rows(self) -> list[dict[str, float]]:
-        """The per-broker rows as the plan file and the review's --json write them."""
-        return [{"id": b.id, "before": b.before, "after": b.after, "fair": b.fair}
-                for b in self.brokers]
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerRequests:
-    """One broker's requests a second before and after the plan, and its fair share."""
+    """One broker's requests a second before and after the plan, its fair share and its band
+    (the fair share +/- the tolerance, or +/- 1% of its request capacity when that is wider:
+    planner.requests.FairRequests)."""
 
     id: int
     before: float
     after: float
     fair: float
+    low: float
+    high: float
+
+    @property
+    def outside_after(self) -> bool:
+        """Is the broker outside its band after the plan (as the verdict's count says)?"""
+        off = max(self.after - self.high, 0.0) + max(self.low - self.after, 0.0)
+        return self.fair > 0 and off > 1e-9 * self.fair
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,9 +266,9 @@ def broker_requests(arrays: ClusterArrays, after: IntArray, tolerance: float
     if not arrays.requests.any():
         return ()
     before_load, after_load = served(arrays, arrays.replicas), served(arrays, after)
-    fair = FairRequests.of(arrays, tolerance).fair
+    band = FairRequests.of(arrays, tolerance)
     return tuple(BrokerRequests(int(b), float(before_load[i]), float(after_load[i]),
-                                float(fair[i]))
+                                float(band.fair[i]), float(band.low[i]), float(band.high[i]))
                  for i, b in enumerate(arrays.broker_ids.tolist()))
 
 

@@ -16,6 +16,8 @@ from typing_extensions import TypedDict
 
 from kafka_rebalance.core.errors import PlanError
 from planner.log_dirs import DirMove, DirPlan, DirSpread
+from planner.planfile import BrokerRequests, RequestInfo
+from planner.requests import RequestLevel
 from planner.result import Move
 from topology.model import TopicPartition
 from topology.schema import (
@@ -210,6 +212,8 @@ class BrokerRequestsEntry(TypedDict):
     before: Quantity
     after: Quantity
     fair: Quantity
+    low: NotRequired[Quantity]  # the band; plans written before it was kept lack it
+    high: NotRequired[Quantity]
 
 
 @with_config(_IGNORE)
@@ -319,6 +323,31 @@ def moves_from_entries(entries: Sequence[MoveEntry], problems: list[str]) -> tup
                             "a broker")
         moves.append(move)
     return tuple(moves)
+
+
+def requests_to_dict(requests: RequestInfo) -> RequestBalanceEntry:
+    """The plan file's (and the review's --json) form of the request balance."""
+    def level(r: RequestLevel) -> RequestLevelEntry:
+        return {"over_fair": r.over_fair, "brokers_outside": r.brokers_outside,
+                "total_per_sec": r.total_per_sec}
+    brokers: list[BrokerRequestsEntry] = [
+        {"id": b.id, "before": b.before, "after": b.after, "fair": b.fair, "low": b.low,
+         "high": b.high} for b in requests.brokers]
+    return {"tolerance": requests.tolerance, "before": level(requests.before),
+            "after": level(requests.after), "brokers": brokers}
+
+
+def requests_from_entry(entry: RequestBalanceEntry) -> RequestInfo:
+    """The request balance of a checked entry (a plan written before the band was kept gets
+    the fair share +/- the tolerance)."""
+    tol = entry["tolerance"]
+    before, after = (RequestLevel(c["over_fair"], c["brokers_outside"], c["total_per_sec"])
+                     for c in (entry["before"], entry["after"]))
+    brokers = tuple(BrokerRequests(b["id"], b["before"], b["after"], b["fair"],
+                                   b.get("low", b["fair"] * (1 - tol)),
+                                   b.get("high", b["fair"] * (1 + tol)))
+                    for b in entry.get("brokers", ()))
+    return RequestInfo(tol, before, after, brokers)
 
 
 def log_dirs_to_dict(plan: DirPlan) -> LogDirsEntry:

@@ -18,12 +18,10 @@ from planner.leader_balance import LeaderLevel
 from planner.log_dirs import DirPlan
 from planner.planfile import (
     PLAN_VERSION,
-    BrokerRequests,
     BrokerStats,
     ClusterStats,
     LeaderInfo,
     PlanFile,
-    RequestInfo,
     ResourceStats,
     SolverInfo,
     SpreadInfo,
@@ -39,7 +37,6 @@ from planner.planfile_schema import (
     LeaderBalanceEntry,
     PlanDocument,
     ReassignmentEntry,
-    RequestBalanceEntry,
     SolverEntry,
     SpreadEntry,
     StatsEntry,
@@ -47,8 +44,9 @@ from planner.planfile_schema import (
     log_dirs_from_entry,
     log_dirs_to_dict,
     moves_from_entries,
+    requests_from_entry,
+    requests_to_dict,
 )
-from planner.requests import RequestLevel
 from planner.result import Move, SolverStatus
 from planner.spread import Crowding
 from topology.documents import bulk_objects, parse_json, read_text, write_json_atomic
@@ -116,7 +114,7 @@ def plan_to_dict(plan: PlanFile) -> dict[str, Any]:
         **({"targets": _targets_dict(plan.targets)} if plan.targets is not None else {}),
         **({"topic_spread": _spread_dict(plan.spread)} if plan.spread is not None else {}),
         **({"leader_balance": _leaders_dict(plan.leaders)} if plan.leaders is not None else {}),
-        **({"request_balance": _requests_dict(plan.requests)}
+        **({"request_balance": requests_to_dict(plan.requests)}
            if plan.requests is not None else {}),
         **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
                                "moved_remote_bytes": plan.tiered.moved_remote_bytes}}
@@ -138,14 +136,6 @@ def _leaders_dict(leaders: LeaderInfo) -> dict[str, Any]:
                       "bytes_in_over_fair": level.bytes_in_over_fair,
                       "brokers_outside": level.brokers_outside}
                for when, level in (("before", leaders.before), ("after", leaders.after))}}
-
-
-def _requests_dict(requests: RequestInfo) -> dict[str, Any]:
-    return {"tolerance": requests.tolerance,
-            **{when: {"over_fair": level.over_fair, "brokers_outside": level.brokers_outside,
-                      "total_per_sec": level.total_per_sec}
-               for when, level in (("before", requests.before), ("after", requests.after))},
-            "brokers": requests.broker_rows()}
 
 
 def _targets_dict(targets: TargetInfo) -> dict[str, Any]:
@@ -261,7 +251,7 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
                     tiered=None if tiered is None else TieredInfo(
                         tiered["remote_bytes"], tiered["moved_remote_bytes"]),
                     log_dirs=dirs,
-                    requests=None if requests is None else _requests(requests))
+                    requests=None if requests is None else requests_from_entry(requests))
 
 
 def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:
@@ -403,14 +393,6 @@ def _spread(entry: SpreadEntry) -> SpreadInfo:
     before, after = (Crowding(c["replicas_over"], c["leaders_over"], c["topics_crowding"])
                      for c in (entry["before"], entry["after"]))
     return SpreadInfo(entry["tolerance"], before, after)
-
-
-def _requests(entry: RequestBalanceEntry) -> RequestInfo:
-    before, after = (RequestLevel(c["over_fair"], c["brokers_outside"], c["total_per_sec"])
-                     for c in (entry["before"], entry["after"]))
-    brokers = tuple(BrokerRequests(b["id"], b["before"], b["after"], b["fair"])
-                    for b in entry.get("brokers", ()))
-    return RequestInfo(entry["tolerance"], before, after, brokers)
 
 
 def _leaders(entry: LeaderBalanceEntry) -> LeaderInfo:

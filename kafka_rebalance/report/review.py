@@ -18,7 +18,7 @@ from rich.table import Table
 from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, PlanEta, plan_eta
 from kafka_rebalance.report.layout import WIDE, fit
-from planner.planfile_schema import log_dirs_to_dict
+from planner.planfile_schema import log_dirs_to_dict, requests_to_dict
 from planner.result import Move, SolverStatus
 from topology.model import RESOURCES, Resource
 from topology.units import duration_text, rate_text, size_text
@@ -355,12 +355,13 @@ def requests_table(plan: PlanFile) -> Table | None:
         return None
     tol = requests.tolerance
     table = Table(title=f"Requests a second per broker (produce and fetch, served by the "
-                        f"leaders; band: fair share +/-{tol:.0%})")
+                        f"leaders; band: fair share +/-{tol:.0%}, or +/-1% of the broker's "
+                        "request capacity when wider; * outside)")
     for header in ("broker", "before -> after", "fair share", "after / fair"):
         table.add_column(header, justify="right")
     for b in requests.brokers:
         ratio = b.after / b.fair if b.fair > 0 else math.inf
-        shown = "-" if b.fair <= 0 else f"{ratio:.2f}" + ("" if abs(ratio - 1) <= tol else " *")
+        shown = "-" if b.fair <= 0 else f"{ratio:.2f}" + (" *" if b.outside_after else "")
         table.add_row(str(b.id), _arrow(f"{b.before:,.0f}", f"{b.after:,.0f}"),
                       f"{b.fair:,.0f}", shown)
     return table
@@ -514,12 +515,7 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                                for when, level in (("before", plan.leaders.before),
                                                    ("after", plan.leaders.after))}}
            if plan.leaders is not None else {}),
-        **({"request_balance": {
-            **{when: {"brokers_outside": level.brokers_outside, "over_fair": level.over_fair,
-                      "requests_per_sec": level.total_per_sec}
-               for when, level in (("before", plan.requests.before),
-                                   ("after", plan.requests.after))},
-            "brokers": plan.requests.broker_rows()}}
+        **({"request_balance": requests_to_dict(plan.requests)}
            if plan.requests is not None else {}),
         **({"tiered_storage": {"remote_bytes": plan.tiered.remote_bytes,
                                "moved_remote_bytes": plan.tiered.moved_remote_bytes}}

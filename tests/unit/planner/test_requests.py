@@ -129,6 +129,34 @@ def test_the_plan_file_and_the_review_carry_the_goal_and_its_outcome() -> None:
     assert "request_balance" not in plan_to_dict(plain)["goals"]
 
 
+@pytest.mark.parametrize("request_capacity", [None, 1_000_000.0])
+def test_the_review_marks_the_brokers_the_verdict_counts_outside(
+        request_capacity: float | None) -> None:
+    """With a large request capacity, 1% of it is a wider band than +/-20% of the fair share:
+    the per-broker marks follow the band the verdict counts with, and the review's --json
+    writes the section as the plan file does."""
+    from kafka_rebalance.report.review import requests_table, review_document
+
+    settings = PlanSettings(goals=Goals(request_balance=0.2), budget=Budget(time_limit_s=3))
+    plan_file = build_plan(chatty_on_one_broker(request_capacity), settings)
+    assert plan_file.requests is not None
+    marked = sum(b.outside_after for b in plan_file.requests.brokers)
+    assert marked == plan_file.requests.after.brokers_outside
+    if request_capacity is not None:  # broker 1 at 4x its fair share is inside a 10k band
+        assert plan_file.requests.before.brokers_outside == 0
+        assert all(b.high == b.fair + 10_000 for b in plan_file.requests.brokers)
+    table = requests_table(plan_file)
+    assert table is not None
+    shown = list(table.columns[3].cells)
+    assert sum(str(cell).endswith("*") for cell in shown) == marked
+    section = plan_to_dict(plan_file)["request_balance"]
+    assert review_document(plan_file, 1e6)["request_balance"] == section
+    del section["brokers"][0]["low"], section["brokers"][0]["high"]  # as plans before the band
+    old = plan_from_dict({**plan_to_dict(plan_file), "request_balance": section})
+    assert old.requests is not None and old.requests.brokers[0].high == pytest.approx(
+        plan_file.requests.brokers[0].fair * 1.2)
+
+
 @pytest.mark.parametrize("value", [-0.1, 1.5, float("nan")])
 def test_a_tolerance_out_of_range_is_refused(value: float) -> None:
     with pytest.raises(InputError, match="--request-balance must be between 0 and 1"):
