@@ -9,11 +9,14 @@ paths), which keeps a 5,000-move report small.
 
 from __future__ import annotations
 
+import functools
 import io
+import itertools
 import math
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ParamSpec
 
 import numpy as np
 from matplotlib import rc_context
@@ -26,6 +29,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator, Perce
 from executor.schedule import Schedule
 from kafka_rebalance.report.plan_view import FlowMatrix, ResourceView
 from kafka_rebalance.report.run_view import Phase, RunView
+from topology.model import Resource
 from topology.units import duration_text, size_text
 
 BEFORE, AFTER, BAND, TARGET = "#a0aec0", "#2b6cb0", "#9ae6b4", "#dd6b20"
@@ -34,8 +38,27 @@ PHASE_COLOURS = {Phase.PREPARING: "#cbd5e0", Phase.COPYING: "#3182ce",
                  Phase.FINISHING: "#805ad5", Phase.GATE: "#ecc94b",
                  Phase.CANCELLING: "#e53e3e"}
 RASTERIZE_ABOVE = 400  # bars; more are drawn as one embedded image
+# Full-width charts are drawn FIG_WIDTH inches wide with text of at least 8 points: the page
+# shows them at its width (up to 1200 px), so at a window of 900 px a point of text is about
+# 1.3 px and every label stays at least 10 px high.
+FIG_WIDTH = 9.0
+UTIL_PER_ROW = 16  # brokers per row of a utilization chart
+MIN_POINTS = 8.0  # the smallest text of a chart
+LANES_NAMED = 24  # receiving brokers named on a timeline; with more, every k-th
+STYLE: dict[Any, Any] = {"font.size": 9.0, "axes.labelsize": 9.0, "axes.titlesize": 9.5,
+         "xtick.labelsize": 8.5, "ytick.labelsize": 8.5, "legend.fontsize": 8.5}
 LABEL_CHARS = 24
 Series = Mapping[int, Sequence[tuple[float, float]]]
+P = ParamSpec("P")
+
+
+def _styled(draw: Callable[P, str]) -> Callable[P, str]:
+    """Draw a chart with the report's text sizes (matplotlib reads them as text is made)."""
+    @functools.wraps(draw)
+    def styled(*args: P.args, **kwargs: P.kwargs) -> str:
+        with rc_context(STYLE):
+            return draw(*args, **kwargs)
+    return styled
 
 
 def label(text: str) -> str:
@@ -122,68 +145,128 @@ def _rack_labels(axis: Axes, racks: Sequence[str]) -> None:
         if start > 0:
             axis.axvline(start - 0.5, color="#4a5568", linewidth=0.8)
         axis.text((start + index - 1) / 2, 1.01, label(racks[start]), transform=transform,
-                  ha="center", va="bottom", fontsize=8, color="#2d3748")
+                  ha="center", va="bottom", fontsize=MIN_POINTS + 0.5, color="#2d3748")
         start = index
 
 
+def _rows_of(racks: Sequence[str], per_row: int) -> list[range]:
+    """Brokers (by position, grouped by rack) cut into rows of at most `per_row`: a rack
+    stays on one row when it fits, a larger one fills rows of its own, of near-equal sizes."""
+    groups: list[range] = []
+    start = 0
+    for index in range(1, len(racks) + 1):
+        if index == len(racks) or racks[index] != racks[start]:
+            pieces = math.ceil((index - start) / per_row)  # of near-equal sizes
+            cuts = [start + (index - start) * k // pieces for k in range(pieces + 1)]
+            groups.extend(range(a, b) for a, b in itertools.pairwise(cuts))
+            start = index
+    rows: list[range] = []
+    for group in groups:
+        if rows and len(rows[-1]) + len(group) <= per_row:
+            rows[-1] = range(rows[-1].start, group.stop)
+        else:
+            rows.append(group)
+    return rows
+
+
+def _amount_unit(amounts: Sequence[float], unit: str) -> tuple[float, str]:
+    """(divisor, unit label) that writes the largest amount under 1000: (1e9, 'GB')."""
+    peak = max(amounts, default=0.0)
+    for exponent, prefix in ((12, "T"), (9, "G"), (6, "M"), (3, "k")):
+        if peak >= 10.0 ** exponent:
+            return 10.0 ** exponent, f"{prefix}{unit}"
+    return 1.0, unit
+
+
+def _amount(value: float) -> str:
+    return f"{value:.1f}" if value < 99.95 else f"{value:.0f}"
+
+
+@_styled
 def utilization_chart(view: ResourceView) -> str:
     """Every broker's utilization before and after, grouped by rack, with the band around
-    the average after the plan and, where the hard rules force them, the targets."""
-    n = len(view.brokers)
-    fig = Figure(figsize=(min(24.0, max(7.0, 0.32 * n + 2)), 3.4))
-    ax = fig.add_subplot()
-    x = np.arange(n)
-    ax.bar(x - 0.2, [b.before for b in view.brokers], 0.4, color=BEFORE, label="before")
-    ax.bar(x + 0.2, [b.after for b in view.brokers], 0.4, color=AFTER, label="after")
+    the average after the plan and, where the hard rules force them, the targets. Below each
+    broker's id, its absolute amount after the plan; large clusters wrap into rows of
+    UTIL_PER_ROW brokers so that labels stay readable at a page width of 900 px."""
+    brokers = view.brokers
+    rows = _rows_of([b.rack for b in brokers], UTIL_PER_ROW) or [range(0)]
+    slots = max(len(r) for r in rows)
+    fig = Figure(figsize=(FIG_WIDTH, 1.0 + 2.9 * len(rows)), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(len(rows), 1, sharey=True, squeeze=False)).ravel()
+    unit = "B" if view.resource is Resource.DISK else "B/s"
+    divisor, unit_label = _amount_unit([b.amount_after for b in brokers], unit)
     lo, hi = view.band
-    ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
-               label=f"average after \u00b1{view.tolerance:.0%}")
-    ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
-    targets = [(i, b.target) for i, b in enumerate(view.brokers) if b.target is not None]
-    if targets:
-        tx = np.array([i for i, _ in targets]) + 0.2
-        ty = np.array([t for _, t in targets])
-        ax.errorbar(tx, ty, yerr=ty * view.tolerance, fmt="_", markersize=10, color=TARGET,
-                    elinewidth=1.2, capsize=3, label=f"target \u00b1{view.tolerance:.0%}")
-    ax.set_xticks(x, [label(b.label) for b in view.brokers],
-                  rotation=90 if n > 24 else 0, fontsize=7 if n > 24 else 8)
-    ax.set_xlim(-0.6, n - 0.4)
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
-    ax.set_ylabel(f"{view.title} utilization")
-    _rack_labels(ax, [b.rack for b in view.brokers])
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
-    ax.grid(axis="y", linewidth=0.3)
+    peak = max([b.before for b in brokers] + [b.after for b in brokers]
+               + [b.target * (1 + view.tolerance) for b in brokers if b.target is not None]
+               + [hi, 0.01])
+    for number, (ax, row) in enumerate(zip(axes, rows, strict=True)):
+        shown = [brokers[i] for i in row]
+        x = np.arange(len(shown))
+        first = number == 0
+        ax.bar(x - 0.2, [b.before for b in shown], 0.4, color=BEFORE,
+               label="before" if first else None)
+        ax.bar(x + 0.2, [b.after for b in shown], 0.4, color=AFTER,
+               label="after" if first else None)
+        ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
+                   label=f"average after \u00b1{view.tolerance:.0%}" if first else None)
+        ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
+        targets = [(i, b.target) for i, b in enumerate(shown) if b.target is not None]
+        if targets:
+            tx = np.array([i for i, _ in targets]) + 0.2
+            ty = np.array([t for _, t in targets])
+            ax.errorbar(tx, ty, yerr=ty * view.tolerance, fmt="_", markersize=10,
+                        color=TARGET, elinewidth=1.2, capsize=3,
+                        label=f"target \u00b1{view.tolerance:.0%}" if first else None)
+        ax.set_xticks(x, [label(f"{b.broker_id}\n{_amount(b.amount_after / divisor)}"
+                                + (f"\n{b.role}" if b.role else "")) for b in shown])
+        ax.set_xlim(-0.6, slots - 0.4)
+        ax.set_ylim(0, peak * 1.08)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_ylabel(f"{view.title} utilization")
+        _rack_labels(ax, [b.rack for b in shown])
+        ax.grid(axis="y", linewidth=0.3)
+    axes[-1].set_xlabel(f"broker (rack above); under its id, its {view.title} after the plan "
+                        f"in {unit_label}")
+    fig.legend(loc="outside upper center", ncols=4, frameon=False)
     return to_svg(fig, f"chart-util-{view.resource.value}")
 
 
+@_styled
 def flow_chart(flows: FlowMatrix) -> str:
-    """A heatmap of bytes from each source (row) to each receiving broker (column)."""
+    """A heatmap of bytes from each source (row) to each receiving broker (column); with
+    more brokers than readable ticks, every k-th broker is named."""
     n = len(flows.broker_ids)
-    side = min(14.0, max(4.5, 0.38 * n + 2.5))
-    fig = Figure(figsize=(side + 1.2, side))
+    side = min(FIG_WIDTH - 1.6, max(4.5, 0.3 * n + 2.5))
+    fig = Figure(figsize=(side + 1.6, side))
     ax = fig.add_subplot()
     cells = np.array(flows.bytes, dtype=float).reshape(n, n)
     shown = np.ma.masked_where(cells <= 0, cells)
     image = ax.imshow(shown, cmap="Blues", vmin=0, vmax=max(float(cells.max(initial=0)), 1.0),
                       interpolation="nearest")
     names = [label(f"{b} {r}") for b, r in zip(flows.broker_ids, flows.racks, strict=True)]
-    ax.set_xticks(np.arange(n), names, rotation=90, fontsize=7)
-    ax.set_yticks(np.arange(n), names, fontsize=7)
-    ax.set_xlabel("receives a new replica (broker, rack)")
+    spacing = (side - 2.0) * 72 / max(n, 1)  # points between two ticks
+    every = max(1, math.ceil(MIN_POINTS / spacing))
+    ticks = np.arange(0, n, every)
+    ax.set_xticks(ticks, [names[i] for i in ticks], rotation=90)
+    ax.set_yticks(ticks, [names[i] for i in ticks])
+    ax.set_xlabel("receives a new replica (broker, rack)"
+                  + (f"; one broker in {every} named" if every > 1 else ""))
     ax.set_ylabel("sends it: the partition's leader")
     for index in range(1, n):
         if flows.racks[index] != flows.racks[index - 1]:
             ax.axvline(index - 0.5, color="#4a5568", linewidth=0.8)
             ax.axhline(index - 0.5, color="#4a5568", linewidth=0.8)
-    if n <= 14:
-        peak = float(cells.max(initial=0))
+    peak = float(cells.max(initial=0))
+    divisor, unit = _amount_unit([peak], "B")
+    if spacing >= 2.6 * MIN_POINTS:  # room for a number in each cell
         for (row, col), value in np.ndenumerate(cells):
             if value > 0:
-                ax.text(col, row, size_text(value, compact=True), ha="center", va="center",
-                        fontsize=6,
-                        color="white" if value > 0.6 * peak else "#1a202c")
+                ax.text(col, row, _amount(value / divisor), ha="center", va="center",
+                        fontsize=MIN_POINTS, color="white" if value > 0.6 * peak else "#1a202c")
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
     bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: size_text(v, compact=True)))
+    if spacing >= 2.6 * MIN_POINTS:
+        bar.set_label(f"bytes (numbers in the cells: {unit})")
     return to_svg(fig, "chart-flows")
 
 
@@ -203,13 +286,14 @@ def _lanes(moves: Iterable[tuple[float, float, tuple[int, ...]]]) -> tuple[
     return brokers, rows, lefts, widths
 
 
+@_styled
 def timeline_chart(timeline: Schedule) -> str:
     """Bytes copied over time at the review's rate and concurrency with the ETA, and each
     receiving broker's copies as a lane."""
     data = [m for m in timeline.moves if m.move.bytes_moved]
     brokers, rows, lefts, widths = _lanes((m.start, m.copy_end, m.move.added_brokers)
                                           for m in data)
-    fig = Figure(figsize=(11, 3.2 + min(6.0, 0.22 * len(brokers))))
+    fig = Figure(figsize=(FIG_WIDTH, 3.2 + min(6.0, 0.22 * len(brokers))))
     top, bottom = fig.subplots(2, 1, sharex=True,
                                height_ratios=[1.0, max(1.0, 0.12 * len(brokers))])
     ends = sorted(m.copy_end for m in timeline.moves)
@@ -220,10 +304,11 @@ def timeline_chart(timeline: Schedule) -> str:
                 label=f"ETA {duration_text(timeline.eta_seconds)}")
     top.set_ylabel("bytes copied")
     _bytes_axis(top)
-    top.legend(loc="upper left", fontsize=8, frameon=False)
+    top.legend(loc="upper left", frameon=False)
     top.grid(linewidth=0.3)
     _bars(bottom, rows, lefts, widths, COPY)
-    bottom.set_yticks(range(len(brokers)), [str(b) for b in brokers], fontsize=7)
+    lanes = range(0, len(brokers), max(1, math.ceil(len(brokers) / LANES_NAMED)))
+    bottom.set_yticks(lanes, [str(brokers[i]) for i in lanes])
     bottom.set_ylim(-0.7, max(len(brokers), 1) - 0.3)
     bottom.set_ylabel("receiving broker")
     bottom.set_xlim(0, max(timeline.eta_seconds, 1.0) * 1.02)
@@ -233,9 +318,11 @@ def timeline_chart(timeline: Schedule) -> str:
     return to_svg(fig, "chart-timeline")
 
 
+@_styled
 def run_chart(run: RunView) -> str:
     """Each move's life (one row per move, plan order), coloured by phase."""
-    fig = Figure(figsize=(11, min(9.0, 2.0 + 0.18 * len(run.moves))))
+    fig = Figure(figsize=(FIG_WIDTH, min(9.0, 2.4 + 0.18 * len(run.moves))),
+                 layout="constrained")
     ax = fig.add_subplot()
     by_phase: dict[Phase, tuple[list[float], list[float], list[float]]] = {
         p: ([], [], []) for p in Phase}
@@ -253,20 +340,21 @@ def run_chart(run: RunView) -> str:
     ax.set_ylabel("move (plan order)")
     ax.set_xlabel("time from the run's start")
     _duration_axis(ax, run.elapsed)
-    ax.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p.value) for p in Phase],
-              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    fig.legend(handles=[Patch(color=PHASE_COLOURS[p], label=p.value) for p in Phase],
+               loc="outside upper center", ncols=len(Phase), frameon=False)
     ax.grid(axis="x", linewidth=0.3)
     return to_svg(fig, "chart-run")
 
 
+@_styled
 def copy_rate_chart(run: RunView, measured: Series | None = None) -> str:
     """Per receiving broker: the follower throttle in force, the SLO guard's ceiling where it
     held the broker below that, each finished copy's average rate, the run's cap and (when
     Prometheus answered) the measured reassignment rate."""
     brokers = run.target_brokers
-    cols = min(3, max(len(brokers), 1))
+    cols = min(2, max(len(brokers), 1))
     rows = max(1, math.ceil(len(brokers) / cols))
-    fig = Figure(figsize=(11, 2.4 * rows + 0.6), layout="constrained")
+    fig = Figure(figsize=(FIG_WIDTH, 2.4 * rows + 1.0), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, sharex=True, squeeze=False)).ravel()
     cap = run.cap_bytes_per_sec
     for ax, broker in zip(axes, brokers, strict=False):
@@ -283,7 +371,7 @@ def copy_rate_chart(run: RunView, measured: Series | None = None) -> str:
                     linewidth=0.8)
         if cap is not None:
             ax.axhline(cap, color=CAP, linestyle=":", linewidth=0.8)
-        ax.set_title(f"broker {broker}", fontsize=9)
+        ax.set_title(f"broker {broker}")
         _bytes_axis(ax, "B/s")
         ax.set_ylim(bottom=0)
         ax.grid(linewidth=0.3)
@@ -298,6 +386,5 @@ def copy_rate_chart(run: RunView, measured: Series | None = None) -> str:
         handles.append(Patch(color=GUARD, label="SLO guard ceiling (dashed)"))
     if measured:
         handles.append(Patch(color=MEASURED, label="reassignment bytes in (Prometheus)"))
-    fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), fontsize=8,
-               frameon=False)
+    fig.legend(handles=handles, loc="outside upper center", ncols=2, frameon=False)
     return to_svg(fig, "chart-rates")

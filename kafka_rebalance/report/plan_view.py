@@ -60,6 +60,14 @@ class BrokerUtilization:
     before: float
     after: float
     target: float | None
+    amount_after: float = 0.0  # bytes (disk) or bytes a second (network) after the plan
+    role: str = ""  # new / removed / offline, or empty
+
+    @property
+    def tick(self) -> str:
+        """The broker's axis label: its id, its role on a line of its own (so that a long
+        label never runs into its neighbours')."""
+        return f"{self.broker_id}\n{self.role}" if self.role else str(self.broker_id)
 
 
 @dataclass(frozen=True)
@@ -139,12 +147,17 @@ def rack_order(brokers: tuple[BrokerStats, ...]) -> list[BrokerStats]:
     return sorted(brokers, key=lambda b: (b.rack is not None, b.rack or "", b.id))
 
 
-def _label(plan: PlanFile, stats: BrokerStats) -> str:
+def _role(plan: PlanFile, stats: BrokerStats) -> str:
     if stats.id in plan.goals.add_brokers:
-        return f"{stats.id} (new)"
+        return "new"
     if stats.id in plan.goals.remove_brokers:
-        return f"{stats.id} (removed)"
-    return str(stats.id) if stats.alive else f"{stats.id} (offline)"
+        return "removed"
+    return "" if stats.alive else "offline"
+
+
+def _label(plan: PlanFile, stats: BrokerStats) -> str:
+    role = _role(plan, stats)
+    return f"{stats.id} ({role})" if role else str(stats.id)
 
 
 def resource_view(plan: PlanFile, resource: Resource) -> ResourceView:
@@ -157,7 +170,8 @@ def resource_view(plan: PlanFile, resource: Resource) -> ResourceView:
         target = plan.targets.of(stats.id, resource) if forced and plan.targets else None
         rows.append(BrokerUtilization(
             stats.id, _label(plan, stats), rack_name(stats.rack), stats.utilization(resource),
-            later.utilization(resource) if later else 0.0, target))
+            later.utilization(resource) if later else 0.0, target,
+            later.load.of(resource) if later else 0.0, _role(plan, stats)))
     return ResourceView(resource, RESOURCE_TITLES[resource], tuple(rows),
                         plan.before.resource(resource).average,
                         plan.after.resource(resource).average, plan.goals.tolerance, forced)

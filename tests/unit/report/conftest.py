@@ -89,6 +89,16 @@ def _move_many(topology: Topology, count: int) -> tuple[Move, ...]:
 
 
 @pytest.fixture(scope="session")
+def wide_plan() -> PlanFile:
+    """66 brokers on 3 racks, three of them new and one removed."""
+    topology = generate_cluster(brokers=63, new_brokers=3, racks=3, partitions=2000, seed=5)
+    new = frozenset(b.id for b in topology.brokers[-3:])
+    return make_plan_file(topology, _move_many(topology, 600),
+                          Goals(add_brokers=new, remove_brokers=frozenset({7})), Budget(),
+                          SolverInfo(SolverStatus.GREEDY, 0), "2026-01-01T00:00:00+00:00")
+
+
+@pytest.fixture(scope="session")
 def big_plan() -> PlanFile:
     """5,000 moves on a 30-broker, 3-rack synthetic cluster."""
     topology = generate_cluster(brokers=24, new_brokers=6, racks=3, partitions=5600, seed=7)
