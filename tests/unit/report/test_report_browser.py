@@ -200,18 +200,20 @@ def overlapping(texts: list[dict[str, Any]]) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("width", [900, 1400])
 def test_chart_labels_are_readable_and_apart_at_900_and_1400_px(
         browser: webdriver.Chrome, tmp_path: Path, small_plan: PlanFile, zoned_plan: PlanFile,
-        wide_plan: PlanFile, width: int) -> None:
-    """Every text of every plan chart is at least READABLE_PX high as the page shows it, and
-    no two texts of a chart overlap: for a few brokers, racks forcing targets, and 66 brokers
-    (a removed broker's longer label included)."""
+        wide_plan: PlanFile, finished_run: list[Record], width: int) -> None:
+    """Every text of every chart is at least READABLE_PX high as the page shows it, and no
+    two texts of a chart overlap: for a few brokers, racks forcing targets, 66 brokers (a
+    removed broker's longer label included) and a run's report."""
     browser.set_window_size(width, 1000)
     try:
-        for name, plan in (("small", small_plan), ("zoned", zoned_plan), ("wide", wide_plan)):
+        for name, plan in (("small", small_plan), ("zoned", zoned_plan), ("wide", wide_plan),
+                           ("run", small_plan)):
             page = tmp_path / f"{name}-{width}.html"
             view = plan_view(plan, RATE, quota_window_seconds=DEFAULT_QUOTA_WINDOW_SECONDS)
-            write_report(page, render_report(title=name, plan=view))
+            run = run_view(finished_run) if name == "run" else None
+            write_report(page, render_report(title=name, plan=view, run=run))
             open_page(browser, page)
-            for chart_id in PLAN_CHARTS:
+            for chart_id in (*PLAN_CHARTS, *(RUN_CHARTS if run is not None else ())):
                 texts: list[dict[str, Any]] = browser.execute_script(TEXTS, chart_id)
                 assert texts, (name, chart_id)
                 small = [(t["text"], round(t["px"], 1)) for t in texts
