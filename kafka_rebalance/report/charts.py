@@ -207,16 +207,20 @@ def utilization_chart(view: ResourceView) -> str:
                label="before" if first else None)
         ax.bar(x + 0.2, [b.after for b in shown], 0.4, color=AFTER,
                label="after" if first else None)
-        ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
-                   label=f"average after \u00b1{view.tolerance:.0%}" if first else None)
-        ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
         targets = [(i, b.target) for i, b in enumerate(shown) if b.target is not None]
-        if targets:
-            tx = np.array([i for i, _ in targets]) + 0.2
-            ty = np.array([t for _, t in targets])
-            ax.errorbar(tx, ty, yerr=ty * view.tolerance, fmt="_", markersize=10,
-                        color=TARGET, elinewidth=1.2, capsize=3,
-                        label=f"target \u00b1{view.tolerance:.0%}" if first else None)
+        if view.forced:  # the hard rules keep brokers off the average: targets are the goal
+            ax.axhline(view.average_after, color="#4a5568", linewidth=1, linestyle="--",
+                       label="cluster average (out of reach)" if first else None)
+            tx = np.array([i for i, _ in targets], dtype=float)
+            ty = np.array([t for _, t in targets], dtype=float)
+            ax.bar(tx, 2 * ty * view.tolerance, 0.92, bottom=ty * (1 - view.tolerance),
+                   color=TARGET, alpha=0.22, zorder=0,
+                   label=f"target \u00b1{view.tolerance:.0%}" if first else None)
+            ax.hlines(ty, tx - 0.46, tx + 0.46, color=TARGET, linewidth=1.5)
+        else:
+            ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
+                       label=f"average after \u00b1{view.tolerance:.0%}" if first else None)
+            ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
         ax.set_xticks(x, [label(f"{b.broker_id}\n{_amount(b.amount_after / divisor)}"
                                 + (f"\n{b.role}" if b.role else "")) for b in shown])
         ax.set_xlim(-0.6, slots - 0.4)

@@ -63,12 +63,6 @@ class BrokerUtilization:
     amount_after: float = 0.0  # bytes (disk) or bytes a second (network) after the plan
     role: str = ""  # new / removed / offline, or empty
 
-    @property
-    def tick(self) -> str:
-        """The broker's axis label: its id, its role on a line of its own (so that a long
-        label never runs into its neighbours')."""
-        return f"{self.broker_id}\n{self.role}" if self.role else str(self.broker_id)
-
 
 @dataclass(frozen=True)
 class ResourceView:

@@ -114,3 +114,25 @@ def test_an_empty_plan_and_a_run_not_started_still_draw(zoned_plan: PlanFile,
     for chart in (*CHART_IDS, "chart-run", "chart-rates"):
         assert f'<svg id="{chart}"' in html, chart
     assert "target \u00b110%" in html  # the zones force targets: they are drawn
+
+
+def test_where_the_rack_rule_forces_targets_the_chart_draws_them_not_the_average_band(
+        zoned_plan: PlanFile, small_plan: PlanFile) -> None:
+    forced = resource_view(zoned_plan, Resource.DISK)
+    assert forced.forced and all(b.target is not None for b in forced.brokers)
+    svg = charts.utilization_chart(forced)
+    assert "target \u00b110%" in svg and "cluster average (out of reach)" in svg
+    assert "average after" not in svg
+    free = charts.utilization_chart(resource_view(small_plan, Resource.DISK))
+    assert "average after \u00b110%" in free and "target" not in free
+
+
+def test_each_broker_is_labelled_with_its_amount_after_the_plan(small_plan: PlanFile) -> None:
+    view = resource_view(small_plan, Resource.DISK)
+    after = {b.id: b for b in small_plan.after.brokers}
+    for broker in view.brokers:
+        assert broker.amount_after == after[broker.broker_id].load.disk_bytes
+    svg = charts.utilization_chart(view)
+    assert "its disk after the plan in" in svg
+    assert {b.role for b in view.brokers} == {"", "new"}
+    assert ">new</text>" in svg  # the role on a line of its own, under the id and amount
