@@ -291,7 +291,7 @@ def _lanes(moves: Iterable[tuple[float, float, tuple[int, ...]]]) -> tuple[
 
 
 @_styled
-def timeline_chart(timeline: Schedule) -> str:
+def timeline_chart(timeline: Schedule, chart_id: str = "chart-timeline") -> str:
     """Bytes copied over time at the review's rate and concurrency with the ETA, and each
     receiving broker's copies as a lane."""
     data = [m for m in timeline.moves if m.move.bytes_moved]
@@ -319,7 +319,7 @@ def timeline_chart(timeline: Schedule) -> str:
     bottom.invert_yaxis()
     _duration_axis(bottom, timeline.eta_seconds)
     bottom.set_xlabel("time from the start")
-    return to_svg(fig, "chart-timeline")
+    return to_svg(fig, chart_id)
 
 
 @_styled

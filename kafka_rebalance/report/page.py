@@ -43,6 +43,8 @@ def plan_charts(view: PlanView) -> dict[str, Markup]:
     drawn = {f"util_{r.resource.value}": charts.utilization_chart(r) for r in view.resources}
     drawn["flows"] = charts.flow_chart(view.flows)
     drawn["timeline"] = charts.timeline_chart(view.timeline)
+    if view.side_by_side is not None and view.side_by_side.moves:
+        drawn["timeline_auto"] = charts.timeline_chart(view.side_by_side, "chart-timeline-auto")
     return {name: Markup(svg) for name, svg in drawn.items()}  # matplotlib escapes its text
 
 

@@ -130,6 +130,8 @@ class PlanView:
     moves: tuple[MoveRow, ...]
     moves_total: int
     headline: tuple[tuple[str, str], ...] = ()  # the answer first: (what, value) rows
+    # a plan's page, timed one at a time: the same moves with --concurrency auto beside it
+    side_by_side: Schedule | None = None
 
 
 def rack_name(rack: str | None) -> str:
@@ -215,10 +217,15 @@ def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: Concurr
               quota_window_seconds: float, moves_listed: int = 1000) -> PlanView:
     """The report of `plan` with moves timed at `rate_bytes_per_sec` per copy, `concurrency`
     at once (executor.schedule)."""
-    timeline = expected_schedule(plan.moves, rate_bytes_per_sec, concurrency,
-                                 quota_window_seconds)
-    tables, lines = review_parts(plan, rate_bytes_per_sec)
+    side_by_side = None
     if concurrency == 1 and quota_window_seconds == DEFAULT_QUOTA_WINDOW_SECONDS:
+        both = review_eta(plan, rate_bytes_per_sec)  # the review's own schedules
+        timeline, side_by_side = both.one_at_a_time, both.side_by_side
+    else:
+        timeline = expected_schedule(plan.moves, rate_bytes_per_sec, concurrency,
+                                     quota_window_seconds)
+    tables, lines = review_parts(plan, rate_bytes_per_sec)
+    if side_by_side is not None:
         eta = eta_text(plan, rate_bytes_per_sec)  # the review's own words
     else:
         eta = (f"{duration_text(timeline.eta_seconds)} (concurrency {concurrency}: each "
@@ -231,7 +238,7 @@ def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: Concurr
         flows=flow_matrix(plan), timeline=timeline, eta=eta,
         review_tables=tables, review_lines=lines,
         moves=move_rows(timeline, moves_listed), moves_total=len(plan.moves),
-        headline=headline(plan, rate_bytes_per_sec))
+        headline=headline(plan, rate_bytes_per_sec), side_by_side=side_by_side)
 
 
 def headline(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[tuple[str, str], ...]:

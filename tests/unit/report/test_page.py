@@ -16,6 +16,7 @@ from kafka_rebalance.report.plan_view import plan_view, resource_view
 from kafka_rebalance.report.run_view import run_view
 from planner.planfile import PlanFile
 from topology.model import Resource
+from topology.units import duration_text
 
 RATE = 50e6
 CHART_IDS = ("chart-util-disk", "chart-util-net_in", "chart-util-net_out", "chart-flows",
@@ -136,3 +137,20 @@ def test_each_broker_is_labelled_with_its_amount_after_the_plan(small_plan: Plan
     assert "its disk after the plan in" in svg
     assert {b.role for b in view.brokers} == {"", "new"}
     assert ">new</text>" in svg  # the role on a line of its own, under the id and amount
+
+
+def test_a_plan_page_times_the_moves_one_at_a_time_and_side_by_side(
+        small_plan: PlanFile) -> None:
+    """Both ways the run may go, each with its own chart, the same ETAs as the headline."""
+    view = plan_view(small_plan, RATE, quota_window_seconds=DEFAULT_QUOTA_WINDOW_SECONDS)
+    assert view.side_by_side is not None and view.timeline.concurrency == 1
+    assert view.side_by_side.concurrency == "auto"
+    html = render_report(title="plan", plan=view)
+    assert '<svg id="chart-timeline"' in html and '<svg id="chart-timeline-auto"' in html
+    eta = dict(view.headline)["ETA"]
+    assert duration_text(view.side_by_side.eta_seconds) in eta
+    assert duration_text(view.timeline.eta_seconds) in eta
+    # a run's page times the plan the way the run goes, only
+    run_page = plan_view(small_plan, RATE, concurrency=2, quota_window_seconds=11.0)
+    assert run_page.side_by_side is None
+    assert "chart-timeline-auto" not in render_report(title="run", plan=run_page)
