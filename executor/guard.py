@@ -4,15 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import held_ends
 from executor.journal import Journal
-from executor.readings import read_slo
-from executor.slo import SloReading, breaches, next_levels
+from executor.readings import read_slo, under_replicated_near
+from executor.slo import UNDER_REPLICATED, SloReading, breaches, next_levels
 from executor.state import MoveState
 from executor.steps import MoveDriver
-from kafka_rebalance.core.errors import MetricsError
+from kafka_rebalance.core.errors import ClusterError, MetricsError
 from planner.result import Move
 
 S = MoveState
@@ -41,7 +42,7 @@ class SloGuard:
         if not policy.enabled or not policy.watched():
             return
         if self.baseline is None and not copying:
-            self._read_baseline()
+            self._read_baseline(active)
         if not copying:
             self.next_at = None
             return
@@ -54,7 +55,7 @@ class SloGuard:
         self.next_at = now + policy.every_seconds
         brokers = {b for m in copying for b in self._brokers(m)} | set(run.guard_levels)
         try:
-            reading = read_slo(self.ports.metrics, self.config.queries, policy.watched())
+            reading = self._read(active)
         except MetricsError as exc:
             self._once("outage", f"SLO guard: metrics unavailable ({exc}); rates kept as they "
                                  "are until they answer")
@@ -87,12 +88,30 @@ class SloGuard:
                     self.driver.enter(move, S.CANCELLING,
                                       "throttle read back differs: " + "; ".join(problems))
 
-    def _read_baseline(self) -> None:
+    def _read(self, active: Sequence[Move]) -> SloReading:
+        """One reading; with under-replication watched, the cluster's metadata says which
+        brokers it is on (left cluster-wide when the metadata does not answer)."""
+        watched = self.config.slo.watched()
+        reading = read_slo(self.ports.metrics, self.config.queries, watched)
+        if UNDER_REPLICATED not in watched:
+            return reading
+        try:
+            live = frozenset(b.id for b in self.ports.admin.brokers())
+            near = under_replicated_near(self.ports.admin.partitions(), live,
+                                         frozenset(m.key for m in active))
+        except ClusterError as exc:
+            self._once("metadata", f"SLO guard: cluster metadata unavailable ({exc}); "
+                                   "under-replication counts cluster-wide meanwhile")
+            return reading
+        self.told.discard("metadata")
+        return replace(reading, under_replicated_near=near,
+                       absent=reading.absent - {UNDER_REPLICATED})  # the metadata tells
+
+    def _read_baseline(self, active: Sequence[Move]) -> None:
         """The indicators before any copy of this process (once; left unread while
         Prometheus does not answer, and then the flags alone judge)."""
         try:
-            self.baseline = read_slo(self.ports.metrics, self.config.queries,
-                                     self.config.slo.watched())
+            self.baseline = self._read(active)
         except MetricsError:
             return
         before = self.baseline

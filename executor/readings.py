@@ -175,6 +175,26 @@ def under_replicated(partitions: Iterable[PartitionInfo],
     return frozenset(p.key for p in partitions if lagging(p))
 
 
+def under_replicated_near(partitions: Iterable[PartitionInfo], live: frozenset[int],
+                          moving: frozenset[TopicPartition]) -> dict[int, int]:
+    """Per broker, the partitions outside the run's moves (`moving`) whose ISR lacks a live
+    replica, counted on each lagging live follower and on the partition's leader: the brokers
+    whose links a copy can have starved (a copy into the follower, or out of the leader).
+    Replicas of offline brokers do not count (no pause cures them); brokers with none are left
+    out."""
+    counts: dict[int, int] = {}
+    for p in partitions:
+        if p.key in moving:
+            continue
+        lagging = (set(p.replicas) - set(p.isr)) & live
+        if not lagging:
+            continue
+        leader = {p.leader} if p.leader is not None and p.leader >= 0 else set()
+        for broker in lagging | leader:
+            counts[broker] = counts.get(broker, 0) + 1
+    return counts
+
+
 def read_gate(metrics: MetricsSource, admin: KafkaAdmin, queries: GateQueries,
               brokers: Iterable[int], want_p99: bool) -> GateReading:
     """One gate sample; a metrics or cluster failure becomes an 'unavailable' reading. Only

@@ -136,8 +136,12 @@ class SloPolicy:
 class SloReading:
     """One sample of the indicators: per-broker values, and the cluster-wide ones.
 
-    `under_replicated` counts partitions outside the run's moves; None where no series
-    answered (`absent` names the indicators whose series do not exist)."""
+    `under_replicated` is the brokers' own count (Prometheus); None where no series
+    answered (`absent` names the indicators whose series do not exist).
+    `under_replicated_near` attributes the partitions outside the run's moves that lack a live
+    in-sync replica to brokers, from the cluster's metadata: per broker, those it leads or
+    lags on (executor.readings.under_replicated_near); None where the metadata did not answer,
+    and then under-replication counts cluster-wide."""
 
     produce_p99_ms: Mapping[int, float] = field(default_factory=dict)
     fetch_p99_ms: Mapping[int, float] = field(default_factory=dict)
@@ -145,6 +149,7 @@ class SloReading:
     under_replicated: int | None = None
     consumer_lag: float | None = None
     absent: frozenset[str] = frozenset()
+    under_replicated_near: Mapping[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,15 +190,18 @@ def breaches(policy: SloPolicy, reading: SloReading, brokers: Iterable[int],
     against the cluster's own normal (`baseline`, read before the run's first copy): a
     latency breaches past the flag or twice the broker's own value before, whichever is
     higher; under-replication and lag past the flag or the count before, whichever is higher
-    (a dead broker's partitions are no breach the copies caused). A cluster-wide breach
-    counts on every broker: whichever copy causes it, each one slows."""
+    (a dead broker's partitions are no breach the copies caused). Under-replication counts on
+    the brokers it is attributed to (those leading or lagging on the partitions) where the
+    cluster's metadata says, so only the copies through them slow; otherwise, like consumer
+    lag, it is cluster-wide and counts on every broker: whichever copy causes it, each slows."""
     before = (baseline if policy.baseline else None) or SloReading()
     shared: list[str] = []
     urp, lag = reading.under_replicated, reading.consumer_lag
+    near = reading.under_replicated_near
     urp_limit = policy.under_replicated_max
-    if urp_limit is not None and before.under_replicated is not None:
+    if near is None and urp_limit is not None and before.under_replicated is not None:
         urp_limit = max(urp_limit, before.under_replicated)
-    if urp_limit is not None and urp is not None and urp > urp_limit:
+    if near is None and urp_limit is not None and urp is not None and urp > urp_limit:
         shared.append(f"{urp} under-replicated partition(s) outside the moves > {urp_limit}")
     lag_limit = _limit(policy.consumer_lag_max, before.consumer_lag)
     if lag_limit is not None and lag is not None and lag > lag_limit:
@@ -211,6 +219,15 @@ def breaches(policy: SloPolicy, reading: SloReading, brokers: Iterable[int],
             limit = _limit(flag, earlier.get(b))
             if limit is not None and b in values and values[b] > limit:
                 own.append(f"{what} {values[b]:.0f} ms > {limit:g} ms")
+        if near is not None and policy.under_replicated_max is not None:
+            # the broker's own count before; with no metadata then, the cluster's count
+            earlier_here = (before.under_replicated_near.get(b, 0)
+                            if before.under_replicated_near is not None
+                            else before.under_replicated or 0)
+            limit_here = max(policy.under_replicated_max, earlier_here)
+            if near.get(b, 0) > limit_here:
+                own.append(f"{near[b]} partition(s) outside the moves under-replicated, led "
+                           f"or followed here > {limit_here}")
         if own or shared:
             found[b] = own + shared
     return found

@@ -11,14 +11,17 @@ import pytest
 
 from executor.config import Event, EventKind
 from executor.journal import replay
+from executor.readings import under_replicated_near
 from executor.records import RunOutcome
 from executor.runner import Executor
-from executor.slo import SloPolicy
+from executor.slo import SloPolicy, SloReading, breaches
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
 from executor.timeline import timeline
 from kafka_rebalance.commands.run_report import summary_head
+from kafka_rebalance.core.ports import PartitionInfo
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
+from topology.model import TopicPartition
 
 CAP = 8 * MB
 BIG = [Move("orders", 0, (1, 2), (3, 2), 120 * MB)]  # 15 s at the cap from 1 into 3
@@ -108,18 +111,80 @@ def test_recovery_raises_the_rate_back_step_by_step() -> None:
     assert follower[-1] > CAP // 4  # the copy ran faster again before it ended
 
 
-def test_under_replication_outside_the_moves_slows_every_end() -> None:
-    world = _world()
+def _lagging(world: World, replicas: tuple[int, ...], lagging: int) -> Callable[[World], None]:
+    """A partition outside the moves whose follower `lagging` falls out of its ISR once the
+    copy flows (its leader's count, as Prometheus reads it, rises with it)."""
+    world.admin.add("other", 0, replicas, MB)
 
-    def urp(w: World) -> None:  # a partition led by broker 4, which the move does not touch
-        w.metrics.urp[4] = 1.0
-    _once_copying(world, urp)
+    def hurt(w: World) -> None:
+        part = w.admin.parts[TopicPartition("other", 0)]
+        part.isr = tuple(b for b in replicas if b != lagging)
+        w.metrics.urp[replicas[0]] = 1.0
+    return hurt
+
+
+def _heal_at(world: World, rate: int) -> None:
+    def heal(w: World, event: Event) -> None:
+        if event.kind is EventKind.GUARD and event.rate == rate:
+            w.admin.parts[TopicPartition("other", 0)].isr = w.admin.parts[
+                TopicPartition("other", 0)].replicas
+            w.metrics.urp.clear()
+    world.hooks.append(heal)
+
+
+def test_under_replication_slows_only_the_copies_through_its_brokers() -> None:
+    """The receiver (broker 3) lags on a partition led by broker 4: only the copy into 3
+    slows; the sender keeps the cap."""
+    world = _world()
+    _once_copying(world, _lagging(world, (4, 3), lagging=3))
+    _heal_at(world, CAP // 2)
     seen = _watch(world)
     assert _run(world) is RunOutcome.COMPLETED
-    assert min(int(f) for _, f, _ in seen if f) < CAP
-    assert min(int(ld) for _, _, ld in seen if ld) < CAP
     first = next(r for r in world.sink.records if r.get("kind") == "guard")
-    assert set(first["levels"]) == {"1", "3"}  # the ends; broker 2 keeps its replica
+    assert first["levels"] == {"3": CAP // 2}
+    assert "1 partition(s) outside the moves under-replicated, led or followed here > 0" \
+        in str(first["changes"])
+    assert {ld for _, _, ld in seen if ld} == {str(CAP)}  # broker 1 sends at the cap
+    assert min(int(f) for _, f, _ in seen if f) == CAP // 2
+
+
+def test_under_replication_elsewhere_leaves_the_copies_alone() -> None:
+    """Broker 2 lags on a partition led by broker 4: neither is an end of the copy (broker 2
+    keeps its replica), so nothing slows, though the brokers count one under-replicated
+    partition."""
+    world = _world()
+    _once_copying(world, _lagging(world, (4, 2), lagging=2))
+    seen = _watch(world)
+    assert _run(world) is RunOutcome.COMPLETED
+    assert not [r for r in world.sink.records if r.get("kind") == "guard"]
+    assert {f for _, f, _ in seen if f} == {str(CAP)}
+
+
+def test_without_the_clusters_metadata_under_replication_counts_on_every_end() -> None:
+    policy = SloPolicy()
+    reading = SloReading(under_replicated=2)
+    assert breaches(policy, reading, [1, 3]) == {
+        1: ["2 under-replicated partition(s) outside the moves > 0"],
+        3: ["2 under-replicated partition(s) outside the moves > 0"]}
+    attributed = SloReading(under_replicated=2, under_replicated_near={3: 1, 4: 1})
+    assert set(breaches(policy, attributed, [1, 3])) == {3}
+    # each broker against its own count before the run (a slow broker's lag is its normal)
+    before = SloReading(under_replicated=1, under_replicated_near={3: 1})
+    assert breaches(policy, attributed, [1, 3], before) == {}
+    assert set(breaches(policy, SloReading(under_replicated_near={3: 2}), [1, 3], before)) \
+        == {3}
+    # a baseline read without the metadata: the cluster's count then bounds each broker's
+    assert breaches(policy, attributed, [1, 3], SloReading(under_replicated=1)) == {}
+
+
+def test_under_replication_is_counted_on_the_leader_and_each_lagging_live_follower() -> None:
+    parts = [PartitionInfo("a", 0, (1, 2, 3), (1,), 1),  # 2 and 3 lag behind leader 1
+             PartitionInfo("a", 1, (4, 5, 6), (4, 5), 4),  # 6 is offline: no pause cures it
+             PartitionInfo("a", 2, (1, 5, 6), (1,), 1),  # the run's own move
+             PartitionInfo("a", 3, (2, 3, 4), (2, 3, 4), 2)]  # healthy
+    live = frozenset({1, 2, 3, 4, 5})
+    assert under_replicated_near(parts, live, frozenset({TopicPartition("a", 2)})) == {
+        1: 1, 2: 1, 3: 1}
 
 
 def test_a_healthy_cluster_and_a_disabled_guard_leave_the_cap_alone() -> None:
