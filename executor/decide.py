@@ -3,8 +3,10 @@
 `decide(state, move, observation, tracking, stall_intervals)` is the whole rule of the states
 that only look at the cluster and act on it (throttling, submitted, copying, verifying,
 unthrottling, electing); executor.steps gathers the observation, carries out the action the
-step names and journals the next state. The gate after a move (executor.gates) and the cancel
-protocol (executor.steps) have rules of their own.
+step names and journals the next state. The cooldown after a move is decided here too, in two
+steps around the one read it needs: `without_gate` (done without a gate, and why) before the gate
+is read, `after_gate` (done, wait, or stop the run) once executor.gates judged the reading. The
+cancel protocol (executor.steps) has rules of its own.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from executor.gates import GateDecision
 from executor.state import MoveState
 from planner.result import Move
 
@@ -145,3 +148,58 @@ def _verifying(move: Move, seen: Observation, tracking: Tracking,
         found = list(seen.replicas) if seen.replicas is not None else "nothing"
         reason = f"reassignment ended outside this run: cluster has {found}"
     return Step(S.CANCELLING, reason, tracking=tracking)
+
+
+@dataclass(frozen=True, slots=True)
+class Cooling:
+    """What the cooldown after a move looks at before its gate is read: the run is cancelled
+    (`cancelled`), the move copied nothing, another move copies through every end its gate
+    would watch (`handed_over_to`: that move's name, whose gate covers both), and whether a
+    move that copies is still pending (else no next copy needs the gate, unless
+    --final-gate)."""
+
+    cancelled: bool = False
+    leadership_only: bool = False
+    handed_over_to: str | None = None
+    copy_pending: bool = True
+    final_gate: bool = False
+
+
+def without_gate(cooling: Cooling) -> str | None:
+    """Why the move is done without reading its gate; None: read it."""
+    if cooling.cancelled:
+        return "gate skipped: run cancelled"
+    if cooling.leadership_only:
+        return "leadership only: it copied nothing, no gate"
+    if cooling.handed_over_to is not None:
+        return f"handed over to {cooling.handed_over_to}: its gate covers both"
+    if not (cooling.copy_pending or cooling.final_gate):
+        return "no move is left to start: gate not needed"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """After the gate's verdict: done (its reason, which stops the run when `stop`), or wait
+    and poll again (`done` False)."""
+
+    done: bool
+    reason: str = ""
+    stop: bool = False
+
+
+def after_gate(name: str, decision: GateDecision, left_seconds: float,
+               timeout_seconds: float | None) -> GateOutcome:
+    """The move `name` `left_seconds` before its cooldown ends (negative: past it): it waits
+    out the cooldown whatever the gate says; then it is done when the gate is open, or when
+    the gate stayed closed `timeout_seconds` past the cooldown, and the run starts no next
+    move (a gate that never opens is a fault to look at, not a wait without end)."""
+    if left_seconds > 0:
+        return GateOutcome(False)
+    if decision.open:
+        return GateOutcome(True)
+    if timeout_seconds is not None and -left_seconds >= timeout_seconds:
+        return GateOutcome(True, f"the gate after {name} stayed closed for {-left_seconds:.0f} s "
+                                 f"({decision.reason}); stopping before the next move",
+                           stop=True)
+    return GateOutcome(False)

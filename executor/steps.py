@@ -11,7 +11,16 @@ from dataclasses import replace
 from enum import Enum
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
-from executor.decide import Action, Observation, Step, Tracking, decide
+from executor.decide import (
+    Action,
+    Cooling,
+    Observation,
+    Step,
+    Tracking,
+    after_gate,
+    decide,
+    without_gate,
+)
 from executor.flows import Direction, End, baseline_for, end_text, ends_of_baseline
 from executor.gates import GateReading, NetworkSample, gate_decision, start_decision
 from executor.journal import Journal, MoveRecord
@@ -521,26 +530,26 @@ class MoveDriver:
         return self._take(move, self._decide(move, Observation(failure=failure)))
 
     def _cool(self, move: Move) -> bool:
-        """The gate after a move. Samples are taken from the start of the cooldown, so a
-        cluster that settles while the cooldown runs opens the gate the moment it ends;
-        without a next move to protect, the gate is skipped (--final-gate keeps it)."""
+        """The gate after a move (executor.decide.without_gate and after_gate decide). Samples
+        are taken from the start of the cooldown, so a cluster that settles while the
+        cooldown runs opens the gate the moment it ends; without a next move to protect, the
+        gate is skipped (--final-gate keeps it)."""
         record = self._record(move)
-        if self.skip_gate:
-            self.enter(move, S.DONE, "gate skipped: run cancelled")
-            return False
-        if move.leadership_only:
-            self.enter(move, S.DONE, "leadership only: it copied nothing, no gate")
-            return False
         baseline = record.baseline or NetworkSample({}, {})
-        carried = self._carried_by_others(move)
+        carried = self._carried_by_others(move) if not move.leadership_only else frozenset()
+        handed_over_to = None
         if carried and (baseline.net_in or baseline.net_out):
             baseline = baseline_for(baseline, ends_of_baseline(baseline) - carried)
             if not baseline.net_in and not baseline.net_out:
-                following = self.handed_over.get(move.name, ("the moves copying there", ""))[0]
-                self.enter(move, S.DONE, f"handed over to {following}: its gate covers both")
-                return False
-        if not self._gate_needed():
-            self.enter(move, S.DONE, "no move is left to start: gate not needed")
+                handed_over_to = self.handed_over.get(move.name, ("the moves copying there",
+                                                                  ""))[0]
+        skipped = without_gate(Cooling(
+            cancelled=self.skip_gate, leadership_only=move.leadership_only,
+            handed_over_to=handed_over_to, final_gate=self.config.final_gate,
+            copy_pending=any(not m.leadership_only
+                             for m in self.journal.run.in_state(frozenset({S.PENDING})))))
+        if skipped is not None:
+            self.enter(move, S.DONE, skipped)
             return False
         policy = self.config.gate
         reading = read_gate(self.ports.metrics, self.ports.admin, self.config.queries,
@@ -554,16 +563,11 @@ class MoveDriver:
         cooling = f"; cooling down, {left:.0f} s left" if left > 0 else ""
         self._event(EventKind.GATE, move, f"gate after {move.name}: {decision.verdict.value}, "
                     f"{decision.reason}{cooling}", state=decision.verdict.value)
-        if left > 0:
-            return False
-        if decision.open:
-            self.enter(move, S.DONE)
-            return False
-        timeout = self.config.gate_timeout_seconds
-        if timeout is not None and -left >= timeout:
-            self.stop_reason = (f"the gate after {move.name} stayed closed for {-left:.0f} s "
-                                f"({decision.reason}); stopping before the next move")
-            self.enter(move, S.DONE, self.stop_reason)
+        outcome = after_gate(move.name, decision, left, self.config.gate_timeout_seconds)
+        if outcome.stop:
+            self.stop_reason = outcome.reason
+        if outcome.done:
+            self.enter(move, S.DONE, outcome.reason)
         return False
 
     def _carried_by_others(self, move: Move) -> frozenset[End]:
@@ -575,12 +579,6 @@ class MoveDriver:
             if other.name != move.name and record.baseline is not None:
                 carried |= ends_of_baseline(record.baseline)
         return frozenset(carried)
-
-    def _gate_needed(self) -> bool:
-        """A gate protects the next copy: needed while a move that copies is pending, or when
-        asked for (a leadership-only move copies nothing and needs none)."""
-        return self.config.final_gate or any(
-            not m.leadership_only for m in self.journal.run.in_state(frozenset({S.PENDING})))
 
     def _restore_order(self, move: Move) -> bool:
         """Kafka's cancel puts the original replicas back but in the in-flight order (target

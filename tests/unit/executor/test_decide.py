@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from executor.decide import Action, Observation, Tracking, decide
+from executor.decide import (
+    Action,
+    Cooling,
+    GateOutcome,
+    Observation,
+    Tracking,
+    after_gate,
+    decide,
+    without_gate,
+)
+from executor.gates import GateDecision, GateVerdict
 from executor.state import MoveState
 from planner.result import Move
 
@@ -76,3 +86,38 @@ def test_states_with_rules_of_their_own_have_no_pure_step() -> None:
     for state in (S.PENDING, S.COOLING_DOWN, S.CANCELLING, S.DONE):
         with pytest.raises(ValueError, match="no pure step"):
             decide(state, MOVE, Observation(), Tracking(), STALL)
+
+
+@pytest.mark.parametrize(("cooling", "reason"), [
+    (Cooling(cancelled=True, leadership_only=True), "gate skipped: run cancelled"),
+    (Cooling(leadership_only=True, handed_over_to="b-1"),
+     "leadership only: it copied nothing, no gate"),
+    (Cooling(handed_over_to="b-1", copy_pending=False), "handed over to b-1: its gate covers both"),
+    (Cooling(copy_pending=False), "no move is left to start: gate not needed"),
+    (Cooling(copy_pending=False, final_gate=True), None),
+    (Cooling(), None),
+])
+def test_a_cooldown_skips_its_gate_only_when_nothing_needs_it(cooling: Cooling,
+                                                             reason: str | None) -> None:
+    assert without_gate(cooling) == reason
+
+
+OPEN = GateDecision(GateVerdict.OPEN, "settled", streak=3)
+HELD = GateDecision(GateVerdict.HOLD, "broker 3 net in 4.0 MB/s above its baseline")
+
+
+@pytest.mark.parametrize(("decision", "left", "timeout", "outcome"), [
+    (OPEN, 5.0, None, GateOutcome(False)),  # the cooldown is waited out, open or not
+    (HELD, 5.0, 1.0, GateOutcome(False)),
+    (OPEN, 0.0, None, GateOutcome(True)),
+    (OPEN, -30.0, 10.0, GateOutcome(True)),  # open wins over a timeout passed meanwhile
+    (HELD, -9.0, 10.0, GateOutcome(False)),
+    (HELD, -600.0, None, GateOutcome(False)),  # no timeout: it waits
+    (HELD, -10.0, 10.0, GateOutcome(
+        True, "the gate after m-1 stayed closed for 10 s (broker 3 net in 4.0 MB/s above its "
+              "baseline); stopping before the next move", stop=True)),
+])
+def test_after_its_gate_a_move_waits_is_done_or_stops_the_run(
+        decision: GateDecision, left: float, timeout: float | None,
+        outcome: GateOutcome) -> None:
+    assert after_gate("m-1", decision, left, timeout) == outcome
