@@ -35,6 +35,7 @@ class Tracking:
     idle_polls: int = 0
     gate_streak: int = 0
     copy_polls: int = 0
+    offline_polls: int = 0  # consecutive polls a target broker was missing from the cluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,13 @@ class Observation:
     failure: str = ""
     watched: bool = True
 
+
+# A target broker missing from the cluster's live brokers this many polls in a row went
+# offline: one answer is not enough, since a DescribeCluster answered while another broker
+# dies can leave live brokers out (seen on the sandbox: a kill -9 of a broker outside the move
+# made one answer omit both of the move's targets). Kafka itself fences a broker only after
+# its session times out (9 s by default), so the wait costs nothing a real failure would not.
+OFFLINE_POLLS = 3
 
 # The reason of a copy found ended by a process that took the run over: it ended while no
 # executor ran, at a time nobody saw, so no copy rate can be told from it.
@@ -120,8 +128,12 @@ def _copying(move: Move, seen: Observation, tracking: Tracking, stall_intervals:
     if not seen.listed:
         return Step(S.VERIFYING, "" if seen.watched else COPY_ENDED_UNSEEN)
     if seen.dead:
+        tracking = replace(tracking, offline_polls=tracking.offline_polls + 1)
+        if tracking.offline_polls < OFFLINE_POLLS:
+            return Step(None, tracking=tracking)
         return Step(S.CANCELLING, f"broker(s) {sorted(seen.dead)} went offline during the move",
                     tracking=tracking)
+    tracking = replace(tracking, offline_polls=0)
     if seen.progress != tracking.last_progress:
         tracking = replace(tracking, last_progress=seen.progress, idle_polls=0)
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from executor.decide import (
+    OFFLINE_POLLS,
     Action,
     Cooling,
     GateOutcome,
@@ -38,8 +39,9 @@ TABLE = [
     (S.SUBMITTED, Observation(replicas=(2, 4)), Tracking(), S.CANCELLING, Action.NONE,
      "replicas changed to [2, 4] outside this run"),
     (S.COPYING, Observation(listed=False), AT_REST, S.VERIFYING, Action.NONE, ""),
-    (S.COPYING, Observation(listed=True, dead=(3,)), Tracking(), S.CANCELLING, Action.NONE,
-     "broker(s) [3] went offline during the move"),
+    (S.COPYING, Observation(listed=True, dead=(3,)), Tracking(), None, Action.NONE, ""),
+    (S.COPYING, Observation(listed=True, dead=(3,)), Tracking(offline_polls=OFFLINE_POLLS - 1),
+     S.CANCELLING, Action.NONE, "broker(s) [3] went offline during the move"),
     (S.COPYING, Observation(listed=True, progress=(900, (1, 2))), AT_REST, None, Action.NONE,
      ""),
     (S.COPYING, Observation(listed=True, progress=(500, (1, 2))), AT_REST, S.CANCELLING,
@@ -121,3 +123,22 @@ def test_after_its_gate_a_move_waits_is_done_or_stops_the_run(
         decision: GateDecision, left: float, timeout: float | None,
         outcome: GateOutcome) -> None:
     assert after_gate("m-1", decision, left, timeout) == outcome
+
+
+def test_a_target_broker_is_offline_only_when_missing_several_polls_in_a_row() -> None:
+    """One DescribeCluster answer without a live broker (another broker dying) cancels
+    nothing; a broker missing OFFLINE_POLLS polls in a row does; seen back, the count starts
+    again."""
+    move = Move("t", 0, (1, 2), (1, 3), 1000)
+    tracking = Tracking()
+    for _ in range(OFFLINE_POLLS - 1):
+        step = decide(S.COPYING, move, Observation(listed=True, dead=(3,)), tracking, 30)
+        assert step.next is None
+        tracking = step.tracking
+    back = decide(S.COPYING, move, Observation(listed=True, progress=(10, (1, 2))), tracking, 30)
+    assert back.next is None and back.tracking.offline_polls == 0
+    tracking = back.tracking
+    for _ in range(OFFLINE_POLLS):
+        step = decide(S.COPYING, move, Observation(listed=True, dead=(3,)), tracking, 30)
+        tracking = step.tracking
+    assert step.next is S.CANCELLING and "[3] went offline" in step.reason
