@@ -97,8 +97,10 @@ class SloGuard:
             return reading
         try:
             live = frozenset(b.id for b in self.ports.admin.brokers())
+            adding = {tp: r.adding for tp, r in
+                      self.ports.admin.list_partition_reassignments().items()}
             near = under_replicated_near(self.ports.admin.partitions(), live,
-                                         frozenset(m.key for m in active))
+                                         frozenset(m.key for m in active), adding)
         except ClusterError as exc:
             self._once("metadata", f"SLO guard: cluster metadata unavailable ({exc}); "
                                    "under-replication counts cluster-wide meanwhile")

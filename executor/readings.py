@@ -176,17 +176,21 @@ def under_replicated(partitions: Iterable[PartitionInfo],
 
 
 def under_replicated_near(partitions: Iterable[PartitionInfo], live: frozenset[int],
-                          moving: frozenset[TopicPartition]) -> dict[int, int]:
+                          moving: frozenset[TopicPartition],
+                          adding: Mapping[TopicPartition, Iterable[int]] | None = None
+                          ) -> dict[int, int]:
     """Per broker, the partitions outside the run's moves (`moving`) whose ISR lacks a live
     replica, counted on each lagging live follower and on the partition's leader: the brokers
     whose links a copy can have starved (a copy into the follower, or out of the leader).
-    Replicas of offline brokers do not count (no pause cures them); brokers with none are left
-    out."""
+    Replicas of offline brokers do not count (no pause cures them), nor replicas that another
+    reassignment is adding (`adding`: not yet in sync by design, as Kafka's own count says);
+    brokers with none are left out."""
     counts: dict[int, int] = {}
+    added = adding or {}
     for p in partitions:
         if p.key in moving:
             continue
-        lagging = (set(p.replicas) - set(p.isr)) & live
+        lagging = (set(p.replicas) - set(p.isr) - set(added.get(p.key, ()))) & live
         if not lagging:
             continue
         leader = {p.leader} if p.leader is not None and p.leader >= 0 else set()
