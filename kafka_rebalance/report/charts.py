@@ -191,7 +191,11 @@ def utilization_chart(view: ResourceView) -> str:
     brokers = view.brokers
     rows = _rows_of([b.rack for b in brokers], UTIL_PER_ROW) or [range(0)]
     slots = max(len(r) for r in rows)
-    fig = Figure(figsize=(FIG_WIDTH, 1.0 + 2.9 * len(rows)), layout="constrained")
+    height = 1.2 + 2.6 * len(rows)  # inches: the legend on top, a row of bars per 2.6 in
+    fig = Figure(figsize=(FIG_WIDTH, height))
+    # fixed margins (a constrained layout measures every label again for each of many rows)
+    fig.subplots_adjust(left=0.09, right=0.99, top=1 - 0.55 / height, bottom=0.75 / height,
+                        hspace=0.42)
     axes = np.atleast_1d(fig.subplots(len(rows), 1, sharey=True, squeeze=False)).ravel()
     unit = "B" if view.resource is Resource.DISK else "B/s"
     divisor, unit_label = _amount_unit([b.amount_after for b in brokers], unit)
@@ -231,7 +235,7 @@ def utilization_chart(view: ResourceView) -> str:
         ax.grid(axis="y", linewidth=0.3)
     axes[-1].set_xlabel(f"broker (rack above); under its id, its {view.title} after the plan "
                         f"in {unit_label}")
-    fig.legend(loc="outside upper center", ncols=4, frameon=False)
+    fig.legend(loc="upper center", bbox_to_anchor=(0.5, 1.0), ncols=4, frameon=False)
     return to_svg(fig, f"chart-util-{view.resource.value}")
 
 
