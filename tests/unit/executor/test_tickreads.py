@@ -134,3 +134,20 @@ def _marking(clock: FakeClock, fake: FakeAdmin):  # type: ignore[no-untyped-def]
         fake.calls.append(("poll", None))
         sleep(seconds)
     return mark
+
+
+def test_an_answer_missing_a_live_broker_is_asked_again_and_a_real_death_stands() -> None:
+    """One DescribeCluster answer without brokers 1 and 2 (another broker dying): asked
+    again, the second answer stands; a broker really gone is gone in both."""
+    fake = admin()
+    reads = TickReads(fake)
+    assert [b.id for b in reads.brokers()] == [1, 2, 3, 4]
+    real = fake.brokers
+    answers = iter([[b for b in real() if b.id in (3, 4)]])
+    fake.brokers = lambda: next(answers, None) or real()  # type: ignore[method-assign]
+    assert [b.id for b in reads.brokers()] == [1, 2, 3, 4]
+    fake.dead.add(4)
+    assert [b.id for b in reads.brokers()] == [1, 2, 3]
+    asked = reads.asked
+    assert [b.id for b in reads.brokers()] == [1, 2, 3]  # no shrink: asked once
+    assert reads.asked == asked + 1
