@@ -9,15 +9,13 @@ keys; what they hold is still checked, since the review and the executor print a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NotRequired, Required
+from typing import TYPE_CHECKING, Any, NotRequired, Required
 
 from pydantic import ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from kafka_rebalance.core.errors import PlanError
 from planner.log_dirs import DirMove, DirPlan, DirSpread
-from planner.planfile import BrokerRequests, RequestInfo
-from planner.requests import RequestLevel
 from planner.result import Move
 from topology.model import TopicPartition
 from topology.schema import (
@@ -34,6 +32,10 @@ from topology.schema import (
     Text,
     TopicName,
 )
+
+if TYPE_CHECKING:  # the planner's modules load numpy: `rebalance --help` needs none of it
+    from planner.planfile import RequestInfo
+    from planner.requests import RequestLevel
 
 _FORBID = ConfigDict(extra="forbid")
 _IGNORE = ConfigDict(extra="ignore")
@@ -340,6 +342,9 @@ def requests_to_dict(requests: RequestInfo) -> RequestBalanceEntry:
 def requests_from_entry(entry: RequestBalanceEntry) -> RequestInfo:
     """The request balance of a checked entry (a plan written before the band was kept gets
     the fair share +/- the tolerance)."""
+    from planner.planfile import BrokerRequests, RequestInfo
+    from planner.requests import RequestLevel
+
     tol = entry["tolerance"]
     before, after = (RequestLevel(c["over_fair"], c["brokers_outside"], c["total_per_sec"])
                      for c in (entry["before"], entry["after"]))
