@@ -265,3 +265,17 @@ def test_the_clusters_own_normal_before_the_run_is_no_breach() -> None:
     assert _run(worse) is RunOutcome.COMPLETED
     guards = [r for r in worse.sink.records if r.get("kind") == "guard"]
     assert guards and "produce p99 2000 ms > 1800 ms" in str(guards[0]["changes"])
+
+
+def test_while_the_brokers_count_no_under_replication_the_guard_reads_no_metadata() -> None:
+    """Describing every partition of a large cluster is not free: the guard asks only once
+    the brokers' own count says some partition is under-replicated."""
+    whole_cluster_reads = []
+    for world in (_world(), _world(enabled=False)):
+        assert _run(world) is RunOutcome.COMPLETED
+        whole_cluster_reads.append(world.admin.calls.count(("partitions", None)))
+    assert whole_cluster_reads[0] == whole_cluster_reads[1]
+    hurt = _world()
+    _once_copying(hurt, _lagging(hurt, (4, 2), lagging=2))
+    assert _run(hurt) is RunOutcome.COMPLETED
+    assert hurt.admin.calls.count(("partitions", None)) > whole_cluster_reads[0]
