@@ -66,7 +66,8 @@ class SloGuard:
                              "(see --queries); not guarded on it")
         cap = self.config.max_bytes_per_sec
         changes = next_levels(policy, cap, run.guard_levels,
-                              breaches(policy, reading, brokers, self.baseline), brokers)
+                              breaches(policy, reading, brokers, self.baseline), brokers,
+                              self._in_force(active))
         if not changes:
             return
         levels = dict(run.guard_levels)
@@ -124,6 +125,16 @@ class SloGuard:
             self.report(Event(EventKind.NOTE, f"SLO guard: {before.under_replicated} "
                               "partition(s) under-replicated before the run; the guard counts "
                               "only more than that"))
+
+    def _in_force(self, active: Sequence[Move]) -> dict[int, int]:
+        """Per broker, the highest rate the throttles of the moves in flight set on it."""
+        rates: dict[int, int] = {}
+        for move in active:
+            record = self.journal.run.moves[move.name]
+            if record.state in THROTTLED and record.throttle is not None:
+                for broker, by_name in record.throttle.broker_rates.items():
+                    rates[broker] = max(rates.get(broker, 0), *by_name.values())
+        return rates
 
     def _brokers(self, move: Move) -> set[int]:
         """The brokers at the move's ends."""

@@ -239,15 +239,20 @@ def floor_rate(policy: SloPolicy, cap: int) -> int:
 
 
 def next_levels(policy: SloPolicy, cap: int, levels: Mapping[int, int],
-                found: Mapping[int, list[str]], brokers: Iterable[int]) -> list[LevelChange]:
+                found: Mapping[int, list[str]], brokers: Iterable[int],
+                in_force: Mapping[int, int] | None = None) -> list[LevelChange]:
     """The AIMD step for `brokers` (the ends of the copies in flight): breached brokers halve,
-    the others climb back toward the cap. A broker without a level is at the cap."""
+    the others climb back toward the cap. A broker without a level is at the cap. A breach
+    halves from the rate in force on the broker where that is lower than its level (`in_force`:
+    the highest rate its copies' throttles set, an operator's lower throttle or adaptive rates
+    kept), so that the first step already slows the copy rather than lowering a ceiling above
+    it."""
     changes = []
     floor, step = floor_rate(policy, cap), max(1, int(cap * policy.increase_fraction))
     for b in sorted(set(brokers)):
         old = min(levels.get(b, cap), cap)
         if b in found:
-            new = max(floor, int(old * policy.decrease))
+            new = max(floor, int(min(old, (in_force or {}).get(b, old)) * policy.decrease))
             reason = "; ".join(found[b])
         else:
             new = min(cap, old + step)

@@ -51,6 +51,23 @@ def test_aimd_halves_a_breached_broker_and_raises_a_healthy_one_by_a_tenth() -> 
                                  "(produce p99 900 ms > 500 ms)")
 
 
+def test_a_breach_halves_the_rate_in_force_when_it_is_below_the_level() -> None:
+    """Broker 3's copy runs at 2 MB/s (an operator's lower throttle kept): halving the 8 MB/s
+    ceiling would not slow it; the first step sets 1 MB/s. A level already below the rate in
+    force halves from itself."""
+    policy = SloPolicy()
+    changes = next_levels(policy, CAP, {}, {3: ["x"]}, [3], {3: 2 * MB})
+    assert [(c.old, c.new) for c in changes] == [(CAP, MB)]
+    changes = next_levels(policy, CAP, {3: 4 * MB}, {3: ["x"]}, [3], {3: 6 * MB})
+    assert [(c.old, c.new) for c in changes] == [(4 * MB, 2 * MB)]
+    # never under the floor, whatever the rate in force
+    changes = next_levels(policy, CAP, {}, {3: ["x"]}, [3], {3: MB})
+    assert [(c.old, c.new) for c in changes] == [(CAP, CAP // 8)]
+    # a healthy step climbs from the level, as before
+    assert [(c.old, c.new) for c in next_levels(policy, CAP, {3: MB}, {}, [3], {3: 2 * MB})] \
+        == [(MB, MB + CAP // 10)]
+
+
 def test_levels_stay_between_the_floor_and_the_cap() -> None:
     policy = SloPolicy()
     floor = floor_rate(policy, CAP)
