@@ -21,7 +21,14 @@ from confluent_kafka import Consumer
 
 from kafka_rebalance.core.errors import ClusterError
 from kafka_rebalance.sandbox.state import SandboxInfo
-from tests.integration.kafka_topics import create_topic, disk_size, free_port, produce, wait_in_sync
+from tests.integration.kafka_topics import (
+    create_topic,
+    disk_size,
+    free_port,
+    produce,
+    wait_for,
+    wait_in_sync,
+)
 from topology import promql
 from topology.prom_source import PrometheusMetrics
 from topology.security import ENV_KEYS
@@ -225,7 +232,9 @@ def test_a_partition_being_reassigned_is_recorded_at_its_target(sandbox: Sandbox
     try:
         admin.alter_partition_reassignments({tp: [ids[0], ids[2]]})
         assert tp in admin.list_partition_reassignments()
-        assert len(admin.partitions([topic])[0].replicas) == 3  # what Kafka lists meanwhile
+        # what Kafka lists meanwhile, once the answering broker's metadata has the change
+        wait_for("the partition listed with its old and new replicas",
+                 lambda: len(admin.partitions([topic])[0].replicas) == 3, timeout_s=30)
         out = tmp_path / "snapshot.json"
         result = run_cli("snapshot", "--bootstrap", sandbox.bootstrap, "--out", str(out))
         assert result.returncode == 0, result.stderr
