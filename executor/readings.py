@@ -166,13 +166,19 @@ def under_replicated(partitions: Iterable[PartitionInfo],
     only those whose lagging follower or leader is one of those brokers (what a copy through
     them can have slowed), not a slow broker elsewhere, which no wait of this run cures."""
     def lagging(p: PartitionInfo) -> bool:
-        missing = set(p.replicas) - set(p.isr)
-        if live is not None:
-            missing &= live
+        missing = _lagging_replicas(p, live)
         if near is not None and missing and p.leader not in near:
             missing &= near
         return bool(missing)
     return frozenset(p.key for p in partitions if lagging(p))
+
+
+def _lagging_replicas(p: PartitionInfo, live: frozenset[int] | None,
+                      adding: Iterable[int] = ()) -> set[int]:
+    """The brokers of `p`'s replicas missing from its ISR: with `live`, only live brokers';
+    never those a reassignment is `adding` (out of sync by design)."""
+    missing = set(p.replicas) - set(p.isr) - set(adding)
+    return missing & live if live is not None else missing
 
 
 def under_replicated_near(partitions: Iterable[PartitionInfo], live: frozenset[int],
@@ -190,7 +196,7 @@ def under_replicated_near(partitions: Iterable[PartitionInfo], live: frozenset[i
     for p in partitions:
         if p.key in moving:
             continue
-        lagging = (set(p.replicas) - set(p.isr) - set(added.get(p.key, ()))) & live
+        lagging = _lagging_replicas(p, live, added.get(p.key, ()))
         if not lagging:
             continue
         leader = {p.leader} if p.leader is not None and p.leader >= 0 else set()
