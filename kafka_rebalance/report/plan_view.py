@@ -55,13 +55,12 @@ class BrokerUtilization:
     hard rules force the resource off the average (None otherwise)."""
 
     broker_id: int
-    label: str  # the id with (new) / (removed) / (offline)
     rack: str
     before: float
     after: float
     target: float | None
-    amount_after: float = 0.0  # bytes (disk) or bytes a second (network) after the plan
-    role: str = ""  # new / removed / offline, or empty
+    amount_after: float  # bytes (disk) or bytes a second (network) after the plan
+    role: str  # new / removed / offline, or empty
 
 
 @dataclass(frozen=True)
@@ -151,11 +150,6 @@ def _role(plan: PlanFile, stats: BrokerStats) -> str:
     return "" if stats.alive else "offline"
 
 
-def _label(plan: PlanFile, stats: BrokerStats) -> str:
-    role = _role(plan, stats)
-    return f"{stats.id} ({role})" if role else str(stats.id)
-
-
 def resource_view(plan: PlanFile, resource: Resource) -> ResourceView:
     """The utilization of `resource` on every broker, before and after the plan."""
     after = {b.id: b for b in plan.after.brokers}
@@ -165,7 +159,7 @@ def resource_view(plan: PlanFile, resource: Resource) -> ResourceView:
         later = after.get(stats.id)
         target = plan.targets.of(stats.id, resource) if forced and plan.targets else None
         rows.append(BrokerUtilization(
-            stats.id, _label(plan, stats), rack_name(stats.rack), stats.utilization(resource),
+            stats.id, rack_name(stats.rack), stats.utilization(resource),
             later.utilization(resource) if later else 0.0, target,
             later.load.of(resource) if later else 0.0, _role(plan, stats)))
     return ResourceView(resource, RESOURCE_TITLES[resource], tuple(rows),

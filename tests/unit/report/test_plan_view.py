@@ -42,7 +42,7 @@ def test_utilizations_are_the_reviews_grouped_by_rack(small_plan: PlanFile) -> N
     disk = resource_view(small_plan, Resource.DISK)
     by_id = {b.broker_id: b for b in disk.brokers}
     assert by_id[3].before == 0.0 and by_id[3].after == 40 * MB / (400 * MB)
-    assert by_id[3].label == "3 (new)"
+    assert by_id[3].role == "new"
     assert disk.band == (disk.average_after * 0.9, disk.average_after * 1.1)
     assert not disk.forced and all(b.target is None for b in disk.brokers)
 
