@@ -137,7 +137,6 @@ class RequestInfo:
     brokers: tuple[BrokerRequests, ...] = ()
 
 
-
 @dataclass(frozen=True, slots=True)
 class BrokerRequests:
     """One broker's requests a second before and after the plan, its fair share and its band

@@ -266,14 +266,15 @@ def flow_chart(flows: FlowMatrix) -> str:
             ax.axhline(index - 0.5, color="#4a5568", linewidth=0.8)
     peak = float(cells.max(initial=0))
     divisor, unit = _amount_unit([peak], "B")
-    if spacing >= 2.6 * MIN_POINTS:  # room for a number in each cell
+    numbered = spacing >= 2.6 * MIN_POINTS  # room for a number in each cell
+    if numbered:
         for (row, col), value in np.ndenumerate(cells):
             if value > 0:
                 ax.text(col, row, _amount(value / divisor), ha="center", va="center",
                         fontsize=MIN_POINTS, color="white" if value > 0.6 * peak else "#1a202c")
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
     bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: size_text(v, compact=True)))
-    if spacing >= 2.6 * MIN_POINTS:
+    if numbered:
         bar.set_label(f"bytes (numbers in the cells: {unit})")
     return to_svg(fig, "chart-flows")
 
