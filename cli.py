@@ -181,7 +181,7 @@ class RebalanceGroup(TyperGroup):
         tidy_help(self)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        from kafka_rebalance.commands.outputs import refuse_directory_paths
+        from kafka_rebalance.files.outputs import refuse_directory_paths
 
         help_style(narrow=_narrow())  # the width of this invocation's terminal
         given = kwargs.get("args", args[0] if args else None)

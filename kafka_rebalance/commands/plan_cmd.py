@@ -16,16 +16,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kafka_rebalance.commands.outputs import (
+from kafka_rebalance.commands.render import (
     FORCE_HELP,
-    check_output,
-    check_plan_journal,
-    plan_output,
+    console,
+    err_console,
+    note,
+    notes_held,
+    say,
 )
-from kafka_rebalance.commands.render import console, err_console, note, notes_held, say
 from kafka_rebalance.commands.report_cmd import HtmlOption, check_html, write_plan_html
 from kafka_rebalance.core.errors import InputError
 from kafka_rebalance.core.names import visible
+from kafka_rebalance.files.outputs import (
+    check_output,
+    plan_output,
+)
 from kafka_rebalance.report.review import replicas_text, review, review_document
 from kafka_rebalance.usecases.plan import (
     PlanInputs,
@@ -108,6 +113,22 @@ def _say_outcome(plan_file: PlanFile, out: Path | None) -> None:
     shown = visible(str(out))  # a newline in a path is shown, not obeyed
     say(f"Wrote {len(plan_file.moves)} move(s) to {shown}; review it again with "
         f"`rebalance diff {shown}`.")
+
+
+def check_plan_journal(path: Path) -> None:
+    """A plan must not be written where a run's journal (PLAN.json.journal) still exists:
+    `execute` of the new plan would be refused, and the old run would lose its plan's name."""
+    from executor.journal import find_journal, journal_in_use
+
+    journal = find_journal(path, None)
+    if not journal.exists():
+        return
+    running = " and an executor is running on it" if journal_in_use(journal) else ""
+    raise InputError(
+        f"--out {path}: the journal {journal} of a run of that plan exists{running}, so "
+        f"`rebalance execute {path}` would be refused; write the plan to another --out, or "
+        f"finish (`rebalance resume`) or cancel (`rebalance cancel`) that run and move "
+        f"{journal} away (`rebalance status --journal {journal}` shows where it stands)")
 
 
 def plan(

@@ -25,6 +25,10 @@ from topology.units import size_text
 
 PIPE_WIDTH = WIDE  # to a file or a pipe without COLUMNS: the review's full layout
 
+# The --force of every command that writes a file (kafka_rebalance.files.outputs).
+FORCE_HELP = ("Replace an existing --out file even if it is not a {what} this tool wrote "
+              "(an input file of the command, a directory or a device is never replaced).")
+
 
 def _console(stderr: bool = False) -> Console:
     """The terminal's width; to a file or a pipe, COLUMNS when set, else PIPE_WIDTH (a log

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from executor.config import AUTO, DEFAULT_QUOTA_WINDOW_SECONDS
-from kafka_rebalance.commands.outputs import InputFiles, Output, check_output, refuse_inputs
 from kafka_rebalance.commands.render import err_console, say
 from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.files.outputs import InputFiles, Output, check_output, refuse_inputs
 from kafka_rebalance.report.files import is_report_file
 
 if TYPE_CHECKING:

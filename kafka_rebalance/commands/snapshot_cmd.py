@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kafka_rebalance.commands.outputs import FORCE_HELP, check_output, snapshot_output
-from kafka_rebalance.commands.render import say
+from kafka_rebalance.commands.render import FORCE_HELP, say
+from kafka_rebalance.files.outputs import check_output, snapshot_output
 from kafka_rebalance.usecases.snapshot import DEFAULT_TIMEOUT_S, SnapshotSettings, take_snapshot
 from topology.promql import DEFAULT_RATE_WINDOW
 from topology.units import rate_text, size_text

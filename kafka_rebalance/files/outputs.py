@@ -22,9 +22,6 @@ from kafka_rebalance.core.errors import InputError
 # A plan or snapshot of this tool is far smaller: a bigger file is not read to recognize it.
 MAX_RECOGNIZED_BYTES = 1 << 30
 
-FORCE_HELP = ("Replace an existing --out file even if it is not a {what} this tool wrote "
-              "(an input file of the command, a directory or a device is never replaced).")
-
 InputFiles = Mapping[str, Path | None]
 """A command's input files by flag, e.g. {"--snapshot": Path("snap.json")}."""
 
@@ -158,53 +155,6 @@ def plan_output(path: Path) -> Output:
 
 def snapshot_output(path: Path) -> Output:
     return Output(path, "--out", "snapshot", is_snapshot_file)
-
-
-def check_plan_journal(path: Path) -> None:
-    """A plan must not be written where a run's journal (PLAN.json.journal) still exists:
-    `execute` of the new plan would be refused, and the old run would lose its plan's name."""
-    from executor.journal import find_journal, journal_in_use
-
-    journal = find_journal(path, None)
-    if not journal.exists():
-        return
-    running = " and an executor is running on it" if journal_in_use(journal) else ""
-    raise InputError(
-        f"--out {path}: the journal {journal} of a run of that plan exists{running}, so "
-        f"`rebalance execute {path}` would be refused; write the plan to another --out, or "
-        f"finish (`rebalance resume`) or cancel (`rebalance cancel`) that run and move "
-        f"{journal} away (`rebalance status --journal {journal}` shows where it stands)")
-
-
-def is_weights_output(path: Path) -> bool:
-    """A weights output of this tool: a directory holding only what a Spark write leaves, or a
-    file with the weights columns (its Parquet schema, or its first JSON line)."""
-    from planner.weights import WEIGHT_COLUMNS
-    from spark_jobs.weights_io import replaceable_output
-
-    if path.is_dir():
-        return replaceable_output(path)
-    return set(WEIGHT_COLUMNS) <= _columns(path)
-
-
-def _columns(path: Path) -> set[str]:
-    """Column names of a Parquet file, or keys of the first line of a JSON lines file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        with path.open("rb") as fh:
-            if fh.read(4) == b"PAR1":
-                return set(pq.read_schema(path).names)
-            fh.seek(0)
-            first = json.loads(fh.readline(1 << 20).decode("utf-8"))
-    except (OSError, ValueError, RecursionError, pa.ArrowException):
-        return set()
-    return {str(key) for key in first} if isinstance(first, dict) else set()
-
-
-def weights_output(path: Path) -> Output:
-    return Output(path, "--out", "weights file", is_weights_output)
 
 
 @contextmanager
