@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -18,14 +18,8 @@ import typer
 
 from executor.config import Reporter
 from executor.journal import read_records
-from executor.state import MoveState
-from executor.timeline import run_concurrency, run_pace
-from kafka_rebalance.commands.execute_render import (
-    EtaModel,
-    ProgressState,
-    ProgressView,
-    report_lines,
-)
+from executor.progress import progress_of
+from kafka_rebalance.commands.execute_render import ProgressView, report_lines
 from kafka_rebalance.commands.execute_setup import both, serve_metrics
 from kafka_rebalance.commands.render import NoteHold, console, err_console, note, say
 from kafka_rebalance.core.errors import ExecutionError, RebalanceError
@@ -47,27 +41,10 @@ def progress_view(run: RunState, cap: int, metrics_port: int | None, clock: Call
     journal so far, time the moves in flight; `clock`, the executor's, which the journal's
     times are in) and the reporter feeding it (and the executor's own metrics when
     --metrics-port is given)."""
-    done = sum(m.bytes_moved for m in run.plan.moves if run.state_of(m.name) is MoveState.DONE)
-    state = ProgressState(len(run.plan.moves), run.plan.bytes_moved, cap, bytes_before=done)
-    if records:
-        state.left, state.eta_model = eta_model(run, records)
+    state = progress_of(run, cap, records)
     view = ProgressView(err_console, state, clock, moves={m.name: m for m in run.plan.moves},
                         times=run.timeline if records and len(records) > 1 else None)
     return view, both(view, serve_metrics(metrics_port, cap))
-
-
-def eta_model(run: RunState, records: list[Record]) -> tuple[dict[str, float], EtaModel]:
-    """What the live panel's ETA rests on: each unfinished move's bytes to copy, and the
-    status's own model of the time they take (executor.timeline.remaining_seconds with the
-    run's concurrency and settle wait, from its journal header)."""
-    from executor.timeline import remaining_seconds, to_copy
-
-    unfinished = run.unfinished
-    concurrency, settle = run_concurrency(records), run_pace(records)[1]
-
-    def seconds(left: Mapping[str, float], rate: float) -> float:
-        return remaining_seconds(unfinished, left, rate, concurrency, settle)[0]
-    return {m.name: float(m.bytes_moved) for m in to_copy(run)}, seconds
 
 
 INTERRUPTED = ("interrupted: the journal {journal} keeps the run (a move in flight keeps "

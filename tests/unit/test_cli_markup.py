@@ -15,6 +15,7 @@ from rich.console import Console, RenderableType
 from executor.journal import RunState
 from executor.milestones import RunTimeline
 from executor.plan import ExecutionPlan
+from executor.progress import ProgressState
 from executor.records import RunOutcome
 from executor.runner import RunReport
 from executor.state import MoveState
@@ -22,7 +23,6 @@ from executor.status import MoveStatus, RunStatus
 from executor.throttle import ThrottlePlan, ThrottlePriors
 from kafka_rebalance.commands import render
 from kafka_rebalance.commands.execute_render import (
-    ProgressState,
     preview_table,
     render_progress,
     report_lines,

@@ -22,8 +22,9 @@ from executor.journal import (
     state_record,
 )
 from executor.plan import ExecutionPlan
+from executor.progress import ProgressState
 from executor.state import MoveState
-from kafka_rebalance.commands.execute_render import ProgressState, render_progress
+from kafka_rebalance.commands.execute_render import render_progress
 from kafka_rebalance.commands.execute_setup import config_from_flags, parse_finish_by
 from kafka_rebalance.core.errors import ExecutionError, InputError
 from planner.result import Move
