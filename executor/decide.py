@@ -5,16 +5,23 @@ that only look at the cluster and act on it (throttling, submitted, copying, ver
 unthrottling, electing); executor.steps gathers the observation, carries out the action the
 step names and journals the next state. The cooldown after a move is decided here too, in two
 steps around the one read it needs: `without_gate` (done without a gate, and why) before the gate
-is read, `after_gate` (done, wait, or stop the run) once executor.gates judged the reading. The
-cancel protocol (executor.steps) has rules of its own.
+is read, `after_gate` (done, wait, or stop the run) once executor.gates judged the reading.
+
+The run's own decisions are here as well: where each move goes when the run is cancelled
+(`on_cancel`), whether a reassignment found in flight at a cancel is reverted (`revert_listed`),
+how a run ended (`run_outcome`), whether a move would overrun the maintenance window
+(`overrun`) and whether a copy ending now hands its brokers to the next move (`hands_over`).
+executor.runner, executor.steps and executor.starts read the cluster, call these and apply.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from executor.gates import GateDecision
+from executor.records import RunOutcome
 from executor.state import MoveState
 from planner.result import Move
 
@@ -215,3 +222,73 @@ def after_gate(name: str, decision: GateDecision, left_seconds: float,
                                  f"({decision.reason}); stopping before the next move",
                            stop=True)
     return GateOutcome(False)
+
+
+# ---- the run ---------------------------------------------------------------------------------
+# Where a move goes when the operator cancels the run, by its state: one not started ends
+# cancelled, one under its throttle or copying is reverted (executor.steps' cancel), one cooling
+# down is done without its gate. The others are past their copy (verifying, unthrottling,
+# electing) and finish; ended ones stay as they are.
+CANCEL_STEPS: dict[MoveState, tuple[MoveState, str]] = {
+    S.PENDING: (S.CANCELLED, "run cancelled before this move started"),
+    S.THROTTLING: (S.CANCELLING, "cancelled by the operator"),
+    S.SUBMITTED: (S.CANCELLING, "cancelled by the operator"),
+    S.COPYING: (S.CANCELLING, "cancelled by the operator"),
+    S.COOLING_DOWN: (S.DONE, "gate skipped: run cancelled"),
+}
+
+
+def on_cancel(state: MoveState) -> tuple[MoveState, str] | None:
+    """The state (and reason) a move in `state` enters when the run is cancelled; None: it
+    goes on as it is."""
+    return CANCEL_STEPS.get(state)
+
+
+def revert_listed(move: Move, adding: Iterable[int], replicas: Iterable[int]) -> bool:
+    """A reassignment of `move`'s partition found in flight when the move is cancelled: revert
+    it (True), or let it end (False) when it adds no replica and holds the move's current or
+    target replicas, a reorder that copies nothing (the cancel then puts the order back)."""
+    if any(True for _ in adding):
+        return True
+    return set(replicas) not in (set(move.current), set(move.target))
+
+
+def run_outcome(cancelling: bool, states: Iterable[MoveState]) -> RunOutcome:
+    """How the run ended: cancelled by the operator, completed (every move done), or stopped
+    (a move failed or was cancelled by the executor, or moves were left; resumable)."""
+    if cancelling:
+        return RunOutcome.CANCELLED
+    if all(state is S.DONE for state in states):
+        return RunOutcome.COMPLETED
+    return RunOutcome.STOPPED
+
+
+@dataclass(frozen=True, slots=True)
+class Overrun:
+    """A move that, started now and copied at the cap, would end after the window: the
+    seconds left in the window and the seconds its copy needs."""
+
+    left_seconds: float
+    copy_seconds: float
+
+
+def overrun(bytes_moved: int, cap_bytes_per_sec: float, now: float,
+            finish_by: float | None) -> Overrun | None:
+    """Whether a move of `bytes_moved` started `now` overruns the window ending `finish_by`
+    (None: no window, or it fits): the run then starts no further move."""
+    if finish_by is None:
+        return None
+    copy_seconds = bytes_moved / cap_bytes_per_sec
+    if now + copy_seconds <= finish_by:
+        return None
+    return Overrun(max(0.0, finish_by - now), copy_seconds)
+
+
+def hands_over(state: MoveState, leadership_only: bool, already_handed: bool,
+               bytes_left: int | None, cap_bytes_per_sec: float, lead_seconds: float) -> bool:
+    """A copying move whose bytes left take at most `lead_seconds` at the cap passes its
+    brokers to the next move now (once), so the receiver's quota sees one unbroken copy;
+    a move that copies nothing, or whose bytes left are unknown, hands nothing over."""
+    if state is not S.COPYING or leadership_only or already_handed or bytes_left is None:
+        return False
+    return bytes_left <= cap_bytes_per_sec * lead_seconds

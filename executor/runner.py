@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
+from executor.decide import on_cancel, run_outcome
 from executor.dirs import DIR_RATE, DirStage
 from executor.guard import SloGuard
 from executor.journal import (
@@ -304,25 +305,16 @@ class Executor:
             self.journal.cancel(self.ports.clock.now())
             self._note("cancel requested: reverting moves in flight and restoring throttles")
         for move in self.run_state.unfinished:
-            state = self.run_state.state_of(move.name)
-            if state is S.PENDING:
-                self.driver.enter(move, S.CANCELLED, "run cancelled before this move started")
-            elif state in (S.THROTTLING, S.SUBMITTED, S.COPYING):
-                self.driver.enter(move, S.CANCELLING, "cancelled by the operator")
-            elif state is S.COOLING_DOWN:
-                self.driver.enter(move, S.DONE, "gate skipped: run cancelled")
+            step = on_cancel(self.run_state.state_of(move.name))
+            if step is not None:
+                self.driver.enter(move, *step)
 
     def finish(self) -> RunReport:
         """Journal the outcome and summarise it."""
         run = self.run_state
         states = {m.name: run.state_of(m.name) for m in run.plan.moves}
         reasons = {n: run.moves[n].reason for n in states if run.moves[n].reason}
-        if self.cancelling:
-            outcome = RunOutcome.CANCELLED
-        elif all(s is S.DONE for s in states.values()):
-            outcome = RunOutcome.COMPLETED
-        else:
-            outcome = RunOutcome.STOPPED
+        outcome = run_outcome(self.cancelling, states.values())
         trouble = [f"{n}: {s.value} ({reasons.get(n, '')})" for n, s in states.items()
                    if s in (S.FAILED, S.CANCELLED)]
         if self.driver.stop_reason:

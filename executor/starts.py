@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
+from executor.decide import hands_over, overrun
 from executor.flows import (
     SCAN_LIMIT,
     Direction,
@@ -127,17 +128,11 @@ class MoveStarter:
         """Moves whose copy ends within the hand-over lead: their ends may pass to a next move
         now, so that the receiver's quota sees one unbroken copy (executor.flows)."""
         lead = max(HANDOVER_POLLS * self.config.poll_seconds, HANDOVER_MIN_SECONDS)
-        cap = self.config.max_bytes_per_sec
-        handing = set()
-        for move in active:
-            if self.journal.run.state_of(move.name) is not S.COPYING or move.leadership_only:
-                continue
-            if move.name in self.driver.handed_over:
-                continue
-            left = self.driver.bytes_left(move)
-            if left is not None and left <= cap * lead:
-                handing.add(move.name)
-        return handing
+        state = self.journal.run.state_of
+        return {m.name for m in active
+                if hands_over(state(m.name), m.leadership_only,
+                               m.name in self.driver.handed_over, self.driver.bytes_left(m),
+                               self.config.max_bytes_per_sec, lead)}
 
     def start_moves(self, active: list[Move]) -> None:
         """Start what may start now, given the moves in flight (`active`)."""
@@ -255,17 +250,14 @@ class MoveStarter:
     def _past_finish_by(self, move: Move) -> bool:
         """True (and the run stops starting moves) when `move`, copied at the cap, would end
         after `finish_by`: a maintenance window is not overrun by a move started late."""
-        finish_by = self.config.finish_by
-        if finish_by is None:
+        late = overrun(move.bytes_moved, self.config.max_bytes_per_sec,
+                       self.ports.clock.now(), self.config.finish_by)
+        if late is None:
             return False
-        copy_seconds = move.bytes_moved / self.config.max_bytes_per_sec
-        now = self.ports.clock.now()
-        if now + copy_seconds <= finish_by:
-            return False
-        left = max(0.0, finish_by - now)
         self.driver.stop_reason = (
-            f"the window ends in {left:.0f} s and {move.name} needs about {copy_seconds:.0f} s "
-            "at the cap: not started; `rebalance resume` continues the run")
+            f"the window ends in {late.left_seconds:.0f} s and {move.name} needs about "
+            f"{late.copy_seconds:.0f} s at the cap: not started; `rebalance resume` "
+            "continues the run")
         self._note(self.driver.stop_reason)
         return True
 

@@ -19,6 +19,7 @@ from executor.decide import (
     Tracking,
     after_gate,
     decide,
+    revert_listed,
     without_gate,
 )
 from executor.flows import Direction, End, baseline_for, end_text, ends_of_baseline
@@ -611,8 +612,7 @@ class MoveDriver:
         listed = (admin.list_partition_reassignments().get(move.key)
                   if self._record(move).submitted else None)
         if listed is not None:
-            if not listed.adding and set(listed.replicas) in (set(move.current),
-                                                              set(move.target)):
+            if not revert_listed(move, listed.adding, listed.replicas):
                 return False  # a reorder below is in flight: it copies nothing, let it end
             admin.alter_partition_reassignments({move.key: None})
             if move.key in admin.list_partition_reassignments():

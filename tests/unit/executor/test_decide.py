@@ -11,12 +11,19 @@ from executor.decide import (
     Cooling,
     GateOutcome,
     Observation,
+    Overrun,
     Tracking,
     after_gate,
     decide,
+    hands_over,
+    on_cancel,
+    overrun,
+    revert_listed,
+    run_outcome,
     without_gate,
 )
 from executor.gates import GateDecision, GateVerdict
+from executor.records import RunOutcome
 from executor.state import MoveState
 from planner.result import Move
 
@@ -142,3 +149,76 @@ def test_a_target_broker_is_offline_only_when_missing_several_polls_in_a_row() -
         step = decide(S.COPYING, move, Observation(listed=True, dead=(3,)), tracking, 30)
         tracking = step.tracking
     assert step.next is S.CANCELLING and "[3] went offline" in step.reason
+
+
+@pytest.mark.parametrize(("state", "step"), [
+    (S.PENDING, (S.CANCELLED, "run cancelled before this move started")),
+    (S.THROTTLING, (S.CANCELLING, "cancelled by the operator")),
+    (S.SUBMITTED, (S.CANCELLING, "cancelled by the operator")),
+    (S.COPYING, (S.CANCELLING, "cancelled by the operator")),
+    (S.COOLING_DOWN, (S.DONE, "gate skipped: run cancelled")),
+    (S.VERIFYING, None),  # past its copy: it finishes
+    (S.UNTHROTTLING, None),
+    (S.ELECTING, None),
+    (S.CANCELLING, None),
+    (S.DONE, None),
+    (S.FAILED, None),
+    (S.CANCELLED, None),
+])
+def test_a_cancel_reverts_what_copies_and_lets_what_copied_finish(
+        state: MoveState, step: tuple[MoveState, str] | None) -> None:
+    assert on_cancel(state) == step
+
+
+@pytest.mark.parametrize(("adding", "replicas", "revert"), [
+    ((3,), (1, 2, 3), True),  # the move's own copy
+    ((), (1, 3), False),  # the target, no replica added: a reorder, let it end
+    ((), (2, 1), False),  # the current replicas in another order
+    ((), (2, 4), True),  # something else in flight on the partition
+    ((4,), (1, 2, 4), True),
+])
+def test_a_reassignment_found_at_a_cancel_is_reverted_unless_it_only_reorders(
+        adding: tuple[int, ...], replicas: tuple[int, ...], revert: bool) -> None:
+    assert revert_listed(MOVE, adding, replicas) is revert
+
+
+@pytest.mark.parametrize(("cancelling", "states", "outcome"), [
+    (False, [S.DONE, S.DONE], RunOutcome.COMPLETED),
+    (False, [], RunOutcome.COMPLETED),
+    (False, [S.DONE, S.FAILED], RunOutcome.STOPPED),
+    (False, [S.DONE, S.PENDING], RunOutcome.STOPPED),
+    (False, [S.CANCELLED], RunOutcome.STOPPED),  # the executor cancelled a move
+    (True, [S.DONE, S.DONE], RunOutcome.CANCELLED),  # the operator's cancel names the run
+    (True, [S.CANCELLED, S.PENDING], RunOutcome.CANCELLED),
+])
+def test_how_a_run_ended(cancelling: bool, states: list[MoveState],
+                         outcome: RunOutcome) -> None:
+    assert run_outcome(cancelling, states) is outcome
+
+
+@pytest.mark.parametrize(("bytes_moved", "now", "finish_by", "late"), [
+    (10_000_000, 0.0, None, None),  # no window
+    (10_000_000, 0.0, 10.0, None),  # ends just as the window does
+    (10_000_000, 0.5, 10.0, Overrun(9.5, 10.0)),
+    (10_000_000, 12.0, 10.0, Overrun(0.0, 10.0)),  # the window is over
+    (0, 10.0, 10.0, None),  # copies nothing
+])
+def test_a_move_that_would_end_after_the_window_overruns_it(
+        bytes_moved: int, now: float, finish_by: float | None, late: Overrun | None) -> None:
+    assert overrun(bytes_moved, 1_000_000, now, finish_by) == late
+
+
+@pytest.mark.parametrize(("state", "leadership", "handed", "left", "hands"), [
+    (S.COPYING, False, False, 2_000_000, True),  # 2 s at the cap, within the lead
+    (S.COPYING, False, False, 2_000_001, False),
+    (S.COPYING, False, False, 0, True),
+    (S.COPYING, False, False, None, False),  # no progress read yet
+    (S.COPYING, False, True, 0, False),  # handed over once already
+    (S.COPYING, True, False, 0, False),  # copies nothing
+    (S.SUBMITTED, False, False, 0, False),
+    (S.VERIFYING, False, False, 0, False),
+])
+def test_a_copy_ending_within_the_lead_hands_its_brokers_over(
+        state: MoveState, leadership: bool, handed: bool, left: int | None,
+        hands: bool) -> None:
+    assert hands_over(state, leadership, handed, left, 1_000_000, 2.0) is hands
