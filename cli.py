@@ -84,8 +84,10 @@ def tidy_help(command: TyperCommand | TyperGroup, parent: typer.Context | None =
     for param in [*command.params, *([help_option] if help_option else [])]:
         if isinstance(param, TyperOption):
             _tidy_option(param)
-        if isinstance(param, TyperArgument) and param.metavar and param.metavar[0] == "[":
-            param.metavar = param.metavar.strip("[]")  # typer brackets an optional one itself
+        if isinstance(param, TyperArgument):
+            if param.metavar and param.metavar[0] == "[":
+                param.metavar = param.metavar.strip("[]")  # typer brackets an optional one
+            param.__class__ = _NamedArgument
         if isinstance(param, TyperOption | TyperArgument) and param.help:
             _HELP.params.append((param, param.help, rich))
     _HELP.commands.append((command, _reflow(command.help) if command.help else None, rich))
@@ -95,6 +97,19 @@ def tidy_help(command: TyperCommand | TyperGroup, parent: typer.Context | None =
             if sub.help and not sub.short_help:
                 # click would cut the listed summary at ~45 characters ("..."): wrap it
                 sub.short_help = re.split(r"(?<=\.)\s", _reflow(sub.help).strip(), maxsplit=1)[0]
+
+
+class _NamedArgument(TyperArgument):
+    """A positional argument shown by its name alone, as click shows one: `PLAN.json` in the
+    usage line (`[PLAN.json]` when optional), not typer's `{PLAN.json}`, and no `<path>` type
+    beside a name that already says what it is."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
 
 
 @dataclass

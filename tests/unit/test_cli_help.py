@@ -51,6 +51,19 @@ def test_no_flag_shows_a_value_and_no_option_a_python_type(path: tuple[str, ...]
     assert "Usage:" in text
     assert "<bool>" not in text and "<list[" not in text, text
     assert "[[" not in text and "--help Show this message and exit." in text, text
+    # a type in angle brackets (<path>, <int>) nowhere; a required argument unbracketed
+    assert not re.search(r"<[a-z][a-z_\[\]|, ]*>", text), text
+    usage = text.split("Usage:", 1)[1].split("  ")[0].split(" [OPTIONS]")[-1][:40]
+    assert "{" not in usage, text
+
+
+@pytest.mark.parametrize("columns", ["80", "160"])
+def test_a_positional_argument_is_shown_by_its_name_as_click_shows_it(columns: str) -> None:
+    result = CliRunner().invoke(cli.app, ["status", "--help"], env={"COLUMNS": columns})
+    text = " ".join(BOX.sub(" ", ANSI.sub("", result.output)).split())
+    assert "rebalance status [OPTIONS] [PLAN.json]" in text.replace("root", "rebalance"), text
+    execute = CliRunner().invoke(cli.app, ["execute", "--help"], env={"COLUMNS": columns})
+    assert "[OPTIONS] PLAN.json" in ANSI.sub("", execute.output), execute.output
 
 
 def test_plan_help_shows_ids_for_repeatable_broker_options() -> None:
