@@ -9,6 +9,7 @@ timestamped line on stdout; SIGTERM cancels a run in flight like Ctrl-C.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
@@ -45,6 +46,7 @@ from kafka_rebalance.commands.execute_cmd import (
 from kafka_rebalance.commands.execute_run import sigterm_as_ctrl_c
 from kafka_rebalance.commands.execute_setup import slo_from_flags
 from kafka_rebalance.commands.render import console, note
+from kafka_rebalance.commands.run_lines import RunLines
 from kafka_rebalance.core.errors import ExecutionError, InputError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.usecases.auto import LoopSettings, run_auto
@@ -85,30 +87,22 @@ def resolve_zone(name: str | None) -> tzinfo:
 
 
 class Lines:
-    """One timestamped line per event (copy progress is left out; a gate is shown when its
-    verdict changes, not at every sample): the auto use case's output
-    (`kafka_rebalance.usecases.auto.AutoOutput`)."""
+    """One timestamped line per event, worded as `execute` words its run in a log
+    (kafka_rebalance.commands.run_lines: a move started, copied at what rate against the cap,
+    the gate's verdict when it changes, done), without copy progress: the auto use case's
+    output (`kafka_rebalance.usecases.auto.AutoOutput`)."""
 
-    def __init__(self, zone: tzinfo) -> None:
+    def __init__(self, zone: tzinfo, cap_bytes_per_sec: float) -> None:
         self.zone = zone
-        self.last_gate = ""
+        self.run = RunLines(cap_bytes_per_sec, progress_lines=False)
 
     def say(self, message: str) -> None:
         stamp = datetime.now(self.zone).strftime("%Y-%m-%d %H:%M:%S")
         console.print(f"{stamp} {message}", highlight=False, soft_wrap=True, markup=False)
 
     def report(self, event: Event) -> None:
-        from executor.config import EventKind
-
-        if event.kind is EventKind.PROGRESS:
-            return
-        if event.kind is EventKind.GATE:  # its text changes every sample ("settled for 3 ...")
-            verdict = f"{event.move}: {event.state}"
-            if verdict == self.last_gate:
-                return
-            self.last_gate = verdict
-        prefix = f"{event.move}: " if event.move and event.move not in event.message else ""
-        self.say(prefix + event.message)
+        for line in self.run.lines(event, time.time()):
+            self.say(line)
 
     def note(self, message: str) -> None:
         note(message)
@@ -259,7 +253,7 @@ def auto(
 
         read_capacities(capacities)
     settings, derive_window = _with_queries(settings, rate_window, queries_file)
-    lines = Lines(zone)
+    lines = Lines(zone, max_mbps * MB)
     lines.say(f"windows: {settings.schedule.describe()}; state: {visible(str(state_dir))}"
               + ("; dry run" if dry_run else ""))
     with sigterm_as_ctrl_c():  # systemd stops a service with SIGTERM: a clean cancel

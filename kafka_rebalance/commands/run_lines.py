@@ -147,8 +147,8 @@ class RunLines:
         seen.gate = verdict
         head = f"gate after {event.move}: {verdict}, "
         detail = event.message[len(head):] if event.message.startswith(head) else event.message
-        waited = (f" after {duration_text(now - seen.gate_since)}"
-                  if verdict == "open" and now > seen.gate_since else "")
+        waited = (f" after {duration_text(now - seen.gate_since)}"  # not "after 0s"
+                  if verdict == "open" and now - seen.gate_since >= 1 else "")
         return f"gate after {event.move}: {verdict}{waited} ({detail})"
 
     def _progress(self, event: Event, now: float) -> str | None:
