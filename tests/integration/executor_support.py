@@ -36,7 +36,7 @@ from planner.goals import Budget, Goals
 from planner.log_dirs import DirMove, DirPlan, plan_dirs
 from planner.planfile import SolverInfo, make_plan_file
 from planner.result import Move, SolverStatus
-from tests.integration.kafka_topics import wait_for
+from tests.integration.kafka_topics import create_topics, wait_for
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.live import read_live_topology
@@ -144,9 +144,8 @@ def create_topic(info: SandboxInfo, prefix: str, partitions: int, replicas: list
                  bytes_each: int = PARTITION_BYTES) -> str:
     """A new topic with `replicas` for every partition and ~`bytes_each` of random data each."""
     topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, replica_assignment=[replicas] *
-                                  partitions)])[topic].result(timeout=30)
+    create_topics(info.bootstrap, [NewTopic(topic, partitions,
+                                            replica_assignment=[replicas] * partitions)])
     producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 50,
                          "compression.type": "none", "acks": "all"})
     payload = os.urandom(RECORD_BYTES)

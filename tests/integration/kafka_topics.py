@@ -9,7 +9,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
 from kafka_rebalance.sandbox.state import SandboxInfo
@@ -51,12 +51,38 @@ def raw_config(bootstrap: str, resource: ConfigResource, name: str) -> tuple[str
     return entry.value, int(source)
 
 
+def create_topics(bootstrap: str, topics: list[NewTopic], attempts: int = 3) -> None:
+    """Create `topics` and wait for the controller's answer. A request the client itself lost
+    (a local error, such as librdkafka dropping a bootstrap connection the request was on:
+    "broker handle destroyed", seen once on a sandbox just started) is sent again from a new
+    client; a topic the lost request did create counts as created."""
+    for attempt in range(1, attempts + 1):
+        raw = AdminClient({"bootstrap.servers": bootstrap})
+        futures = raw.create_topics(topics)
+        lost = []
+        for name, future in futures.items():
+            try:
+                future.result(timeout=30)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                local = isinstance(error, KafkaError) and error.code() < 0
+                exists = (isinstance(error, KafkaError)
+                          and error.code() == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 1)
+                if exists:
+                    continue
+                if not local or attempt == attempts:
+                    raise
+                lost.append(name)
+        if not lost:
+            return
+        topics = [t for t in topics if t.topic in lost]
+        time.sleep(1)
+
+
 def create_topic(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
     """Create `topic` with an explicit replica assignment; wait for a full ISR and until every
     broker can describe it."""
-    raw = AdminClient({"bootstrap.servers": bootstrap})
-    raw.create_topics([NewTopic(topic, len(assignment), replica_assignment=assignment)])[
-        topic].result(timeout=30)
+    create_topics(bootstrap, [NewTopic(topic, len(assignment), replica_assignment=assignment)])
     CREATED.append((bootstrap, topic))
     wait_in_sync(bootstrap, topic, len(assignment))
     wait_for(f"every broker to know {topic}", lambda: _describable(bootstrap, topic), 30)

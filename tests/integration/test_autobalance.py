@@ -52,7 +52,7 @@ from tests.integration.executor_support import (
     start_rebalance,
     throttle_configs,
 )
-from tests.integration.kafka_topics import wait_for
+from tests.integration.kafka_topics import create_topics, wait_for
 from topology.capacities import CAPACITY_KEYS, Capacities
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.live import read_live_topology
@@ -81,9 +81,8 @@ def create_spread_topic(info: SandboxInfo) -> str:
     b = sorted(b.id for b in info.brokers if b.rack == "b")[:2]
     pairs = [[a[0], b[0]], [b[1], a[1]], [a[1], b[0]], [b[1], a[0]]]
     topic = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, replica_assignment=[
-        pairs[i % len(pairs)] for i in range(PARTITIONS)])])[topic].result(timeout=30)
+    create_topics(info.bootstrap, [NewTopic(topic, PARTITIONS, replica_assignment=[
+        pairs[i % len(pairs)] for i in range(PARTITIONS)])])
     producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 50,
                          "compression.type": "none", "acks": "all"})
     payload = os.urandom(RECORD_BYTES)

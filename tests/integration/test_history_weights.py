@@ -20,9 +20,10 @@ import pandas as pd
 import pytest
 import requests
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from kafka_rebalance.sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import create_topics
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +41,7 @@ def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 def _create_topic(sandbox: SandboxInfo, topic: str) -> None:
     ids = [b.id for b in sandbox.brokers]
     assignment = [[ids[p % len(ids)], ids[(p + 1) % len(ids)]] for p in range(4)]
-    admin = AdminClient({"bootstrap.servers": sandbox.bootstrap})
-    admin.create_topics([NewTopic(topic, 4, replica_assignment=assignment)])[topic].result(30)
+    create_topics(sandbox.bootstrap, [NewTopic(topic, 4, replica_assignment=assignment)])
 
 
 def _produce_uneven(sandbox: SandboxInfo, topic: str, seconds: float) -> None:
@@ -75,9 +75,9 @@ def _wait_for_series(prometheus_url: str, topic: str, timeout_s: float = 60) -> 
 def test_hot_partitions_get_the_higher_weights(sandbox: SandboxInfo, tmp_path: Path) -> None:
     topic = f"history-{uuid.uuid4().hex[:8]}"
     _create_topic(sandbox, topic)
-    _produce_uneven(sandbox, topic, 10)
+    _produce_uneven(sandbox, topic, 5)
     _wait_for_series(sandbox.prometheus_url, topic)
-    _produce_uneven(sandbox, topic, 25)
+    _produce_uneven(sandbox, topic, 15)
     history = tmp_path / "history"
     exported = _cli("history", "export", "--prometheus", sandbox.prometheus_url,
                     "--since", "3m", "--step", "5s", "--out", str(history))

@@ -28,7 +28,7 @@ from tests.integration.executor_support import (
     rebalance,
     start_rebalance,
 )
-from tests.integration.kafka_topics import wait_for
+from tests.integration.kafka_topics import create_topics, wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
 
@@ -49,8 +49,7 @@ def jbod(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
 
 
 def _fill(info: SandboxInfo) -> None:
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(30)
+    create_topics(info.bootstrap, [NewTopic(TOPIC, PARTITIONS, 3)])
     producer = Producer({"bootstrap.servers": info.bootstrap, "acks": "all",
                          "compression.type": "none"})
     value = os.urandom(RECORD_BYTES)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from executor.readings import TEMPLATE_KEYS, GateQueries
 from kafka_rebalance.report.dashboard import queries as dashboard_queries
@@ -31,6 +31,7 @@ from tests.integration.executor_support import (
     range_query,
     rebalance,
 )
+from tests.integration.kafka_topics import create_topics
 from topology import promql
 from topology.kafka_admin import KafkaClusterAdmin
 
@@ -49,9 +50,7 @@ def strimzi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
 
 
 def _fill(info: SandboxInfo) -> None:
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 2, replica_assignment=[[1, 2], [2, 1]])])[
-        TOPIC].result(30)
+    create_topics(info.bootstrap, [NewTopic(TOPIC, 2, replica_assignment=[[1, 2], [2, 1]])])
     producer = Producer({"bootstrap.servers": info.bootstrap, "acks": "all",
                          "linger.ms": 20})
     for n in range(3000):

@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from kafka_rebalance.files.planfile import read_plan
 from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.validate import validate_plan
 from tests.integration.executor_support import own_sandbox as module_sandbox
+from tests.integration.kafka_topics import create_topics
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
 from topology.snapshot import read_snapshot
@@ -48,10 +49,8 @@ def create_topic_with_data(info: SandboxInfo) -> None:
     racks = {b.id: b.rack for b in info.brokers}
     pairs = [(a, b) for a in ids for b in ids if racks[a] != racks[b]]
     assignment = [list(pairs[i % len(pairs)]) for i in range(PARTITIONS)]
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    futures = admin.create_topics([NewTopic(TOPIC, len(assignment),
-                                             replica_assignment=assignment)])
-    futures[TOPIC].result(timeout=30)
+    create_topics(info.bootstrap, [NewTopic(TOPIC, len(assignment),
+                                            replica_assignment=assignment)])
     producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 20,
                          "compression.type": "none"})
     for partition in range(PARTITIONS):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from executor.throttle import BROKER_THROTTLE_CONFIGS
 from kafka_rebalance.files.planfile import read_plan
@@ -25,6 +25,7 @@ from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.validate import validate_plan
 from tests.integration.executor_support import execute_args, own_sandbox, rebalance
+from tests.integration.kafka_topics import create_topics
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import Resource
 from topology.snapshot import read_snapshot
@@ -56,9 +57,7 @@ def fill_topic(info: SandboxInfo) -> None:
     for p in range(PARTITIONS):
         row = [by_rack[rack][(p + i) % 2] for i, rack in enumerate(racks)]
         assignment.append(row[p % 3:] + row[: p % 3])
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, replica_assignment=assignment)]
-                        )[TOPIC].result(timeout=30)
+    create_topics(info.bootstrap, [NewTopic(TOPIC, PARTITIONS, replica_assignment=assignment)])
     producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 20,
                          "compression.type": "none"})
     for p in range(PARTITIONS):

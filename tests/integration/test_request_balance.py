@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from kafka_rebalance.files.planfile import read_plan
 from kafka_rebalance.sandbox.state import SandboxInfo
@@ -24,7 +24,7 @@ from planner.arrays import to_arrays
 from planner.goals import Goals
 from planner.requests import request_level
 from tests.integration.executor_support import execute_args, layout, rebalance
-from tests.integration.kafka_topics import produce, wait_in_sync
+from tests.integration.kafka_topics import create_topics, produce, wait_in_sync
 from topology import promql
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition, replace_replicas
@@ -40,9 +40,7 @@ SMALL_REQUESTS = 400  # one record each, each acknowledged before the next is se
 
 def _create(bootstrap: str, topic: str, assignment: list[list[int]]) -> None:
     """An exec- topic (drop_exec_topics deletes it) with this replica assignment, in sync."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, len(assignment), replica_assignment=assignment)])[
-        topic].result(timeout=30)
+    create_topics(bootstrap, [NewTopic(topic, len(assignment), replica_assignment=assignment)])
     wait_in_sync(bootstrap, topic, len(assignment))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
@@ -23,7 +23,7 @@ from tests.integration.executor_support import (
     own_sandbox,
     rebalance,
 )
-from tests.integration.kafka_topics import wait_for
+from tests.integration.kafka_topics import create_topics, wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 from topology.model import TopicPartition
 from topology.prom_source import PrometheusMetrics
@@ -45,10 +45,10 @@ def tiered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
 
 
 def _fill(info: SandboxInfo, leader: int, follower: int) -> None:
-    admin = AdminClient({"bootstrap.servers": info.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 1, replica_assignment=[[leader, follower]], config={
-        "remote.storage.enable": "true", "local.retention.bytes": str(SEGMENT),
-        "segment.bytes": str(SEGMENT), "retention.bytes": "-1"})])[TOPIC].result(30)
+    create_topics(info.bootstrap, [NewTopic(
+        TOPIC, 1, replica_assignment=[[leader, follower]], config={
+            "remote.storage.enable": "true", "local.retention.bytes": str(SEGMENT),
+            "segment.bytes": str(SEGMENT), "retention.bytes": "-1"})])
     producer = Producer({"bootstrap.servers": info.bootstrap, "linger.ms": 20, "acks": "all",
                          "compression.type": "none"})
     value = os.urandom(RECORD_BYTES)
