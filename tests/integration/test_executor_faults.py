@@ -1,7 +1,9 @@
 """Faults against the real sandbox: kill -9 mid-move then `resume`, `cancel` mid-move, and
 Prometheus stopped mid-run (the executor holds, then continues once it is back).
 
-Moves copy ~8 MB under a 0.5 MB/s throttle, so there is time to act while a move is copying.
+Moves copy ~8 MB under a 0.5 MB/s throttle, so there is time to act while a move copies (a
+cancel must reach the move before its copy ends); where a test acts at once (kill -9) and then
+waits for the outcome whatever the copy did meanwhile, at 1 MB/s.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics
 
 BIG_PARTITION = 8_000_000
 SLOW_MBPS = "0.5"
+QUICK_MBPS = "1"
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class SlowRun:
 
 
 def start_slow_run(info: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path, prefix: str,
-                   partitions: int) -> SlowRun:
+                   partitions: int, mbps: str = SLOW_MBPS) -> SlowRun:
     """Create the topic, read its throttle configs back, plan its moves and start executing."""
     lay = layout(info)
     topic = create_topic(info, prefix, partitions, [lay.leader, lay.follower], BIG_PARTITION)
@@ -74,7 +77,7 @@ def start_slow_run(info: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path, 
     moves = make_plan(info, plan, [(topic, p, (lay.leader, lay.spare))
                                    for p in range(partitions)])
     journal, log = tmp_path / "run.journal", tmp_path / "execute.log"
-    proc = start_rebalance(log, *execute_args(info, plan, journal, max_mbps=SLOW_MBPS))
+    proc = start_rebalance(log, *execute_args(info, plan, journal, max_mbps=mbps))
     return SlowRun(lay, topic, before, moves, journal, log, proc)
 
 
@@ -84,7 +87,7 @@ def conn(info: SandboxInfo) -> list[str]:
 
 def test_kill_9_mid_move_then_resume_completes_and_leaves_no_throttle(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
-    run = start_slow_run(sandbox, admin, tmp_path, "exec-kill", 2)
+    run = start_slow_run(sandbox, admin, tmp_path, "exec-kill", 2, QUICK_MBPS)
     lay = run.lay
     try:
         run.wait_copying()
@@ -234,12 +237,12 @@ def test_target_broker_killed_mid_move_is_cancelled_and_only_its_throttle_waits(
     plan = tmp_path / "plan.json"
     move = make_plan(sandbox, plan, [(topic, 0, (lay.leader, target))])[0]
     journal, log = tmp_path / "run.journal", tmp_path / "execute.log"
-    proc = start_rebalance(log, *execute_args(sandbox, plan, journal, max_mbps=SLOW_MBPS))
+    proc = start_rebalance(log, *execute_args(sandbox, plan, journal, max_mbps=QUICK_MBPS))
     try:
         wait_for("the move copying", lambda: move_in(journal, move.name, MoveState.COPYING)
                  or proc.poll() is not None)
         assert throttle_configs(admin, [target], topic)[0][target][
-            "follower.replication.throttled.rate"] == "500000"
+            "follower.replication.throttled.rate"] == str(int(float(QUICK_MBPS) * 1e6))
         cluster.kill_broker(sandbox.dir, target)
         code = proc.wait(180)
     finally:
