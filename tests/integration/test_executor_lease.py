@@ -95,14 +95,15 @@ def test_a_killed_runs_lease_goes_to_its_resume_not_to_another_run(
 
 
 CLAIM = """
-import sys, time
+import sys
 from executor.lease import LeaseKeeper
 from kafka_rebalance.core.errors import LeaseRefused
 from topology.kafka_lease import KafkaLeaseStore
-bootstrap, start_at, topic, run = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+import time
+bootstrap, topic, run = sys.argv[1], sys.argv[2], sys.argv[3]
 keeper = LeaseKeeper(KafkaLeaseStore(bootstrap, topic=topic))
-while time.time() < start_at:
-    time.sleep(0.001)
+print("ready", flush=True)
+sys.stdin.readline()  # the go: written to the three claimants at once
 try:
     keeper.acquire(run, "claimant " + run)
 except LeaseRefused:
@@ -119,11 +120,17 @@ def test_three_claims_in_the_same_millisecond_give_one_holder_and_clean_refusals
         sandbox: SandboxInfo, attempt: int) -> None:
     """The fence between claimants: exactly one holds, the others are refused (never a cluster
     error), and librdkafka's fatal log line about the fence does not reach the operator."""
-    start_at = time.time() + 5
-    procs = [subprocess.Popen([sys.executable, "-c", CLAIM, sandbox.bootstrap, str(start_at),
+    procs = [subprocess.Popen([sys.executable, "-c", CLAIM, sandbox.bootstrap,
                                f"lease-race-{attempt}", f"run-{n}"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
              for n in range(3)]
+    for proc in procs:  # each has its client made: what is left is the claim itself
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     assert sorted(out.strip() for out, _ in outs) == ["held", "refused", "refused"], outs
