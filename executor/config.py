@@ -3,6 +3,7 @@ and the ports it runs against."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -37,6 +38,48 @@ def parse_concurrency(value: object) -> Concurrency:
         raise InputError(f"--concurrency must be a whole number of at least 1, or auto; got "
                          f"{str(value)[:40]!r}")
     return int(text)
+
+
+@dataclass(frozen=True, slots=True)
+class RunHeader:
+    """What the views of a run (its status, ETA, timeline and report) read of the settings its
+    journal header keeps (`ExecutorConfig.to_journal`), typed once. Lenient: a value an older
+    journal lacks, or an edited one spoils, reads as unknown or as its default, since it only
+    times or labels a view; continuing the run reads the header strictly
+    (`ExecutorConfig.from_journal`)."""
+
+    cap_bytes_per_sec: float | None = None
+    cooldown_seconds: float = 0.0
+    concurrency: Concurrency = 1
+    quota_window_seconds: float = DEFAULT_QUOTA_WINDOW_SECONDS
+    adaptive: bool = False
+    queries: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, settings: Mapping[str, Any]) -> RunHeader:
+        try:
+            concurrency = parse_concurrency(settings.get("concurrency", 1))
+        except InputError:
+            concurrency = 1
+        queries = settings.get("queries")
+        window = _positive(settings.get("quota_window_seconds"), allow_zero=True)
+        return cls(cap_bytes_per_sec=_positive(settings.get("max_bytes_per_sec")),
+                   cooldown_seconds=_positive(settings.get("cooldown_seconds")) or 0.0,
+                   concurrency=concurrency,
+                   quota_window_seconds=(DEFAULT_QUOTA_WINDOW_SECONDS if window is None
+                                         else window),
+                   adaptive=settings.get("adaptive") is True,
+                   queries=queries if isinstance(queries, dict) else {})
+
+
+def _positive(value: object, allow_zero: bool = False) -> float | None:
+    """A finite number above zero (or zero, when allowed) as a float; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not allow_zero):
+        return None
+    return number
 
 
 def adaptive_floor_for(max_bytes_per_sec: int) -> int:

@@ -11,13 +11,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from executor.config import Concurrency
-from executor.journal import RunState, replay
+from executor.config import Concurrency, RunHeader
+from executor.journal import RunState, header_settings, replay
 from executor.milestones import RunTimeline
 from executor.records import Record
 from executor.schedule import COPY_EFFICIENCY, DEFAULT_GAP_SECONDS, schedule
 from executor.state import MoveState
-from kafka_rebalance.core.errors import InputError
 from planner.result import Move
 
 S = MoveState
@@ -124,27 +123,16 @@ def remaining_seconds(unfinished: Sequence[Move], left: Mapping[str, float], rat
 def run_pace(records: Sequence[Record]) -> tuple[float | None, float]:
     """The run's cap (bytes/s per broker; None if the header has none) and the time after each
     move that another follows (its gate and election, or the cooldown when that is longer)."""
-    from executor.journal import header_settings
-
-    settings = header_settings(records)
-
-    def number(key: str) -> float:
-        value = settings.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return 0.0
-        return float(value) if math.isfinite(value) and value > 0 else 0.0
-
-    cap = number("max_bytes_per_sec")
-    return (cap or None), max(number("cooldown_seconds"), DEFAULT_GAP_SECONDS)
+    header = run_header(records)
+    return header.cap_bytes_per_sec, max(header.cooldown_seconds, DEFAULT_GAP_SECONDS)
 
 
 def run_concurrency(records: Sequence[Record]) -> Concurrency:
     """The run's --concurrency from its journal header (1 when it has none it can read: an
     odd value only costs the ETA's layout)."""
-    from executor.config import parse_concurrency
-    from executor.journal import header_settings
+    return run_header(records).concurrency
 
-    try:
-        return parse_concurrency(header_settings(records).get("concurrency", 1))
-    except InputError:
-        return 1
+
+def run_header(records: Sequence[Record]) -> RunHeader:
+    """The run's settings as its journal header keeps them, typed (executor.config.RunHeader)."""
+    return RunHeader.of(header_settings(records))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from executor.config import AUTO, DEFAULT_QUOTA_WINDOW_SECONDS
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from kafka_rebalance.commands.render import err_console, say
 from kafka_rebalance.core.errors import InputError
 from kafka_rebalance.files.outputs import InputFiles, Output, check_output, refuse_inputs
@@ -96,16 +96,11 @@ def write_status_html(path: Path, journal: Path, records: Sequence[Record],
     plan_file = plan_of_run(journal, plan_path, records, notices)
     view = None
     if plan_file is not None:
-        rate = run.cap_bytes_per_sec or 50e6
-        concurrency = run.settings.get("concurrency", 1)
-        window = run.settings.get("quota_window_seconds", DEFAULT_QUOTA_WINDOW_SECONDS)
-        view = plan_view(plan_file, rate,
-                         concurrency=concurrency if concurrency == AUTO or (
-                             isinstance(concurrency, int) and concurrency >= 1) else 1,
-                         quota_window_seconds=float(window)
-                         if isinstance(window, int | float) else DEFAULT_QUOTA_WINDOW_SECONDS)
+        view = plan_view(plan_file, run.cap_bytes_per_sec or 50e6,
+                         concurrency=run.header.concurrency,
+                         quota_window_seconds=run.header.quota_window_seconds)
     measured = (measured_copy_rates(prometheus, run.started_at, run.elapsed, run.target_brokers,
-                                    run.settings, notices) if prometheus else None)
+                                    run.header.queries, notices) if prometheus else None)
     page = render_report(title=f"Run of {journal.name}", plan=view, run=run, measured=measured,
                          notices=notices, generated_at=_now_text())
     write_report(path, page)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
-from executor.journal import header_run_id, header_settings, replay
+from executor.config import RunHeader
+from executor.journal import header_run_id, replay
 from executor.records import (
     DirMoveRecord,
     DirThrottleRecord,
@@ -30,6 +30,7 @@ from executor.records import (
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
 from executor.throttle import FOLLOWER_RATE, ThrottlePlan
+from executor.timeline import run_header
 from planner.result import Move
 
 
@@ -149,7 +150,7 @@ class RunView:
     elapsed: float  # seconds from the start to the last record (or `now` while running)
     outcome: RunOutcome | None
     end_reason: str
-    settings: Mapping[str, Any]
+    header: RunHeader
     status: RunStatus
     moves: tuple[MoveRun, ...]
     caps: tuple[CapSegment, ...]
@@ -161,8 +162,7 @@ class RunView:
 
     @property
     def cap_bytes_per_sec(self) -> float | None:
-        value = self.settings.get("max_bytes_per_sec")
-        return float(value) if isinstance(value, int | float) else None
+        return self.header.cap_bytes_per_sec
 
     @property
     def target_brokers(self) -> tuple[int, ...]:
@@ -189,12 +189,6 @@ class _MoveTrack:
 # A move's throttles are restored before it enters one of these (or, failed, left unknown).
 _THROTTLES_GONE = frozenset({MoveState.ELECTING, MoveState.COOLING_DOWN, MoveState.CANCELLED,
                              MoveState.FAILED})
-
-
-def _settle(settings: Mapping[str, Any]) -> float:
-    """The wait after a data move before its gate may open: the run's cooldown."""
-    value = settings.get("cooldown_seconds")
-    return float(value) if isinstance(value, int | float) else 0.0
 
 
 class _Fold:
@@ -300,11 +294,11 @@ def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
     `now` (epoch seconds) closes the spans of moves still in flight; without it they end at
     the last record."""
     run = replay(records)
-    settings = header_settings(records)
+    header = run_header(records)
     t0 = run.started_at if run.started_at is not None else (now or 0.0)
     last = run.last_at if run.last_at is not None else t0
     end = last if now is None or run.outcome is not None else max(now, last)
-    fold = _Fold(run.plan.moves, t0, _settle(settings))
+    fold = _Fold(run.plan.moves, t0, header.cooldown_seconds)
     for record in records[1:]:
         fold.record(parse_record(record))  # replay accepted every one of them
     fold.finish(end - t0)
@@ -314,10 +308,10 @@ def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
                   for i, m in enumerate(run.plan.moves, start=1))
     return RunView(
         run_id=header_run_id(records), started_at=run.started_at,
-        elapsed=end - t0, outcome=run.outcome, end_reason=run.end_reason, settings=settings,
+        elapsed=end - t0, outcome=run.outcome, end_reason=run.end_reason, header=header,
         status=summarize(run), moves=moves,
         caps=tuple(sorted(fold.caps, key=lambda c: (c.broker, c.start))),
         copies=tuple(sorted(fold.copies, key=lambda c: (c.broker, c.start))),
         guard=tuple(sorted(fold.guard, key=lambda g: (g.broker, g.start))),
         rate_changes=tuple(fold.rate_changes), notes=tuple(fold.notes),
-        settle_seconds=_settle(settings))
+        settle_seconds=header.cooldown_seconds)

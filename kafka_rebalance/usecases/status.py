@@ -133,18 +133,16 @@ def plan_of_run(journal: Path, plan_path: Path | None, records: Sequence[Record]
 
 
 def measured_copy_rates(prometheus: str, started_at: float | None, elapsed: float,
-                        receivers: Sequence[int], settings: Mapping[str, object],
+                        receivers: Sequence[int], queries: Mapping[str, object],
                         notices: list[str]) -> Series | None:
     """Reassignment bytes in per receiving broker over the run, seconds from its start, read
-    with the run's own queries (its journal header's settings); None and a notice when
-    Prometheus does not answer or has no such series."""
+    with the run's own queries (`queries`, as its journal header keeps them); None and a
+    notice when Prometheus does not answer or has no such series."""
     from topology import promql
     from topology.prom_source import PrometheusMetrics
 
     if started_at is None or not receivers:
         return None
-    queries = settings.get("queries")
-    queries = queries if isinstance(queries, dict) else {}
     window = str(queries.get("window", promql.DEFAULT_RATE_WINDOW))
     label = str(queries.get("broker_label", "broker_id"))
     brokers = "|".join(str(b) for b in receivers)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from executor.config import ExecutorConfig, RunOverrides
+from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, ExecutorConfig, RunHeader, RunOverrides
 from executor.gates import GatePolicy
 from executor.journal import JournalFile, header_record, header_settings
 from executor.plan import ExecutionPlan
@@ -141,3 +141,32 @@ def test_malformed_tuning_is_a_corrupt_journal(bad: dict[str, Any]) -> None:
 def test_a_new_cap_must_be_positive() -> None:
     with pytest.raises(InputError, match="--max-mbps must be positive"):
         RunOverrides(max_bytes_per_sec=0)
+
+
+def test_the_views_read_the_header_a_config_writes() -> None:
+    header = RunHeader.of(EVERYTHING.to_journal())
+    assert header.cap_bytes_per_sec == 7 * MB
+    assert header.cooldown_seconds == 12.5
+    assert header.concurrency == 3
+    assert header.quota_window_seconds == EVERYTHING.quota_window_seconds
+    assert header.adaptive is True
+    assert header.queries == EVERYTHING.queries.to_dict()
+
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    ({}, RunHeader()),  # a header from before settings were kept
+    ({"max_bytes_per_sec": -5, "cooldown_seconds": float("nan")}, RunHeader()),
+    ({"max_bytes_per_sec": True, "cooldown_seconds": "10"}, RunHeader()),  # not numbers
+    ({"max_bytes_per_sec": float("inf")}, RunHeader()),
+    ({"concurrency": "auto"}, RunHeader(concurrency="auto")),
+    ({"concurrency": 0}, RunHeader()),  # unreadable: one at a time
+    ({"concurrency": "3"}, RunHeader(concurrency=3)),
+    ({"quota_window_seconds": 0}, RunHeader(quota_window_seconds=0.0)),  # --quota-window 0
+    ({"quota_window_seconds": -1}, RunHeader(quota_window_seconds=DEFAULT_QUOTA_WINDOW_SECONDS)),
+    ({"queries": ["not", "a", "dict"]}, RunHeader()),
+    ({"adaptive": "yes"}, RunHeader()),
+    ({"max_bytes_per_sec": 2_000_000, "cooldown_seconds": 0}, RunHeader(2e6, 0.0)),
+])
+def test_an_old_or_edited_header_reads_as_unknown_or_default(
+        settings: dict[str, Any], expected: RunHeader) -> None:
+    assert RunHeader.of(settings) == expected
