@@ -91,6 +91,7 @@ class KafkaClusterAdmin:
             raise ClusterError(f"invalid Kafka client settings: {_short(exc)}") from None
         self._kp: KafkaAdminClient | None = None
         self._probed = False  # something listened at the bootstrap list once
+        self._reconnects = 0  # new clients made after a call found the cluster unreachable
 
     # -- error translation -------------------------------------------------------------
 
@@ -126,6 +127,7 @@ class KafkaClusterAdmin:
         they took for the controller (in KRaft a broker named at random) until their next
         metadata refresh, minutes away: when that broker dies, every controller-bound call
         waits for it and times out. New clients bootstrap again and pick a live one."""
+        self._reconnects += 1
         kp, self._kp = self._kp, None
         if kp is not None:
             with contextlib.suppress(Exception):
@@ -198,6 +200,22 @@ class KafkaClusterAdmin:
         """Wait for a confluent-kafka future, a little longer than the request timeout."""
         return future.result(timeout=self._timeout_s + 5)
 
+    def _read(self, action: str, call: Callable[[], _T]) -> _T:
+        """A metadata read, asked once more from new clients when the first try found the
+        cluster unreachable: a client keeps sending to the broker it picked until its next
+        metadata refresh, so a broker that has just died times out a read the live ones would
+        answer (seen when a broker was killed: "cannot reach Kafka ... the other 3 of the
+        bootstrap list accept connections"). A cluster that is really away fails both."""
+        reconnects = self._reconnects
+        try:
+            with self._calling(action):
+                return call()
+        except ClusterError:
+            if self._reconnects == reconnects:
+                raise  # not a connection failure: asking again would not help
+        with self._calling(action):
+            return call()
+
     def _kafka_python(self) -> KafkaAdminClient:
         """The kafka-python admin client, opened on first use."""
         if self._kp is None:
@@ -213,8 +231,8 @@ class KafkaClusterAdmin:
 
     def brokers(self) -> list[BrokerInfo]:
         """Live brokers with racks (DescribeCluster), sorted by id."""
-        with self._calling("describe the cluster"):
-            desc = self._result(self._admin.describe_cluster(request_timeout=self._timeout_s))
+        desc = self._read("describe the cluster", lambda: self._result(
+            self._admin.describe_cluster(request_timeout=self._timeout_s)))
         return sorted((BrokerInfo(n.id, n.host, n.port, n.rack or None) for n in desc.nodes),
                       key=lambda b: b.id)
 
@@ -233,8 +251,8 @@ class KafkaClusterAdmin:
         is left out of a full listing, and is an error when asked for by name.
         """
         wanted = None if topics is None else set(topics)
-        with self._calling("list topics"):
-            metadata = self._admin.list_topics(timeout=self._timeout_s)
+        metadata = self._read("list topics",
+                              lambda: self._admin.list_topics(timeout=self._timeout_s))
         if wanted is not None:
             missing = sorted(wanted - set(metadata.topics))
             if missing:
@@ -403,9 +421,9 @@ class KafkaClusterAdmin:
 
     def list_partition_reassignments(self) -> dict[TopicPartition, ReassignmentState]:
         """Reassignments in flight, with the replicas being added and removed."""
-        with self._calling("list partition reassignments"):
-            answers = self._kafka_python().list_partition_reassignments(
-                timeout_ms=int(self._timeout_s * 1000))
+        answers = self._read("list partition reassignments",
+                             lambda: self._kafka_python().list_partition_reassignments(
+                                 timeout_ms=int(self._timeout_s * 1000)))
         return {
             TopicPartition(kp_tp.topic, kp_tp.partition): ReassignmentState(
                 tuple(state["replicas"]), tuple(state["adding_replicas"]),
