@@ -27,7 +27,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator, PercentFormatter
 
 from executor.schedule import Schedule
-from kafka_rebalance.report.plan_view import FlowMatrix, ResourceView
+from kafka_rebalance.report.plan_view import BrokerUtilization, FlowMatrix, ResourceView
 from kafka_rebalance.report.run_view import Phase, RunView
 from topology.model import Resource
 from topology.units import duration_text, size_text
@@ -43,6 +43,11 @@ RASTERIZE_ABOVE = 400  # bars; more are drawn as one embedded image
 # 1.3 px and every label stays at least 10 px high.
 FIG_WIDTH = 9.0
 UTIL_PER_ROW = 16  # brokers per row of a utilization chart
+# With more brokers than three such rows, one strip: a dot per broker before and after, and
+# only the notable brokers named (new, removed, offline, or outside their band after the plan).
+UTIL_STRIP_ABOVE = 3 * UTIL_PER_ROW
+STRIP_NAMED = 16  # brokers named on a strip at most
+CHAR_INCHES = 0.065  # the width of a character of MIN_POINTS text, a little generous
 MIN_POINTS = 8.0  # the smallest text of a chart
 LANES_NAMED = 24  # receiving brokers named on a timeline; with more, every k-th
 STYLE: dict[Any, Any] = {"font.size": 9.0, "axes.labelsize": 9.0, "axes.titlesize": 9.5,
@@ -182,13 +187,102 @@ def _amount(value: float) -> str:
     return f"{value:.1f}" if value < 99.95 else f"{value:.0f}"
 
 
+def _band_of(view: ResourceView, broker: BrokerUtilization) -> tuple[float, float]:
+    """The band a broker is held to after the plan: its target +/- the tolerance where the
+    hard rules force targets, else the average's."""
+    if view.forced and broker.target is not None:
+        return broker.target * (1 - view.tolerance), broker.target * (1 + view.tolerance)
+    return view.band
+
+
+def _strip_name(broker: BrokerUtilization) -> str:
+    return f"{broker.broker_id}" + (f" {broker.role}" if broker.role else "")
+
+
+def _notable(view: ResourceView, inches_per_broker: float) -> list[int]:
+    """Positions of the brokers a strip names: the new, removed and offline ones, then those
+    outside their band after the plan (the farthest first); at most STRIP_NAMED, and none
+    whose name would touch a name already placed (the one that matters more keeps it)."""
+    def distance(broker: BrokerUtilization) -> float:
+        lo, hi = _band_of(view, broker)
+        return max(lo - broker.after, broker.after - hi, 0.0)
+
+    def half_width(index: int) -> float:
+        return len(_strip_name(view.brokers[index])) * CHAR_INCHES / 2 + 0.05
+
+    ranked = sorted(range(len(view.brokers)), key=lambda i: (
+        not view.brokers[i].role, -distance(view.brokers[i]), i))
+    named: list[int] = []
+    for index in ranked:
+        broker = view.brokers[index]
+        if distance(broker) <= 1e-9 and not broker.role:
+            break  # the rest are inside their band and plain
+        if all(abs(index - other) * inches_per_broker >= half_width(index) + half_width(other)
+               for other in named):
+            named.append(index)
+        if len(named) == STRIP_NAMED:
+            break
+    return sorted(named)
+
+
+def _utilization_strip(view: ResourceView) -> str:
+    """Many brokers on one strip: a dot per broker before and after (grouped by rack), the
+    band or the targets, and the notable brokers named."""
+    brokers = view.brokers
+    height = 3.6
+    fig = Figure(figsize=(FIG_WIDTH, height))
+    fig.subplots_adjust(left=0.09, right=0.99, top=1 - 0.75 / height, bottom=0.7 / height)
+    ax = fig.subplots()
+    x = np.arange(len(brokers), dtype=float)
+    ax.scatter(x, [b.before for b in brokers], s=9, color=BEFORE, label="before", zorder=2)
+    ax.scatter(x, [b.after for b in brokers], s=11, color=AFTER, label="after", zorder=3)
+    if view.forced:
+        ax.axhline(view.average_after, color="#4a5568", linewidth=1, linestyle="--",
+                   label="cluster average (out of reach)")
+        bands = [(i, _band_of(view, b)) for i, b in enumerate(brokers) if b.target is not None]
+        ax.bar([i for i, _ in bands], [hi - lo for _, (lo, hi) in bands], 1.0,
+               bottom=[lo for _, (lo, _hi) in bands], color=TARGET, alpha=0.22, zorder=0,
+               label=f"target \u00b1{view.tolerance:.0%}")
+    else:
+        lo, hi = view.band
+        ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
+                   label=f"average after \u00b1{view.tolerance:.0%}")
+        ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
+    peak = max([b.before for b in brokers] + [b.after for b in brokers]
+               + [_band_of(view, b)[1] for b in brokers] + [0.01])
+    inches_per_broker = FIG_WIDTH * 0.9 / max(len(brokers), 1)
+    for index in _notable(view, inches_per_broker):
+        broker = brokers[index]
+        name = _strip_name(broker)
+        reach = len(name) * CHAR_INCHES / 2 / inches_per_broker  # half a name, in brokers
+        align = ("left" if index < reach else "right" if index > len(brokers) - 1 - reach
+                 else "center")  # a name at an end stays inside the plot
+        ax.annotate(label(name), (index, broker.after), xytext=(0, 5),
+                    textcoords="offset points", ha=align, va="bottom", fontsize=MIN_POINTS,
+                    color="#1a202c")
+    ax.set_xlim(-1, len(brokers))
+    ax.set_ylim(0, peak * 1.15)
+    ax.set_xticks([])
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylabel(f"{view.title} utilization")
+    _rack_labels(ax, [b.rack for b in brokers])
+    ax.grid(axis="y", linewidth=0.3)
+    ax.set_xlabel(f"{len(brokers)} brokers, by rack; named: new, removed or offline ones, and "
+                  "those outside their band after the plan")
+    fig.legend(loc="upper center", bbox_to_anchor=(0.5, 1.0), ncols=4, frameon=False)
+    return to_svg(fig, f"chart-util-{view.resource.value}")
+
+
 @_styled
 def utilization_chart(view: ResourceView) -> str:
     """Every broker's utilization before and after, grouped by rack, with the band around
     the average after the plan and, where the hard rules force them, the targets. Below each
     broker's id, its absolute amount after the plan; large clusters wrap into rows of
-    UTIL_PER_ROW brokers so that labels stay readable at a page width of 900 px."""
+    UTIL_PER_ROW brokers so that labels stay readable at a page width of 900 px, and more
+    than UTIL_STRIP_ABOVE brokers are drawn as one strip of dots (`_utilization_strip`)."""
     brokers = view.brokers
+    if len(brokers) > UTIL_STRIP_ABOVE:
+        return _utilization_strip(view)
     rows = _rows_of([b.rack for b in brokers], UTIL_PER_ROW) or [range(0)]
     slots = max(len(r) for r in rows)
     height = 1.2 + 2.6 * len(rows)  # inches: the legend on top, a row of bars per 2.6 in

@@ -88,14 +88,26 @@ def _move_many(topology: Topology, count: int) -> tuple[Move, ...]:
     return tuple(moves)
 
 
+def _spread_plan(brokers: int, new: int, partitions: int, moves: int, seed: int) -> PlanFile:
+    """`brokers` + `new` brokers on 3 racks, the new ones added and broker 7 removed."""
+    topology = generate_cluster(brokers=brokers, new_brokers=new, racks=3,
+                                partitions=partitions, seed=seed)
+    added = frozenset(b.id for b in topology.brokers[-new:])
+    return make_plan_file(topology, _move_many(topology, moves),
+                          Goals(add_brokers=added, remove_brokers=frozenset({7})), Budget(),
+                          SolverInfo(SolverStatus.GREEDY, 0), "2026-01-01T00:00:00+00:00")
+
+
 @pytest.fixture(scope="session")
 def wide_plan() -> PlanFile:
-    """66 brokers on 3 racks, three of them new and one removed."""
-    topology = generate_cluster(brokers=63, new_brokers=3, racks=3, partitions=2000, seed=5)
-    new = frozenset(b.id for b in topology.brokers[-3:])
-    return make_plan_file(topology, _move_many(topology, 600),
-                          Goals(add_brokers=new, remove_brokers=frozenset({7})), Budget(),
-                          SolverInfo(SolverStatus.GREEDY, 0), "2026-01-01T00:00:00+00:00")
+    """40 brokers on 3 racks (rows of bars), three of them new and one removed."""
+    return _spread_plan(37, 3, 1200, 400, seed=5)
+
+
+@pytest.fixture(scope="session")
+def strip_plan() -> PlanFile:
+    """200 brokers on 3 racks (one strip of dots), four of them new and one removed."""
+    return _spread_plan(196, 4, 4000, 600, seed=11)
 
 
 @pytest.fixture(scope="session")

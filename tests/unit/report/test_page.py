@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import replace
@@ -154,3 +155,35 @@ def test_a_plan_page_times_the_moves_one_at_a_time_and_side_by_side(
     run_page = plan_view(small_plan, RATE, concurrency=2, quota_window_seconds=11.0)
     assert run_page.side_by_side is None
     assert "chart-timeline-auto" not in render_report(title="run", plan=run_page)
+
+
+def test_rows_of_bars_up_to_three_rows_then_one_strip_naming_the_notable_brokers(
+        wide_plan: PlanFile, strip_plan: PlanFile) -> None:
+    rows = resource_view(wide_plan, Resource.DISK)
+    assert len(rows.brokers) <= charts.UTIL_STRIP_ABOVE
+    assert "under its id" in charts.utilization_chart(rows)
+    strip = resource_view(strip_plan, Resource.DISK)
+    assert len(strip.brokers) == 200
+    svg = charts.utilization_chart(strip)
+    assert "under its id" not in svg and "200 brokers, by rack" in svg
+    height = float(re.search(r'<svg[^>]*height="([0-9.]+)pt"', svg).group(1))  # type: ignore[union-attr]
+    assert height < 4 * 72  # one strip, not thirteen rows
+    named = charts._notable(strip, charts.FIG_WIDTH * 0.9 / len(strip.brokers))
+    assert 0 < len(named) <= charts.STRIP_NAMED
+    assert {"new", "removed"} <= {strip.brokers[i].role for i in named}  # roles are named
+    assert all(f">{charts._strip_name(strip.brokers[i])}<" in svg for i in named), named
+
+
+def test_a_strip_names_the_roles_first_and_never_two_names_that_touch(
+        strip_plan: PlanFile) -> None:
+    view = resource_view(strip_plan, Resource.DISK)
+    per_broker = charts.FIG_WIDTH * 0.9 / len(view.brokers)
+    named = charts._notable(view, per_broker)
+    for a, b in itertools.pairwise(named):
+        half = (len(charts._strip_name(view.brokers[a]))
+                + len(charts._strip_name(view.brokers[b]))) * charts.CHAR_INCHES / 2
+        assert (b - a) * per_broker >= half, (a, b)
+    # squeezed to a tenth of the width, fewer names fit, and a new broker keeps its name
+    squeezed = charts._notable(view, per_broker / 10)
+    assert len(squeezed) < len(named)
+    assert any(view.brokers[i].role for i in squeezed)

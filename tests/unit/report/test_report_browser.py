@@ -200,14 +200,16 @@ def overlapping(texts: list[dict[str, Any]]) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("width", [900, 1400])
 def test_chart_labels_are_readable_and_apart_at_900_and_1400_px(
         browser: webdriver.Chrome, tmp_path: Path, small_plan: PlanFile, zoned_plan: PlanFile,
-        wide_plan: PlanFile, finished_run: list[Record], width: int) -> None:
+        wide_plan: PlanFile, strip_plan: PlanFile, finished_run: list[Record],
+        width: int) -> None:
     """Every text of every chart is at least READABLE_PX high as the page shows it, and no
-    two texts of a chart overlap: for a few brokers, racks forcing targets, 66 brokers (a
-    removed broker's longer label included) and a run's report."""
+    two texts of a chart overlap: for a few brokers, racks forcing targets, 40 brokers in
+    rows (a removed broker's longer label included), 200 on a strip with the notable ones
+    named, and a run's report."""
     browser.set_window_size(width, 1000)
     try:
         for name, plan in (("small", small_plan), ("zoned", zoned_plan), ("wide", wide_plan),
-                           ("run", small_plan)):
+                           ("strip", strip_plan), ("run", small_plan)):
             page = tmp_path / f"{name}-{width}.html"
             view = plan_view(plan, RATE, quota_window_seconds=DEFAULT_QUOTA_WINDOW_SECONDS)
             run = run_view(finished_run) if name == "run" else None
