@@ -158,11 +158,15 @@ class RunView:
     guard: tuple[GuardSegment, ...]
     rate_changes: tuple[RateChange, ...]
     notes: tuple[tuple[float, str], ...]
-    settle_seconds: float
 
     @property
     def cap_bytes_per_sec(self) -> float | None:
         return self.header.cap_bytes_per_sec
+
+    @property
+    def settle_seconds(self) -> float:
+        """The wait after a data move before its gate may open: the run's cooldown."""
+        return self.header.cooldown_seconds
 
     @property
     def target_brokers(self) -> tuple[int, ...]:
@@ -313,5 +317,4 @@ def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
         caps=tuple(sorted(fold.caps, key=lambda c: (c.broker, c.start))),
         copies=tuple(sorted(fold.copies, key=lambda c: (c.broker, c.start))),
         guard=tuple(sorted(fold.guard, key=lambda g: (g.broker, g.start))),
-        rate_changes=tuple(fold.rate_changes), notes=tuple(fold.notes),
-        settle_seconds=header.cooldown_seconds)
+        rate_changes=tuple(fold.rate_changes), notes=tuple(fold.notes))
