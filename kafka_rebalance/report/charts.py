@@ -225,6 +225,29 @@ def _notable(view: ResourceView, inches_per_broker: float) -> list[int]:
     return sorted(named)
 
 
+def _goal(ax: Axes, view: ResourceView, shown: Sequence[BrokerUtilization], width: float,
+          legend: bool, target_lines: bool) -> None:
+    """What the brokers are held to: the band around the average after the plan or, where the
+    hard rules force them, each broker's target +/- the tolerance (a bar `width` wide, with a
+    line at the target when `target_lines`) and the average as a line out of reach. Legend
+    labels only when `legend` (the first row of a chart)."""
+    if view.forced:  # the hard rules keep brokers off the average: targets are the goal
+        ax.axhline(view.average_after, color="#4a5568", linewidth=1, linestyle="--",
+                   label="cluster average (out of reach)" if legend else None)
+        tx = np.array([i for i, b in enumerate(shown) if b.target is not None], dtype=float)
+        ty = np.array([b.target for b in shown if b.target is not None], dtype=float)
+        ax.bar(tx, 2 * ty * view.tolerance, width, bottom=ty * (1 - view.tolerance),
+               color=TARGET, alpha=0.22, zorder=0,
+               label=f"target \u00b1{view.tolerance:.0%}" if legend else None)
+        if target_lines:
+            ax.hlines(ty, tx - width / 2, tx + width / 2, color=TARGET, linewidth=1.5)
+    else:
+        lo, hi = view.band
+        ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
+                   label=f"average after \u00b1{view.tolerance:.0%}" if legend else None)
+        ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
+
+
 def _utilization_strip(view: ResourceView) -> str:
     """Many brokers on one strip: a dot per broker before and after (grouped by rack), the
     band or the targets, and the notable brokers named."""
@@ -236,18 +259,7 @@ def _utilization_strip(view: ResourceView) -> str:
     x = np.arange(len(brokers), dtype=float)
     ax.scatter(x, [b.before for b in brokers], s=9, color=BEFORE, label="before", zorder=2)
     ax.scatter(x, [b.after for b in brokers], s=11, color=AFTER, label="after", zorder=3)
-    if view.forced:
-        ax.axhline(view.average_after, color="#4a5568", linewidth=1, linestyle="--",
-                   label="cluster average (out of reach)")
-        bands = [(i, _band_of(view, b)) for i, b in enumerate(brokers) if b.target is not None]
-        ax.bar([i for i, _ in bands], [hi - lo for _, (lo, hi) in bands], 1.0,
-               bottom=[lo for _, (lo, _hi) in bands], color=TARGET, alpha=0.22, zorder=0,
-               label=f"target \u00b1{view.tolerance:.0%}")
-    else:
-        lo, hi = view.band
-        ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
-                   label=f"average after \u00b1{view.tolerance:.0%}")
-        ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
+    _goal(ax, view, brokers, 1.0, legend=True, target_lines=False)
     peak = max([b.before for b in brokers] + [b.after for b in brokers]
                + [_band_of(view, b)[1] for b in brokers] + [0.01])
     inches_per_broker = FIG_WIDTH * 0.9 / max(len(brokers), 1)
@@ -293,10 +305,9 @@ def utilization_chart(view: ResourceView) -> str:
     axes = np.atleast_1d(fig.subplots(len(rows), 1, sharey=True, squeeze=False)).ravel()
     unit = "B" if view.resource is Resource.DISK else "B/s"
     divisor, unit_label = _amount_unit([b.amount_after for b in brokers], unit)
-    lo, hi = view.band
     peak = max([b.before for b in brokers] + [b.after for b in brokers]
                + [b.target * (1 + view.tolerance) for b in brokers if b.target is not None]
-               + [hi, 0.01])
+               + [view.band[1], 0.01])
     for number, (ax, row) in enumerate(zip(axes, rows, strict=True)):
         shown = [brokers[i] for i in row]
         x = np.arange(len(shown))
@@ -305,20 +316,7 @@ def utilization_chart(view: ResourceView) -> str:
                label="before" if first else None)
         ax.bar(x + 0.2, [b.after for b in shown], 0.4, color=AFTER,
                label="after" if first else None)
-        targets = [(i, b.target) for i, b in enumerate(shown) if b.target is not None]
-        if view.forced:  # the hard rules keep brokers off the average: targets are the goal
-            ax.axhline(view.average_after, color="#4a5568", linewidth=1, linestyle="--",
-                       label="cluster average (out of reach)" if first else None)
-            tx = np.array([i for i, _ in targets], dtype=float)
-            ty = np.array([t for _, t in targets], dtype=float)
-            ax.bar(tx, 2 * ty * view.tolerance, 0.92, bottom=ty * (1 - view.tolerance),
-                   color=TARGET, alpha=0.22, zorder=0,
-                   label=f"target \u00b1{view.tolerance:.0%}" if first else None)
-            ax.hlines(ty, tx - 0.46, tx + 0.46, color=TARGET, linewidth=1.5)
-        else:
-            ax.axhspan(lo, hi, color=BAND, alpha=0.35, zorder=0,
-                       label=f"average after \u00b1{view.tolerance:.0%}" if first else None)
-            ax.axhline(view.average_after, color="#276749", linewidth=1, linestyle="--")
+        _goal(ax, view, shown, 0.92, legend=first, target_lines=True)
         ax.set_xticks(x, [label(f"{b.broker_id}\n{_amount(b.amount_after / divisor)}"
                                 + (f"\n{b.role}" if b.role else "")) for b in shown])
         ax.set_xlim(-0.6, slots - 0.4)
