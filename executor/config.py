@@ -140,8 +140,9 @@ class ExecutorConfig:
     # by default). Kafka measures a quota over the samples of that window, so a copy through a
     # broker whose window still holds a finished copy's samples may run far above the cap; a
     # move starts only when each of its copies has an end whose window is clean (see
-    # executor.flows). 0: never wait.
-    quota_window_seconds: float = 0.0
+    # executor.flows). 0: never wait. None: the window the brokers describe, read when the run
+    # starts (executor.flows.choose_quota_window, which also lengthens a shorter one asked for).
+    quota_window_seconds: float | None = 0.0
     # The gate protects the next move, so the last move's is skipped unless this is set (for
     # example when another run follows at once and should start from a settled cluster).
     final_gate: bool = False
@@ -169,10 +170,17 @@ class ExecutorConfig:
             raise InputError("the gate timeout must be positive (or unset to wait forever)")
         if self.adaptive and not 0 < self.adaptive_floor_bytes_per_sec <= self.max_bytes_per_sec:
             raise InputError("the adaptive floor must be positive and at most --max-mbps")
-        if self.quota_window_seconds < 0:
+        if self.quota_window_seconds is not None and not self.quota_window_seconds >= 0:
             raise InputError("the quota window must be >= 0 seconds")
         if self.adaptive_every_polls < 1 or self.adaptive_change < 0:
             raise InputError("adaptive re-evaluation needs at least 1 poll and a change >= 0")
+
+    @property
+    def quota_window(self) -> float:
+        """The quota window moves wait on, once chosen (see `quota_window_seconds`)."""
+        if self.quota_window_seconds is None:
+            raise ValueError("the quota window is chosen from the brokers when a run starts")
+        return self.quota_window_seconds
 
     @property
     def slots(self) -> int:
@@ -257,8 +265,8 @@ class ExecutorConfig:
             allow_quota_burst=overrides.allow_quota_burst,
             gate_timeout_seconds=_optional_float(s.get("gate_timeout_seconds",
                                                        DEFAULT_GATE_TIMEOUT_SECONDS)),
-            quota_window_seconds=float(s.get("quota_window_seconds",
-                                             base.quota_window_seconds)),
+            quota_window_seconds=_optional_float(s.get("quota_window_seconds",
+                                                       base.quota_window_seconds)),
             final_gate=bool(s.get("final_gate", base.final_gate)), finish_by=overrides.finish_by,
             slo=_journal_slo(s.get("slo")))
 

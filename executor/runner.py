@@ -12,9 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter, ignore_events
+from executor.config import (
+    DEFAULT_QUOTA_WINDOW_SECONDS,
+    Event,
+    EventKind,
+    ExecutorConfig,
+    Ports,
+    Reporter,
+    ignore_events,
+)
 from executor.decide import on_cancel, run_outcome
 from executor.dirs import DIR_RATE, DirStage
+from executor.flows import choose_quota_window
 from executor.guard import SloGuard
 from executor.journal import (
     RETRYABLE,
@@ -105,12 +114,13 @@ class Executor:
               reporter: Reporter = ignore_events, run_id: str = "") -> Executor:
         """Preflight `plan` (nothing changes if it fails), then create its journal."""
         view = ClusterView.read(ports.admin)
+        config, window = _with_quota_window(ports, config, view)
         check = validator(plan) if validator is not None else PlanCheck()
         refused, burst = _receiver_checks(ports, config, view, plan.moves)
         require_preflight(preflight_problems(
             plan, view, allow_under_replicated=config.allow_under_replicated,
             validation=check.errors) + refused)
-        warnings = [*burst, *check.warnings, *offline_replicas(view, plan.moves),
+        warnings = [*window, *burst, *check.warnings, *offline_replicas(view, plan.moves),
                     *read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
                                              view.live_broker_ids)]
         header = header_record(plan, config.to_journal(), run_id)
@@ -142,6 +152,7 @@ class Executor:
                                  f"{': ' + run.end_reason if run.end_reason else ''}){hint}")
         own = frozenset(m.key for m in run.unfinished if run.state_of(m.name) is not S.PENDING)
         view = ClusterView.read(ports.admin)
+        config, window = _with_quota_window(ports, config, view)
         pending = run.in_state(frozenset({S.PENDING}))
         refused, burst = _receiver_checks(ports, config, view, pending, _own_entries(run))
         require_preflight(preflight_problems(
@@ -154,7 +165,7 @@ class Executor:
         if run.outcome is not None:
             executor.journal.reopen(ports.clock.now())
         executor.starter.exposed = exposed_moves(view, pending)
-        for warning in burst + offline_replicas(view, pending):
+        for warning in window + burst + offline_replicas(view, pending):
             executor._note(warning)
         executor.reconcile_throttles()
         if run.cancelled:  # a cancel that did not end: finish it, start nothing
@@ -439,6 +450,7 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
             validator: PlanValidator | None = None) -> Preview:
     """What a run would do (for --dry-run), reading the cluster only."""
     view = ClusterView.read(ports.admin)
+    config, window = _with_quota_window(ports, config, view)
     refused, burst = _receiver_checks(ports, config, view, plan.moves)
     check = validator(plan) if validator is not None else PlanCheck()
     problems = preflight_problems(
@@ -447,10 +459,26 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     journal = Journal(replay([header_record(plan, config.to_journal())]), _NoJournal())
     driver = MoveDriver(ports, config, journal, ignore_events)
     throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
-    warnings = [*burst, *check.warnings, *offline_replicas(view, plan.moves),
+    warnings = [*window, *burst, *check.warnings, *offline_replicas(view, plan.moves),
                 *read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
                                          view.live_broker_ids)]
     return Preview(problems, warnings, throttles)
+
+
+def _with_quota_window(ports: Ports, config: ExecutorConfig, view: ClusterView
+                       ) -> tuple[ExecutorConfig, list[str]]:
+    """`config` waiting on the quota window its live brokers describe (choose_quota_window),
+    and what to tell the operator of it. Brokers that cannot be asked leave it as asked (or
+    Kafka's default)."""
+    try:
+        described = ports.admin.quota_windows(view.live_broker_ids)
+        unread = ""
+    except ClusterError as exc:
+        described, unread = {}, f"could not read the brokers' replication quota window ({exc})"
+    choice = choose_quota_window(config.quota_window_seconds, described,
+                                 DEFAULT_QUOTA_WINDOW_SECONDS)
+    notes = [n for n in (unread and f"{unread}: waiting {choice.seconds:g} s", choice.note) if n]
+    return replace(config, quota_window_seconds=choice.seconds), notes
 
 
 def _receiver_checks(ports: Ports, config: ExecutorConfig, view: ClusterView,

@@ -61,7 +61,7 @@ class MoveStarter:
         self.report = reporter
         # Until it has watched for a window, a process cannot tell which ends carried a copy
         # (a run taken over, or one started right after another run on the same brokers).
-        self.quota = QuotaWindows(config.quota_window_seconds, ports.clock.now())
+        self.quota = QuotaWindows(config.quota_window, ports.clock.now())
         self._told_waiting: set[str] = set()
         self._order: list[Move] | None = None  # side by side: busiest brokers' moves first
         self._proved = False

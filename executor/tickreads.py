@@ -158,6 +158,9 @@ class TickReads:
     def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
         return self._admin.cordoned_brokers(broker_ids)
 
+    def quota_windows(self, broker_ids: Iterable[int]) -> dict[int, float]:
+        return self._admin.quota_windows(broker_ids)
+
     def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
         self._forget()
         self._admin.alter_broker_configs(changes)

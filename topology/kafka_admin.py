@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -35,6 +36,8 @@ from kafka.structs import TopicPartitionReplica as KpTopicPartitionReplica
 from kafka_rebalance.core.errors import ClusterError, TopicGone
 from kafka_rebalance.core.ports import (
     CORDONED_LOG_DIRS,
+    QUOTA_WINDOW_NUM,
+    QUOTA_WINDOW_SIZE,
     BrokerInfo,
     BrokerLogDirs,
     ConfigChanges,
@@ -344,6 +347,17 @@ class KafkaClusterAdmin:
         return frozenset(int(name) for name, entries in self._described(resources).items()
                          if _cordoned(entries))
 
+    def quota_windows(self, broker_ids: Iterable[int]) -> dict[int, float]:
+        """Each broker's replication quota window in seconds: the two configs multiplied, read
+        at whatever level sets them (static in server.properties, or Kafka's default)."""
+        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(broker_ids))]
+        windows = {}
+        for name, entries in self._described(resources).items():
+            window = _quota_window(entries)
+            if window is not None:
+                windows[int(name)] = window
+        return windows
+
     def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[
         str, dict[str, str | None]
     ]:
@@ -532,6 +546,22 @@ def _cordoned(entries: Mapping[str, ConfigEntry]) -> bool:
         return True
     dirs = {d.strip() for d in (value("log.dirs") or value("log.dir")).split(",") if d.strip()}
     return bool(dirs) and dirs <= cordoned
+
+
+def _quota_window(entries: Mapping[str, ConfigEntry]) -> float | None:
+    """The window the two quota configs of `entries` give, None when either is missing or not a
+    positive number."""
+    values = []
+    for name in (QUOTA_WINDOW_NUM, QUOTA_WINDOW_SIZE):
+        entry = entries.get(name)
+        try:
+            value = float(str(entry.value)) if entry is not None else math.nan
+        except ValueError:
+            return None
+        if not (math.isfinite(value) and value > 0):
+            return None
+        values.append(value)
+    return values[0] * values[1]
 
 
 def _dynamic_value(entry: ConfigEntry | None, dynamic: ConfigSource) -> str | None:

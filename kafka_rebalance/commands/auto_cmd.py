@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from executor.config import DEFAULT_GATE_TIMEOUT_SECONDS, DEFAULT_QUOTA_WINDOW_SECONDS
+from executor.config import DEFAULT_GATE_TIMEOUT_SECONDS
 from executor.slo import (
     DEFAULT_EVERY_SECONDS,
     DEFAULT_FETCH_P99_MS,
@@ -109,7 +109,7 @@ class Lines:
 
 
 def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: float,
-              efficiency: float, time_limit: float, cooldown: float, quota_window: float,
+              efficiency: float, time_limit: float, cooldown: float, quota_window: float | None,
               gate_timeout: float | None, poll_seconds: float, dry_run: bool,
               min_improvement: float) -> AutoSettings:
     from kafka_rebalance.autobalance.cycle import Pace
@@ -195,7 +195,7 @@ def auto(
         "partition's replicas, nothing is planned and the cycle says which partitions are "
         "lost.")] = DEFAULT_GRACE_SECONDS,
     cooldown: Cooldown = 0.0,
-    quota_window: QuotaWindow = DEFAULT_QUOTA_WINDOW_SECONDS,
+    quota_window: QuotaWindow = None,
     gate_timeout: Annotated[float | None, typer.Option(
         help="Stop the run (resumed next cycle) when a gate stays closed this many seconds.")
     ] = DEFAULT_GATE_TIMEOUT_SECONDS,

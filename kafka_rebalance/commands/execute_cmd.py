@@ -18,7 +18,6 @@ import typer
 
 from executor.config import (
     DEFAULT_GATE_TIMEOUT_SECONDS,
-    DEFAULT_QUOTA_WINDOW_SECONDS,
     RunOverrides,
     parse_concurrency,
 )
@@ -81,11 +80,13 @@ PlanArg = Annotated[Path | None, typer.Argument(
 
 Cooldown = Annotated[float, typer.Option(
     help="Seconds to wait after each move before the gate is checked.")]
-QuotaWindow = Annotated[float, typer.Option(
-    help="Kafka's replication quota window (replication.quota.window.num x "
+QuotaWindow = Annotated[float | None, typer.Option(
+    help="Seconds of Kafka's replication quota window (replication.quota.window.num x "
     ".size.seconds). A move whose sender and receiver both carried a copy within it waits "
     "until one of them has not (its quota would otherwise let the first seconds run far "
-    "above --max-mbps); a move with a clean end starts at once. 0 disables.")]
+    "above --max-mbps); a move with a clean end starts at once. Default: the longest window "
+    "the brokers describe (Kafka's 11 s); a shorter value is raised to it. 0 disables.",
+    show_default=False)]
 QuotaBurst = Annotated[bool, typer.Option(
     help="Start moves onto brokers whose follower quota a topic's "
     "follower.replication.throttled.replicas (\"*\", or entries naming them) keeps counting: "
@@ -213,7 +214,7 @@ def execute(
     gate_samples: GateSamples = 3,
     gate_timeout: GateTimeout = DEFAULT_GATE_TIMEOUT_SECONDS,
     produce_p99_max_ms: P99 = None,
-    quota_window: QuotaWindow = DEFAULT_QUOTA_WINDOW_SECONDS,
+    quota_window: QuotaWindow = None,
     final_gate: Annotated[bool, typer.Option(
         help="Also wait for the gate after the last move, so the run ends on a settled "
         "cluster (useful when another run follows at once).")] = False,

@@ -100,7 +100,7 @@ def config_from_flags(*, max_mbps: float, concurrency: Concurrency = 1, cooldown
                       gate_floor_mbps: float = 1.0, gate_samples: int = 3,
                       gate_timeout: float | None = DEFAULT_GATE_TIMEOUT_SECONDS,
                       produce_p99_max_ms: float | None = None, poll_seconds: float = 1.0,
-                      quota_window: float = 0.0, final_gate: bool = False,
+                      quota_window: float | None = 0.0, final_gate: bool = False,
                       slo: SloPolicy | None = None) -> ExecutorConfig:
     """One validated config from the flags of a new run (rates in MB/s -> bytes/s); every
     default is the flag's own."""

@@ -16,6 +16,12 @@ from kafka_rebalance.core.names import TopicPartition
 # all of the broker's. The admin port reads it (`cordoned_brokers`); a drain run sets it.
 CORDONED_LOG_DIRS = "cordoned.log.dirs"
 
+# The static broker configs that size Kafka's replication quota window: a quota is measured over
+# `num` samples of `size.seconds` each (11 x 1 s by default). The admin port reads them
+# (`quota_windows`); the executor waits on them (executor.flows.QuotaWindows).
+QUOTA_WINDOW_NUM = "replication.quota.window.num"
+QUOTA_WINDOW_SIZE = "replication.quota.window.size.seconds"
+
 # What a claim of the run lease decides from (executor.lease.LeaseStore): the latest lease
 # value (None: never written) and how many seconds ago it was written by the store's own clock
 # (None: the store cannot tell) -> the value to write.
@@ -133,6 +139,11 @@ class KafkaAdmin(Protocol):
     def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
         """Those of `broker_ids` whose every log dir is cordoned (KIP-1066): they get no new
         replica. A broker that does not know `cordoned.log.dirs` is not cordoned."""
+        ...
+
+    def quota_windows(self, broker_ids: Iterable[int]) -> dict[int, float]:
+        """Each broker's replication quota window in seconds (QUOTA_WINDOW_NUM x
+        QUOTA_WINDOW_SIZE, whatever level sets them); a broker that does not say is left out."""
         ...
 
     def topic_configs(self, topics: Iterable[str], names: Sequence[str]) -> dict[

@@ -75,6 +75,8 @@ class FakeAdmin:
     broker_ids: Sequence[int] = (1, 2, 3, 4)
     dead: set[int] = field(default_factory=set)
     cordoned: set[int] = field(default_factory=set)  # cordoned.log.dirs="*" (KIP-1066)
+    # each broker's replication quota window as it describes it (none: the broker does not say)
+    quota_window_seconds: dict[int, float] = field(default_factory=dict)
     parts: dict[TopicPartition, _Partition] = field(default_factory=dict)
     broker_cfg: dict[int, dict[str, str]] = field(default_factory=dict)
     topic_cfg: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -157,6 +159,10 @@ class FakeAdmin:
 
     def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
         return frozenset(set(broker_ids) & self.cordoned - self.dead)
+
+    def quota_windows(self, broker_ids: Iterable[int]) -> dict[int, float]:
+        return {b: self.quota_window_seconds[b] for b in broker_ids
+                if b in self.quota_window_seconds and b not in self.dead}
 
     def registered_racks(self) -> dict[int, str | None]:
         return {b: "a" if b % 2 else "b" for b in self.broker_ids}  # dead ones stay registered

@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from executor.config import EventKind, ExecutorConfig
-from executor.flows import Direction, QuotaWindows, move_ends
+from executor.flows import Direction, QuotaWindows, choose_quota_window, move_ends
 from executor.records import RunOutcome
 from executor.runner import Executor
 from kafka_rebalance.core.errors import InputError
@@ -181,3 +181,57 @@ def test_a_taker_cancelled_by_its_first_steps_takes_nothing_over() -> None:
     assert any("orders-1: cancelling (replicas changed to [4, 1] outside this run)" in m
                for m in said), said
     assert not any("takes over" in m for m in said), said
+
+
+REPEATED_RECEIVER = [Move("orders", 0, (1, 2), (3, 2), 30 * MB),
+                     Move("orders", 1, (2, 1), (2, 4), MB),
+                     Move("orders", 2, (4, 1), (3, 1), 10 * MB)]
+
+
+def _run_on_brokers(window: dict[int, float], asked: float | None
+                    ) -> tuple[World, dict[tuple[str, str], float]]:
+    """A run of REPEATED_RECEIVER whose brokers describe `window` as their quota window."""
+    world = make_world(REPEATED_RECEIVER, quota_window_seconds=asked)
+    world.admin.quota_window_seconds = window
+    report = Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                            reporter=world.reporter).run()
+    assert report.outcome is RunOutcome.COMPLETED
+    return world, _state_times(world)
+
+
+def _header_window(world: World) -> float:
+    return float(world.sink.records[0]["settings"]["quota_window_seconds"])
+
+
+def test_without_a_window_asked_the_run_waits_the_one_its_brokers_describe() -> None:
+    world, times = _run_on_brokers({1: 4.0, 2: 4.0, 3: 4.0, 4: 4.0}, None)
+    waited = times[("orders-2", "throttling")] - times[("orders-0", "verifying")]
+    assert 4.0 <= waited < 4.0 + 2.5
+    assert _header_window(world) == 4.0  # a resume keeps it
+    assert not [m for m in world.messages(EventKind.NOTE) if "--quota-window" in m]
+
+
+def test_a_shorter_window_asked_for_is_raised_to_the_brokers_and_said() -> None:
+    """Asking 3 s of brokers that measure their quota over 11 s would let the third copy make
+    up 8 s of the cap at full speed (seen on the sandbox): the run waits the brokers' 11 s."""
+    world, times = _run_on_brokers({1: 11.0, 2: 11.0, 3: 11.0, 4: 7.0}, 3.0)
+    assert times[("orders-2", "throttling")] - times[("orders-0", "verifying")] >= 11.0
+    assert _header_window(world) == 11.0
+    notes = [m for m in world.messages(EventKind.NOTE) if "--quota-window" in m]
+    assert len(notes) == 1 and "broker(s) 1, 2, 3 (11 s" in notes[0], notes
+
+
+@pytest.mark.parametrize(("asked", "described", "seconds", "said"), [
+    (None, {}, 11.0, None),  # the brokers do not say: Kafka's default
+    (None, {1: 3.0, 2: 5.0}, 5.0, None),  # the longest of them
+    (3.0, {1: 11.0}, 11.0, "shorter than"),  # raised, and said
+    (20.0, {1: 11.0}, 20.0, None),  # a longer wait is the operator's to choose
+    (3.0, {}, 3.0, None),  # nothing to hold it against
+    (0.0, {1: 11.0}, 0.0, "do not wait"),  # turned off, and said
+    (0.0, {}, 0.0, None),
+])
+def test_the_window_chosen(asked: float | None, described: dict[int, float], seconds: float,
+                           said: str | None) -> None:
+    choice = choose_quota_window(asked, described, 11.0)
+    assert choice.seconds == seconds
+    assert (choice.note is None) if said is None else (said in (choice.note or "")), choice

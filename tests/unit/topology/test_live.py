@@ -49,6 +49,9 @@ class FakeAdmin:
     def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
         return frozenset()
 
+    def quota_windows(self, broker_ids: Iterable[int]) -> dict[int, float]:
+        return {}
+
 
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         return list(self._partitions)
