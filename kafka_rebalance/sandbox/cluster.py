@@ -147,7 +147,8 @@ def _write_broker_config(info: SandboxInfo, broker_id: int, rack: str) -> Path:
     text = config.broker_properties(broker_id, rack, ports, info.data_dirs(broker_id),
                                     info.internal_rf,
                                     info.broker_host(broker_id), info.controller_host,
-                                    info.dir / REMOTE_DIR if info.tiered_storage else None)
+                                    info.dir / REMOTE_DIR if info.tiered_storage else None,
+                                    info.quota_window_samples)
     return _write(node_dir / "server.properties", text)
 
 
@@ -241,16 +242,19 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
        base_port: int = config.DEFAULT_BASE_PORT,
        progress: Callable[[str], None] = _quiet, link_mbps: int | None = None,
        tiered_storage: bool = False, log_dirs: int = 1,
-       metric_names: str = "sandbox") -> UpResult:
+       metric_names: str = "sandbox", quota_window_samples: int | None = None) -> UpResult:
     """Start a sandbox in sandbox_dir, or report the one already running there; with link_mbps
     every broker gets a namespace and a link shaped to that many Mbit/s each way; with
     tiered_storage, topics created with remote.storage.enable=true keep their older segments
     in a directory of the sandbox that stands for remote storage; with log_dirs > 1 each
     broker keeps its partitions in that many log dirs (JBOD); metric_names "strimzi" names the
-    exporter's series as Strimzi's rules do (config.METRIC_NAMES)."""
+    exporter's series as Strimzi's rules do (config.METRIC_NAMES); quota_window_samples sets
+    the brokers' replication.quota.window.num (None: Kafka's 11)."""
     if metric_names not in config.METRIC_NAMES:
         raise SandboxError(f"--metric-names {metric_names!r}: expected one of "
                            f"{', '.join(config.METRIC_NAMES)}")
+    if quota_window_samples is not None and quota_window_samples < 1:
+        raise SandboxError(f"quota window samples must be at least 1, got {quota_window_samples}")
     sandbox_dir = sandbox_dir.resolve()
     if link_mbps is not None:
         links.check_link_mbps(link_mbps)
@@ -268,7 +272,7 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
     require_tool("prometheus")
     planned = replace(_planned(sandbox_dir, brokers, racks, base_port),
                       tiered_storage=tiered_storage, log_dirs=log_dirs,
-                      metric_names=metric_names)
+                      metric_names=metric_names, quota_window_samples=quota_window_samples)
     check_ports(port_roles(planned))
     if link_mbps is not None:
         planned = replace(planned, link=network.plan(sandbox_dir, link_mbps,

@@ -111,11 +111,13 @@ def controller_properties(ports: PortPlan, data_dir: Path, host: str = LOOPBACK,
 def broker_properties(
     broker_id: int, rack: str, ports: PortPlan, data_dirs: Sequence[Path], internal_rf: int,
     host: str = LOOPBACK, controller_host: str = LOOPBACK, remote_dir: Path | None = None,
+    quota_window_samples: int | None = None,
 ) -> str:
     """server.properties of one broker: small thread pools, small segments, explicit topics;
     it listens (and is advertised) on host, its namespace's address in a linked sandbox. More
     than one of `data_dirs`: a JBOD broker (KIP-858), one log dir each. With `remote_dir`,
-    tiered storage in that directory (shared by every broker)."""
+    tiered storage in that directory (shared by every broker). `quota_window_samples` sets
+    replication.quota.window.num (None: Kafka's default)."""
     port = ports.broker(broker_id)
     min_isr = 2 if internal_rf >= 3 else 1
     return _properties({
@@ -151,6 +153,8 @@ def broker_properties(
         "log.cleaner.dedupe.buffer.size": 8388608,
         "num.recovery.threads.per.data.dir": 1,
         **(tiered_storage(remote_dir, internal_rf) if remote_dir else {}),
+        **({"replication.quota.window.num": quota_window_samples}
+           if quota_window_samples is not None else {}),
     })
 
 

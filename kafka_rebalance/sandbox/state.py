@@ -70,6 +70,11 @@ class SandboxInfo:
     names, labelled broker_id) or "strimzi" (kafka_server_brokertopicmetrics_... as Strimzi's
     rules name them, labelled broker), for testing a --queries file for such a cluster."""
 
+    quota_window_samples: int | None = None
+    """replication.quota.window.num of every broker (`up(quota_window_samples=...)`); None:
+    Kafka's default (11 samples of 1 s). The tests keep it short so runs wait less, and the
+    executor reads it back from the brokers like any other cluster's."""
+
     def data_dirs(self, broker_id: int) -> tuple[Path, ...]:
         """A broker's log dirs: broker-N/data, then broker-N/data-2, ... on a JBOD sandbox."""
         node = self.dir / f"broker-{broker_id}"
@@ -219,6 +224,8 @@ def read_state(sandbox_dir: Path) -> SandboxInfo | None:
             tiered_storage=bool(data.get("tiered_storage", False)),
             log_dirs=int(data.get("log_dirs", 1)),
             metric_names=str(data.get("metric_names", "sandbox")),
+            quota_window_samples=(None if data.get("quota_window_samples") is None
+                                  else int(data["quota_window_samples"])),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise SandboxError(f"{path} is not a sandbox state file ({exc}); remove the dir") from exc

@@ -44,7 +44,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     base = cluster.free_base_port(31090, SESSION_BROKERS + SPARE_BROKER_IDS)
     try:
         result = cluster.up(sandbox_dir, brokers=SESSION_BROKERS, racks=SESSION_RACKS,
-                            base_port=base)
+                            base_port=base,
+                            quota_window_samples=executor_support.QUOTA_WINDOW_SAMPLES)
         yield result.info
     finally:
         cluster.down(sandbox_dir)

@@ -46,6 +46,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PARTITION_BYTES = 4_000_000  # ~4 s per follower move at 1 MB/s
 RECORD_BYTES = 10_000
 CAP_MBPS = "1"
+# The tests' sandboxes measure replication quotas over 3 samples of 1 s (Kafka's default: 11),
+# so a run waits 3 s, not 11, before a copy into a broker that just received one.
+QUOTA_WINDOW_SAMPLES = 3
 EQUAL = Capacities(default={k: 1e15 for k in CAPACITY_KEYS})
 BrokerConfigs = dict[int, dict[str, str | None]]
 ThrottleConfigs = tuple[BrokerConfigs, dict[str, str | None]]
@@ -92,12 +95,12 @@ CALM_SLO = ("--slo-produce-p99-ms", "60000", "--slo-fetch-p99-ms", "60000",
 
 def execute_args(info: SandboxInfo, plan: Path, journal: Path, *extra: str,
                  max_mbps: str = CAP_MBPS, hand_made: bool = True,
-                 quota_window: str | None = "3", calm_slo: bool = True) -> list[str]:
+                 quota_window: str | None = None, calm_slo: bool = True) -> list[str]:
     """An `execute` of `plan`. A hand-made plan's moves serve the test, not balance, and the
     shared sandbox's balance is whatever earlier tests left, so worse balance is allowed. The
-    quota window is 3 s (a process waits one before its first copy) unless a test measures
-    the cap and passes None for Kafka's own 11 s. The SLO guard is calm (CALM_SLO) unless
-    the test gives its thresholds."""
+    quota window is the one the brokers describe (QUOTA_WINDOW_SAMPLES x 1 s on the tests'
+    sandboxes: a process waits one before its first copy) unless a test gives one. The SLO
+    guard is calm (CALM_SLO) unless the test gives its thresholds."""
     allow = ["--allow-worse-balance"] if hand_made else []
     window = ["--quota-window", quota_window] if quota_window is not None else []
     calm = list(CALM_SLO) if calm_slo else []
@@ -221,14 +224,16 @@ def state_sequence(path: Path) -> list[tuple[str, str]]:
 def own_sandbox(tmp_path_factory: pytest.TempPathFactory, name: str, first_port: int, *,
                 brokers: int = 4, racks: int = 2, port_room: int = 8,
                 tiered_storage: bool = False, log_dirs: int = 1,
-                metric_names: str = "sandbox") -> Iterator[SandboxInfo]:
+                metric_names: str = "sandbox",
+                quota_window_samples: int | None = QUOTA_WINDOW_SAMPLES) -> Iterator[SandboxInfo]:
     """A sandbox of one test module's own (the session's shared one carries what earlier
-    tests left), on the first free base port from `first_port`; stopped whatever happens."""
+    tests left), on the first free base port from `first_port`; stopped whatever happens.
+    `quota_window_samples` None: Kafka's own replication quota window."""
     sandbox_dir = tmp_path_factory.mktemp(name)
     try:
         yield cluster.up(sandbox_dir, brokers=brokers, racks=racks,
                          tiered_storage=tiered_storage, log_dirs=log_dirs,
-                         metric_names=metric_names,
+                         metric_names=metric_names, quota_window_samples=quota_window_samples,
                          base_port=cluster.free_base_port(first_port, port_room)).info
     finally:
         cluster.down(sandbox_dir)

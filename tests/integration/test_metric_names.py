@@ -3,7 +3,8 @@
 in the label `broker`) runs a move with `execute --queries dashboards/queries-strimzi.yaml`,
 and every query of that file, and every broker panel of the dashboard `rebalance dashboard
 --queries` builds from it, returns data from the real Prometheus over the run. The sandbox's
-own names are checked the same way by test_dashboard_queries."""
+own names are checked the same way by test_dashboard_queries. Its brokers keep Kafka's own
+replication quota window (11 samples of 1 s), as such a cluster would."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from kafka_rebalance.report.dashboard import queries as dashboard_queries
 from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.executor_support import (
     ROOT,
+    create_topic,
     execute_args,
     fill,
     has_data,
@@ -45,7 +47,7 @@ NO_SERIES_HERE = {"consumer_lag"}  # kafka_exporter's series: no such exporter o
 @pytest.fixture(scope="module")
 def strimzi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     with own_sandbox(tmp_path_factory, "strimzi-sandbox", 27290, brokers=3, racks=3,
-                     metric_names="strimzi") as info:
+                     metric_names="strimzi", quota_window_samples=None) as info:  # Kafka's 11
         yield info
 
 
@@ -110,3 +112,34 @@ def test_a_strimzi_named_cluster_is_gated_and_drawn_by_its_queries_file(
                                                                   end)):
             empty.append((title, filled))
     assert not empty, empty
+
+
+def test_a_copy_into_a_broker_that_just_received_one_holds_the_cap(
+        strimzi: SandboxInfo, tmp_path: Path) -> None:
+    """Kafka measures a replication quota over its window, so a copy into a broker whose window
+    still holds an earlier copy's bytes runs at full speed until it has made up the gap: here,
+    with --quota-window 3 taken as asked, the second 8 MB copy below took 0.5 s at a 1 MB/s
+    cap. The run waits the window the brokers describe (11 s) and says why."""
+    first = create_topic(strimzi, "held-first", 1, [1, 2], 4_000_000)
+    second = create_topic(strimzi, "held-second", 1, [1, 2], 8_000_000)
+    for topic in (first, second):  # each into broker 3, the second just after the first
+        plan, journal = tmp_path / f"{topic}.json", tmp_path / f"{topic}.journal"
+        make_plan(strimzi, plan, [(topic, 0, (1, 3))])
+        run = rebalance(*execute_args(strimzi, plan, journal, "--queries", str(QUERIES),
+                                      max_mbps="2", quota_window="3"), timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+    said = run.stdout + run.stderr
+    assert ("--quota-window 3 s is shorter than the replication quota window of broker(s) "
+            "1, 2, 3 (11 s") in said, said
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert records[0]["settings"]["quota_window_seconds"] == 11.0  # a resume keeps it
+    at = {r["state"]: float(r["at"]) for r in records if r.get("kind") == "state"}
+    # 8 MB at 2 MB/s: 4 s, less what Kafka lets through before its quota first holds (the
+    # first second's share and one 1 MiB fetch)
+    assert at["verifying"] - at["copying"] >= 3.0, at
+    admin = KafkaClusterAdmin(strimzi.bootstrap)
+    try:
+        assert {p.topic: p.replicas for p in admin.partitions([first, second])} == {
+            first: (1, 3), second: (1, 3)}
+    finally:
+        admin.close()

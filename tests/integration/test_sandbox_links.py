@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_rebalance.sandbox import cluster, links, ready
 from kafka_rebalance.sandbox.produce import ProduceRequest, produce
 from kafka_rebalance.sandbox.state import SandboxInfo, read_state
+from tests.integration.executor_support import QUOTA_WINDOW_SAMPLES
 from tests.integration.prometheus_query import prom_query
 
 pytestmark = pytest.mark.integration
@@ -63,7 +64,7 @@ def linked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     try:
         started = time.monotonic()
         info = cluster.up(sandbox_dir, brokers=3, racks=3, base_port=base,
-                          link_mbps=LINK_MBPS).info
+                          link_mbps=LINK_MBPS, quota_window_samples=QUOTA_WINDOW_SAMPLES).info
         print(f"linked sandbox up in {time.monotonic() - started:.1f}s")
         yield info
     finally:
