@@ -76,13 +76,12 @@ def test_every_dashboard_query_returns_data_during_a_run(
     journal = tmp_path / "plan.json.journal"
     start = time.time()
     # a produce p99 threshold every broker that served produce requests breaches: the SLO
-    # guard's panels get data (Kafka's 11 s quota window, so that copies run at the cap for
-    # the guard's steps even when an earlier test just copied into the same broker)
+    # guard's panels get data (the run waits the brokers' quota window, so that copies run at
+    # the cap for the guard's steps even when an earlier test just copied into the same broker)
     proc = start_rebalance(tmp_path / "execute.log", *execute_args(
         sandbox, plan_path, journal, "--metrics-port", str(executor_scraped),
         "--slo-produce-p99-ms", "0.001", "--slo-absolute", "--slo-interval", "2",
-        calm_slo=False,
-        quota_window=None))
+        calm_slo=False))
     try:
         ready.wait_for_targets(sandbox.prometheus_url, [executor_scraped], 60)
         assert proc.wait(300) == 0, (tmp_path / "execute.log").read_text()

@@ -128,7 +128,7 @@ def test_three_moves_in_order_with_throttles_read_back(
         metrics_port = free_port()
         proc = start_rebalance(tmp_path / "execute.log",
                                *execute_args(sandbox, plan_path, journal, "--metrics-port",
-                                             str(metrics_port), quota_window=None))
+                                             str(metrics_port)))
         exported = ""
         try:
             for move in moves:
@@ -189,8 +189,8 @@ def test_three_moves_in_order_with_throttles_read_back(
 
 
 def assert_output_for_people(log: str, moves: list[Move]) -> None:
-    """The run's log in a pipe: a few lines per move (the gate is sampled every 0.5 s for the
-    11 s quota window, but said only when its verdict changes), rates in human units, and a
+    """The run's log in a pipe: a few lines per move (the gate is sampled every 0.5 s, but
+    said only when its verdict changes), rates in human units, and a
     summary against the 1 MB/s cap with a row per move."""
     lines = log.splitlines()
     assert not re.search(r"\d{5,} B/s", log), log  # no raw byte rates

@@ -1,10 +1,16 @@
 """On the real sandbox: moves side by side share a broker that only keeps its replica, and the
 operator's rate on it comes back byte for byte; one at a time, moves into one broker hand it
-over without a gap and each copy holds the cap."""
+over without a gap and each copy holds the cap.
+
+The module has a sandbox of its own whose brokers keep Kafka's own replication quota window
+(11 samples of 1 s), as production clusters do: how copies share a broker's quota, and how much
+of the cap they reach, depend on it (over the session sandbox's 3 s window the three hand-over
+copies below reached 0.78 of the cap, against 0.95 over 11 s)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +23,7 @@ from tests.integration.executor_support import (
     execute_args,
     layout,
     make_plan,
+    own_sandbox,
     rebalance,
     replicas_of,
     throttle_configs,
@@ -29,6 +36,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics
 
 MB = 1_000_000
 CAP = 3 * MB  # the hand-over test's cap
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
+    with own_sandbox(tmp_path_factory, "side-by-side-sandbox", 27490,
+                     quota_window_samples=None) as info:
+        yield info
 
 
 def _times(journal: Path) -> dict[tuple[str, str], float]:
@@ -65,7 +79,7 @@ def test_two_moves_share_a_staying_broker_and_its_rate_comes_back(
                      sandbox, lay.spare, 16) == 0, 60)
         journal = tmp_path / "run.journal"
         result = rebalance(*execute_args(sandbox, plan, journal, "--concurrency", "auto",
-                                         max_mbps="2", quota_window=None))
+                                         max_mbps="2"))
         output = result.stdout + result.stderr
         assert result.returncode == 0, output
         assert replicas_of(admin, first) == {0: (lay.spare_a, lay.follower)}
@@ -105,7 +119,7 @@ def test_moves_into_one_broker_hand_it_over_without_a_gap_and_hold_the_cap(
              lambda: _copies_into(sandbox, lay.spare_a, 16) == 0, 60)
     journal = tmp_path / "run.journal"
     started = time.time()
-    result = rebalance(*execute_args(sandbox, plan, journal, max_mbps="3", quota_window=None))
+    result = rebalance(*execute_args(sandbox, plan, journal, max_mbps="3"))
     assert result.returncode == 0, result.stdout + result.stderr
     output = result.stdout + result.stderr
     t = _times(journal)
@@ -127,7 +141,7 @@ def test_moves_into_one_broker_hand_it_over_without_a_gap_and_hold_the_cap(
     make_plan(sandbox, second, [(later, 0, (lay.spare_a, lay.follower))])
     started = time.time()
     result = rebalance(*execute_args(sandbox, second, tmp_path / "second.journal",
-                                     max_mbps="3", quota_window=None))
+                                     max_mbps="3"))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     t = _times(tmp_path / "second.journal")
