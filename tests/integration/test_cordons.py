@@ -27,7 +27,7 @@ from tests.integration.executor_support import (
     replicas_of,
     throttle_configs,
 )
-from tests.integration.kafka_topics import wait_for
+from tests.integration.kafka_topics import create_topics, wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
@@ -110,8 +110,7 @@ def test_a_drain_cordons_its_broker_and_a_cancel_lifts_the_cordon(
         assert proc.poll() is None, log.read_text()
         assert admin.cordoned_brokers(lay.all_ids) == {drained}
         created = f"exec-cordon-new-{tmp_path.name[-8:]}"
-        client = AdminClient({"bootstrap.servers": sandbox.bootstrap})
-        client.create_topics([NewTopic(created, 8, 2)])[created].result(30)
+        create_topics(sandbox.bootstrap, [NewTopic(created, 8, 2)])
         # a new topic reaches every broker's metadata a moment after it is created
         wait_for("the new topic's metadata", lambda: len(_replicas_or_none(admin, created)) == 8)
         assert not any(drained in r for r in replicas_of(admin, created).values())

@@ -231,10 +231,8 @@ def test_target_broker_killed_mid_move_is_cancelled_and_only_its_throttle_waits(
     lay = layout(sandbox)
     target = lay.spare  # a session broker, started again below (an added one would stay empty
     # and draw later tests' plans away from the brokers they add)
-    # 24 MB: the broker must die while the copy runs, and a copy has been seen to run past
-    # the cap in its first second (8 MB at 14 MB/s in CI: issue 21, point 5), which would end
-    # an 8 MB copy before the kill
-    topic = create_topic(sandbox, "exec-dead", 1, [lay.leader, lay.follower], 3 * BIG_PARTITION)
+    # the broker must die while the copy runs: 8 s at the cap
+    topic = create_topic(sandbox, "exec-dead", 1, [lay.leader, lay.follower], BIG_PARTITION)
     everyone = lay.all_ids
     before = throttle_configs(admin, everyone, topic)
     plan = tmp_path / "plan.json"

@@ -27,7 +27,7 @@ from tests.integration.executor_support import (
     start_rebalance,
     throttle_configs,
 )
-from tests.integration.kafka_topics import wait_for
+from tests.integration.kafka_topics import create_topics, wait_for
 from topology.kafka_admin import KafkaClusterAdmin
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
@@ -152,8 +152,7 @@ def test_the_leases_age_is_read_on_the_clusters_clock_not_the_holders(
 
     topic = "lease-clock-skew"
     client = AdminClient({"bootstrap.servers": sandbox.bootstrap})
-    client.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[
-        topic].result(30)
+    create_topics(sandbox.bootstrap, [NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])
 
     def write(record: LeaseRecord) -> None:
         KafkaLeaseStore(sandbox.bootstrap, topic=topic).claim(lambda raw, ago: record.encode())

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from executor.dirs import DIR_RATE
 from executor.journal import read_journal
@@ -123,13 +123,10 @@ def test_a_replica_arriving_on_a_jbod_broker_is_created_in_the_dir_the_plan_chos
     broker, other = jbod.brokers[0].id, jbod.brokers[1].id
     first, second = (str(d) for d in jbod.data_dirs(broker))
     admin = KafkaClusterAdmin(jbod.bootstrap)
-    client = AdminClient({"bootstrap.servers": jbod.bootstrap})
     try:
-        created = client.create_topics([NewTopic("tiny", 20, replica_assignment=[[broker]] * 20),
-                                        NewTopic("heavy", 4, replica_assignment=[[broker]] * 4),
-                                        NewTopic("arrive", 1, replica_assignment=[[other]])])
-        for future in created.values():
-            future.result(30)
+        create_topics(jbod.bootstrap, [NewTopic("tiny", 20, replica_assignment=[[broker]] * 20),
+                                       NewTopic("heavy", 4, replica_assignment=[[broker]] * 4),
+                                       NewTopic("arrive", 1, replica_assignment=[[other]])])
         wait_for("the new topics", lambda: _partitions(admin, ["tiny", "heavy", "arrive"]) == 25,
                  30)
         producer = Producer({"bootstrap.servers": jbod.bootstrap, "acks": "all"})
@@ -167,12 +164,9 @@ def test_a_run_killed_while_replicas_move_between_dirs_resumes_and_restores_the_
     broker = jbod.brokers[2].id
     first, second = (str(d) for d in jbod.data_dirs(broker))
     admin = KafkaClusterAdmin(jbod.bootstrap)
-    client = AdminClient({"bootstrap.servers": jbod.bootstrap})
     proc = None
     try:
-        created = client.create_topics([NewTopic("slow", 2, replica_assignment=[[broker]] * 2)])
-        for future in created.values():
-            future.result(30)
+        create_topics(jbod.bootstrap, [NewTopic("slow", 2, replica_assignment=[[broker]] * 2)])
         wait_for("the new topic", lambda: _partitions(admin, ["slow"]) == 2, 30)
         producer = Producer({"bootstrap.servers": jbod.bootstrap, "acks": "all",
                              "compression.type": "none"})

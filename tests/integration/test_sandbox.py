@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_rebalance.sandbox import cluster, process
 from kafka_rebalance.sandbox.process import port_in_use
 from kafka_rebalance.sandbox.state import SandboxInfo
+from tests.integration.kafka_topics import create_topics
 from tests.integration.prometheus_query import prom_query
 
 pytestmark = pytest.mark.integration
@@ -74,10 +75,8 @@ def test_prometheus_scrapes_every_broker_with_labels(sandbox: SandboxInfo) -> No
 @pytest.fixture(scope="module")
 def probe_traffic(sandbox: SandboxInfo) -> int:
     """Create a replicated topic, produce and consume a little data; return bytes produced."""
-    client = admin(sandbox.bootstrap)
-    futures = client.create_topics(
-        [NewTopic(PROBE_TOPIC, num_partitions=2, replication_factor=3)], request_timeout=30)
-    futures[PROBE_TOPIC].result(timeout=30)
+    create_topics(sandbox.bootstrap,
+                  [NewTopic(PROBE_TOPIC, num_partitions=2, replication_factor=3)])
     producer = Producer({"bootstrap.servers": sandbox.bootstrap, "acks": "all"})
     for i in range(PROBE_MESSAGES):
         producer.produce(PROBE_TOPIC, value=PROBE_VALUE, key=str(i).encode())

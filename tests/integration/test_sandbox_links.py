@@ -18,12 +18,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from kafka_rebalance.sandbox import cluster, links, ready
 from kafka_rebalance.sandbox.produce import ProduceRequest, produce
 from kafka_rebalance.sandbox.state import SandboxInfo, read_state
 from tests.integration.executor_support import QUOTA_WINDOW_SAMPLES
+from tests.integration.kafka_topics import create_topics
 from tests.integration.prometheus_query import prom_query
 
 pytestmark = pytest.mark.integration
@@ -118,9 +119,7 @@ def test_acks_all_produce_runs_at_the_link_rate(linked: SandboxInfo) -> None:
     fetch, so one producer alternates between the two directions (about half the rate);
     two producers keep the link busy."""
     topic = "linked-rate"
-    admin = AdminClient({"bootstrap.servers": linked.bootstrap})
-    admin.create_topics([NewTopic(topic, 1, replica_assignment=[[1, 2]])],
-                        request_timeout=30)[topic].result(timeout=30)
+    create_topics(linked.bootstrap, [NewTopic(topic, 1, replica_assignment=[[1, 2]])])
     results: list[int] = []
     errors: list[BaseException] = []
 
