@@ -82,10 +82,11 @@ Cooldown = Annotated[float, typer.Option(
     help="Seconds to wait after each move before the gate is checked.")]
 QuotaWindow = Annotated[float | None, typer.Option(
     help="Seconds of Kafka's replication quota window (replication.quota.window.num x "
-    ".size.seconds). A move whose sender and receiver both carried a copy within it waits "
-    "until one of them has not (its quota would otherwise let the first seconds run far "
-    "above --max-mbps); a move with a clean end starts at once. Default: the longest window "
-    "the brokers describe (Kafka's 11 s); a shorter value is raised to it. 0 disables.",
+    ".size.seconds). A move into a broker that received a copy within it waits until the "
+    "window has passed (its quota would otherwise let the first seconds run far above "
+    "--max-mbps), unless it takes that broker over from a copy ending now. Default: the "
+    "longest window the brokers describe (Kafka's 11 s); a shorter value is raised to it. "
+    "0 disables.",
     show_default=False)]
 QuotaBurst = Annotated[bool, typer.Option(
     help="Start moves onto brokers whose follower quota a topic's "

@@ -1,6 +1,7 @@
-"""Kafka's replication quota window: a move starts at once when each of its copies has an end
-whose window is clean, and waits for the window only when both ends of a copy carried one
-within it (executor.flows)."""
+"""Kafka's replication quota window: a move into a broker whose window still holds a copy's
+bytes waits for the window, unless it takes that broker over from a copy ending now; the
+window is the one the brokers describe, unless the operator asks for a longer one
+(executor.flows)."""
 
 from __future__ import annotations
 
