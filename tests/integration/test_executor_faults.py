@@ -170,7 +170,7 @@ def _start_prometheus(info: SandboxInfo, command: list[str]) -> None:
 
 def test_prometheus_stopped_mid_run_holds_then_continues(
         sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
-    run = start_slow_run(sandbox, admin, tmp_path, "exec-prom", 2)
+    run = start_slow_run(sandbox, admin, tmp_path, "exec-prom", 2, QUICK_MBPS)
     lay, log, journal = run.lay, run.log, run.journal
     command: list[str] = []
     try:
