@@ -139,9 +139,10 @@ class ExecutorConfig:
     # Kafka's replication quota window (replication.quota.window.num x .size.seconds, 11 x 1 s
     # by default). Kafka measures a quota over the samples of that window, so a copy through a
     # broker whose window still holds a finished copy's samples may run far above the cap; a
-    # move starts only when each of its copies has an end whose window is clean (see
-    # executor.flows). 0: never wait. None: the window the brokers describe, read when the run
-    # starts (executor.flows.choose_quota_window, which also lengthens a shorter one asked for).
+    # move into such a broker waits for its window to pass, unless it takes the broker over
+    # from a copy ending now (see executor.flows). 0: never wait. None: the window the brokers
+    # describe, read when the run starts (executor.flows.choose_quota_window, which also
+    # lengthens a shorter one asked for).
     quota_window_seconds: float | None = 0.0
     # The gate protects the next move, so the last move's is skipped unless this is set (for
     # example when another run follows at once and should start from a settled cluster).
