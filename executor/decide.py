@@ -11,6 +11,9 @@ The run's own decisions are here as well: where each move goes when the run is c
 (`on_cancel`), whether a reassignment found in flight at a cancel is reverted (`revert_listed`),
 how a run ended (`run_outcome`), whether a move would overrun the maintenance window
 (`overrun`) and whether a copy ending now hands its brokers to the next move (`hands_over`).
+Which pending moves start is decided per move in the order of the checks the starter makes,
+each once what it needs has been read (`turn_before_ends`, `turn_for_ends`, `turn_for_window`,
+`turn_after_start`).
 executor.runner, executor.steps and executor.starts read the cluster, call these and apply.
 """
 
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from enum import Enum, StrEnum
 
 from executor.gates import GateDecision
 from executor.records import RunOutcome
@@ -292,3 +295,66 @@ def hands_over(state: MoveState, leadership_only: bool, already_handed: bool,
     if state is not S.COPYING or leadership_only or already_handed or bytes_left is None:
         return False
     return bytes_left <= cap_bytes_per_sec * lead_seconds
+
+
+class Started(Enum):
+    """What came of asking a move to start."""
+
+    STARTED = "started"
+    HELD_MOVE = "held: its brokers' network is not readable yet"  # other moves may start
+    HELD_ALL = "held: metrics unavailable"  # nothing starts blind
+
+
+class Turn(StrEnum):
+    """What the starter does with the pending move it weighs (in the run's order)."""
+
+    SKIP = "skip"  # leave it: a later move may start first
+    STOP = "stop"  # start nothing more now (one at a time, the plan's order is kept)
+    LEADERSHIPS = "leaderships"  # start the leadership-only moves from this one on, then stop
+    HOLD = "hold"  # keep its ends for it while its receivers' quota windows clear, then skip
+
+
+def turn_before_ends(*, slots: int, blocked: bool, leadership_only: bool, copying: bool,
+                     one_at_a_time: bool) -> Turn | None:
+    """Before its ends are read: no slot left, a broker of a failed move (left for `resume
+    --retry-failed`), or a leadership-only move (they start together once no copy is in flight:
+    their leadership changes move client traffic, not under a copy's gate). None: go on."""
+    if slots <= 0:
+        return Turn.STOP
+    if blocked:
+        return Turn.SKIP
+    if leadership_only:
+        if not copying:
+            return Turn.LEADERSHIPS
+        return Turn.STOP if one_at_a_time else Turn.SKIP
+    return None
+
+
+def turn_for_ends(*, free: bool, takes_over: bool, others_active: bool,
+                  one_at_a_time: bool) -> Turn | None:
+    """Its ends read: an end in another move's copy (`free` false) leaves it; one at a time it
+    starts only when nothing else is in flight or it takes over a copy ending now. None: go
+    on."""
+    if free and not (one_at_a_time and others_active and not takes_over):
+        return None
+    return Turn.STOP if one_at_a_time else Turn.SKIP
+
+
+def turn_for_window(*, dirty: bool, one_at_a_time: bool) -> Turn | None:
+    """Its receivers' quota windows read: while one still holds a finished copy's bytes it
+    waits (side by side, its ends are kept for it so that no later move takes them). None: go
+    on."""
+    if not dirty:
+        return None
+    return Turn.STOP if one_at_a_time else Turn.HOLD
+
+
+def turn_after_start(started: Started, one_at_a_time: bool) -> Turn | None:
+    """Asked to start: with metrics unavailable nothing starts blind (one at a time, a held
+    move holds the order); a move held because its brokers are not scraped yet leaves the
+    others to go on. None: it started."""
+    if started is Started.HELD_ALL or (one_at_a_time and started is not Started.STARTED):
+        return Turn.STOP
+    if started is Started.HELD_MOVE:
+        return Turn.SKIP
+    return None

@@ -13,7 +13,15 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
-from executor.decide import hands_over, overrun
+from executor.decide import (
+    Turn,
+    hands_over,
+    overrun,
+    turn_after_start,
+    turn_before_ends,
+    turn_for_ends,
+    turn_for_window,
+)
 from executor.flows import (
     SCAN_LIMIT,
     Direction,
@@ -30,7 +38,7 @@ from executor.gates import NetworkSample
 from executor.journal import Journal
 from executor.readings import copies_in_over
 from executor.state import THROTTLES_MAY_BE_SET, MoveState
-from executor.steps import MoveDriver, Started
+from executor.steps import MoveDriver
 from kafka_rebalance.core.errors import MetricsError, TopicGone
 from kafka_rebalance.core.ports import KafkaAdmin
 from planner.result import Move
@@ -157,43 +165,45 @@ class MoveStarter:
         candidates = self._candidates()
         copying = any(not m.leadership_only for m in active)
         for index, move in enumerate(candidates):
-            if slots <= 0:
-                return
-            if self.blocked & {*move.current, *move.target}:
-                continue  # through a failed move's broker: left for resume --retry-failed
-            if move.leadership_only:
-                if not copying:  # their leadership changes move client traffic: not under a
-                    self._start_leaderships(candidates[index:])  # copy's gate
-                    return
-                if one_at_a_time:
-                    return
+            blocked = bool(self.blocked & {*move.current, *move.target})
+            turn = turn_before_ends(slots=slots, blocked=blocked,
+                                    leadership_only=move.leadership_only, copying=copying,
+                                    one_at_a_time=one_at_a_time)
+            if turn is Turn.LEADERSHIPS:
+                self._start_leaderships(candidates[index:])
+            if turn is Turn.SKIP:
                 continue
+            if turn is not None:
+                return
             receivers = frozenset((b, Direction.IN) for b in move.added_brokers)
             if fits(move, receivers, holders, ending)[0]:  # known without the live leader
                 ends = move_ends(move, leaders.of(move), leaders.live())
                 free, taking = fits(move, ends, holders, ending)
             else:
                 free, taking = False, None
-            if not free or (one_at_a_time and active and taking is None):
-                if one_at_a_time:
-                    return
-                continue  # an end is in another move; a later, free move may go first
-            if self._past_finish_by(move):
+            turn = turn_for_ends(free=free, takes_over=taking is not None,
+                                 others_active=bool(active), one_at_a_time=one_at_a_time)
+            if turn is Turn.SKIP:
+                continue
+            if turn is not None or self._past_finish_by(move):
                 return
             carrying = frozenset(e for e in ends if holders.get(e))  # joined without a gap
             dirty = self.quota.dirty_receivers(move, ends, now, carrying)
             if dirty:
                 self._tell_waiting(move, dirty, now)
-                if one_at_a_time:
-                    return
+            turn = turn_for_window(dirty=bool(dirty), one_at_a_time=one_at_a_time)
+            if turn is Turn.HOLD:
                 for end in ends:  # kept for it meanwhile
                     holders.setdefault(end, {})[move.name] = 1.0
                 continue
+            if turn is not None:
+                return
             started = self.driver.start(move, ends, self._baselines_of(carrying, holders))
-            if started is Started.HELD_ALL or (one_at_a_time and started is not Started.STARTED):
-                return  # metrics unavailable: start nothing blind (one at a time: in order)
-            if started is Started.HELD_MOVE:
-                continue  # its brokers are not scraped yet; moves elsewhere go on
+            turn = turn_after_start(started, one_at_a_time)
+            if turn is Turn.SKIP:
+                continue
+            if turn is not None:
+                return
             in_copy = self.journal.run.state_of(move.name) in _STARTED_COPY
             if taking is not None and in_copy:  # not a move its first steps cancelled
                 self.driver.hand_over(taking, move, ends & self._ends(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from enum import Enum
 
 from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.decide import (
     Action,
     Cooling,
     Observation,
+    Started,
     Step,
     Tracking,
     after_gate,
@@ -55,14 +55,6 @@ from topology.model import TopicPartition
 from topology.units import rate_text
 
 S = MoveState
-
-
-class Started(Enum):
-    """What came of asking a move to start."""
-
-    STARTED = "started"
-    HELD_MOVE = "held: its brokers' network is not readable yet"  # other moves may start
-    HELD_ALL = "held: metrics unavailable"  # nothing starts blind
 
 
 # States in which a move's copy may be flowing (its ends busy with its bytes).

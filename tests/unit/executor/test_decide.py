@@ -12,7 +12,9 @@ from executor.decide import (
     GateOutcome,
     Observation,
     Overrun,
+    Started,
     Tracking,
+    Turn,
     after_gate,
     decide,
     hands_over,
@@ -20,6 +22,10 @@ from executor.decide import (
     overrun,
     revert_listed,
     run_outcome,
+    turn_after_start,
+    turn_before_ends,
+    turn_for_ends,
+    turn_for_window,
     without_gate,
 )
 from executor.gates import GateDecision, GateVerdict
@@ -222,3 +228,59 @@ def test_a_copy_ending_within_the_lead_hands_its_brokers_over(
         state: MoveState, leadership: bool, handed: bool, left: int | None,
         hands: bool) -> None:
     assert hands_over(state, leadership, handed, left, 1_000_000, 2.0) is hands
+
+
+# Which pending moves start: each check in the starter's order, one at a time (1) and side by
+# side (N). None: the move goes on to the next check.
+@pytest.mark.parametrize(("slots", "blocked", "leadership", "copying", "one", "turn"), [
+    (0, False, False, False, True, Turn.STOP),  # no slot left
+    (0, False, False, False, False, Turn.STOP),
+    (1, True, False, False, True, Turn.SKIP),  # a failed move's broker: left for --retry-failed
+    (1, True, False, False, False, Turn.SKIP),
+    (1, False, True, False, True, Turn.LEADERSHIPS),  # no copy in flight: the batch starts
+    (1, False, True, False, False, Turn.LEADERSHIPS),
+    (1, False, True, True, True, Turn.STOP),  # under a copy: one at a time keeps the order
+    (1, False, True, True, False, Turn.SKIP),  # side by side: a copy behind it may start
+    (1, False, False, True, True, None),
+    (2, False, False, False, False, None),
+])
+def test_before_its_ends_are_read(slots: int, blocked: bool, leadership: bool, copying: bool,
+                                  one: bool, turn: Turn | None) -> None:
+    assert turn_before_ends(slots=slots, blocked=blocked, leadership_only=leadership,
+                            copying=copying, one_at_a_time=one) is turn
+
+
+@pytest.mark.parametrize(("free", "takes_over", "active", "one", "turn"), [
+    (False, False, False, True, Turn.STOP),  # an end busy: one at a time waits in order
+    (False, False, True, False, Turn.SKIP),  # side by side: a later, free move may go first
+    (True, False, True, True, Turn.STOP),  # one at a time, another move still copies
+    (True, True, True, True, None),  # ... unless this one takes its ending copy over
+    (True, False, False, True, None),  # nothing in flight
+    (True, False, True, False, None),  # side by side, free ends are enough
+])
+def test_for_its_ends(free: bool, takes_over: bool, active: bool, one: bool,
+                      turn: Turn | None) -> None:
+    assert turn_for_ends(free=free, takes_over=takes_over, others_active=active,
+                         one_at_a_time=one) is turn
+
+
+@pytest.mark.parametrize(("dirty", "one", "turn"), [
+    (True, True, Turn.STOP),  # one at a time: it waits, and so does everything after it
+    (True, False, Turn.HOLD),  # side by side: its ends are kept for it, others go on
+    (False, True, None),
+    (False, False, None),
+])
+def test_for_its_receivers_quota_windows(dirty: bool, one: bool, turn: Turn | None) -> None:
+    assert turn_for_window(dirty=dirty, one_at_a_time=one) is turn
+
+
+@pytest.mark.parametrize(("started", "one", "turn"), [
+    (Started.STARTED, True, None),
+    (Started.STARTED, False, None),
+    (Started.HELD_ALL, True, Turn.STOP),  # metrics unavailable: nothing starts blind
+    (Started.HELD_ALL, False, Turn.STOP),
+    (Started.HELD_MOVE, True, Turn.STOP),  # its brokers not scraped yet: the order holds
+    (Started.HELD_MOVE, False, Turn.SKIP),  # ... side by side, moves elsewhere go on
+])
+def test_after_asking_it_to_start(started: Started, one: bool, turn: Turn | None) -> None:
+    assert turn_after_start(started, one) is turn
