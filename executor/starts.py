@@ -1,4 +1,5 @@
-"""Which pending moves start now: the run loop's scheduling (executor.flows decides the rules).
+"""Which pending moves start now: the run loop's scheduling (executor.flows holds the rules of
+ends and quota windows, executor.decide the turn each move takes at each check).
 
 One at a time, the next move in plan order starts once the previous is done, or takes the
 previous move's brokers over as its copy ends. Side by side, the busiest brokers' moves go
