@@ -8,7 +8,8 @@ steps around the one read it needs: `without_gate` (done without a gate, and why
 is read, `after_gate` (done, wait, or stop the run) once executor.gates judged the reading.
 
 The run's own decisions are here as well: where each move goes when the run is cancelled
-(`on_cancel`), whether a reassignment found in flight at a cancel is reverted (`revert_listed`),
+(`on_cancel`), whether a reassignment found in flight at a cancel is reverted (`revert_listed`)
+and what the cancel does then (`after_revert`),
 how a run ended (`run_outcome`), whether a move would overrun the maintenance window
 (`overrun`) and whether a copy ending now hands its brokers to the next move (`hands_over`).
 Which pending moves start is decided per move in the order of the checks the starter makes,
@@ -254,6 +255,57 @@ def revert_listed(move: Move, adding: Iterable[int], replicas: Iterable[int]) ->
     if any(True for _ in adding):
         return True
     return set(replicas) not in (set(move.current), set(move.target))
+
+
+# Why a cancelled move ends done: its copy ended between the last poll and the cancel.
+COMPLETED_BEFORE_CANCEL = (
+    "its copy had completed before the cancel reached it: the data is in place, so the move "
+    "stays done (a cancel stops copies in flight and copies nothing back)")
+
+
+@dataclass(frozen=True, slots=True)
+class CancelStep:
+    """What a cancelled move's poll does once no reassignment of it is in flight: put a
+    replica order back (a reassignment that copies nothing) and look again; or elect the
+    preferred leader, restore the move's throttles and end in `ends` (None: look again next
+    poll). `settling`: the poll was spent waiting for metadata to show the cancel (counted
+    against the stall limit)."""
+
+    reorder: tuple[int, ...] | None = None
+    elect: bool = False
+    ends: MoveState | None = None
+    reason: str | None = None  # None: the move keeps its reason
+    settling: bool = False
+
+
+def after_revert(move: Move, *, submitted: bool, reverted_now: bool,
+                 replicas: tuple[int, ...] | None, leader: int | None, idle_polls: int,
+                 stall_intervals: int, elect_leaders: bool) -> CancelStep:
+    """The rest of a cancel, from the partition as it is now (`replicas` None: gone).
+
+    A copy that ended before the cancel reached it (not one this poll reverted) stays done:
+    the order as planned first, then its preferred leader (with --elect-leaders). Otherwise
+    Kafka's revert put the original replicas back in the in-flight order (target first),
+    which changes the preferred leader: the order goes back as it was and the original leader
+    is elected. Metadata can show the replicas in flight a moment after the revert: that is
+    looked at again for up to `stall_intervals` polls. A move never submitted changed
+    nothing: only its throttles are restored."""
+    if (not reverted_now and replicas is not None and set(move.target) != set(move.current)
+            and set(replicas) == set(move.target)):
+        if replicas != move.target:
+            return CancelStep(reorder=move.target)
+        return CancelStep(elect=elect_leaders and leader != move.target[0], ends=S.DONE,
+                          reason=COMPLETED_BEFORE_CANCEL)
+    if not submitted or replicas is None:
+        return CancelStep(ends=S.CANCELLED)
+    if set(replicas) != set(move.current):
+        in_flight = set(replicas) == set(move.current) | set(move.target) != set(move.target)
+        if in_flight and idle_polls + 1 < stall_intervals:
+            return CancelStep(settling=True)
+        return CancelStep(ends=S.CANCELLED, settling=True)
+    if replicas != move.current:
+        return CancelStep(reorder=move.current)
+    return CancelStep(elect=leader != move.current[0], ends=S.CANCELLED)
 
 
 def run_outcome(cancelling: bool, states: Iterable[MoveState]) -> RunOutcome:

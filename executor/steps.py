@@ -18,6 +18,7 @@ from executor.decide import (
     Step,
     Tracking,
     after_gate,
+    after_revert,
     decide,
     revert_listed,
     without_gate,
@@ -573,48 +574,35 @@ class MoveDriver:
                 carried |= ends_of_baseline(record.baseline)
         return frozenset(carried)
 
-    def _restore_order(self, move: Move) -> bool:
-        """Kafka's cancel puts the original replicas back but in the in-flight order (target
-        first), which changes the preferred leader. Reorder them as they were (a reassignment
-        that copies nothing) and elect the preferred leader; True while that is under way.
-        A move never submitted changed neither: its partition is left as it is."""
-        if not self._record(move).submitted:
-            return False
-        live = self._partition(move)
-        if live is None:
-            return False
-        replicas = set(live.replicas)
-        if replicas != set(move.current):
-            # metadata can still show the replicas in flight (current and target together) a
-            # moment after the cancel: look again, for at most `stall_intervals` polls
-            in_flight = replicas == set(move.current) | set(move.target) != set(move.target)
-            track = self._track(move)
-            track = self.tracking[move.name] = replace(track, idle_polls=track.idle_polls + 1)
-            return in_flight and track.idle_polls < self.config.stall_intervals
-        if live.replicas != move.current:
-            self.ports.admin.alter_partition_reassignments({move.key: move.current})
-            return True
-        if live.leader != move.current[0]:
-            self.ports.admin.elect_preferred_leaders([move.key])
-        return False
-
     def _cancel(self, move: Move) -> bool:
         admin = self.ports.admin
+        submitted = self._record(move).submitted
         # a reassignment of a move never submitted is not this run's: it is left alone
-        listed = (admin.list_partition_reassignments().get(move.key)
-                  if self._record(move).submitted else None)
+        listed = admin.list_partition_reassignments().get(move.key) if submitted else None
         if listed is not None:
             if not revert_listed(move, listed.adding, listed.replicas):
                 return False  # a reorder below is in flight: it copies nothing, let it end
             admin.alter_partition_reassignments({move.key: None})
             if move.key in admin.list_partition_reassignments():
                 return False  # the controller is reverting it; look again next poll
-        elif self._completed_before_cancel(move):
+        live = self._partition(move)
+        track = self._track(move)
+        step = after_revert(move, submitted=submitted, reverted_now=listed is not None,
+                            replicas=None if live is None else live.replicas,
+                            leader=None if live is None else live.leader,
+                            idle_polls=track.idle_polls,
+                            stall_intervals=self.config.stall_intervals,
+                            elect_leaders=self.config.elect_leaders)
+        if step.settling:
+            self.tracking[move.name] = replace(track, idle_polls=track.idle_polls + 1)
+        if step.reorder is not None:
+            admin.alter_partition_reassignments({move.key: step.reorder})
+        if step.ends is None:
             return False
-        if self._restore_order(move):
-            return False
+        if step.elect:
+            admin.elect_preferred_leaders([move.key])
         if self._restored_or_failed(move, self.restore_throttle(self._throttle_plan(move))):
-            self.enter(move, S.CANCELLED, self._record(move).reason)
+            self.enter(move, step.ends, step.reason or self._record(move).reason)
         return False
 
     def _restored_or_failed(self, move: Move, problems: list[str],
@@ -627,25 +615,3 @@ class MoveDriver:
         self.enter(move, S.FAILED, f"{why}; " + "; ".join(problems)
                    + "; run `rebalance clear-throttles` once the brokers are reachable")
         return False
-
-    def _completed_before_cancel(self, move: Move) -> bool:
-        """A copy that ended before the cancel reached it (a crash or an interrupt between
-        its end and the run's next poll): the data is in place, so the move is done, not
-        cancelled (a cancel stops copies; moving the data back would be a new move). Its
-        throttles are restored and its preferred leader elected; True when it was."""
-        live = self._partition(move)
-        if (live is None or set(move.target) == set(move.current)
-                or set(live.replicas) != set(move.target)):
-            return False
-        if live.replicas != move.target:
-            self.ports.admin.alter_partition_reassignments({move.key: move.target})
-            return True  # the order as planned first (copies nothing); then done
-        if not self._restored_or_failed(move,
-                                        self.restore_throttle(self._throttle_plan(move))):
-            return True
-        if self.config.elect_leaders and live.leader != move.target[0]:
-            self.ports.admin.elect_preferred_leaders([move.key])
-        self.enter(move, S.DONE, "its copy had completed before the cancel reached it: the "
-                   "data is in place, so the move stays done (a cancel stops copies in flight "
-                   "and copies nothing back)")
-        return True

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from executor.decide import (
+    COMPLETED_BEFORE_CANCEL,
     OFFLINE_POLLS,
     Action,
+    CancelStep,
     Cooling,
     GateOutcome,
     Observation,
@@ -16,6 +18,7 @@ from executor.decide import (
     Tracking,
     Turn,
     after_gate,
+    after_revert,
     decide,
     hands_over,
     on_cancel,
@@ -284,3 +287,44 @@ def test_for_its_receivers_quota_windows(dirty: bool, one: bool, turn: Turn | No
 ])
 def test_after_asking_it_to_start(started: Started, one: bool, turn: Turn | None) -> None:
     assert turn_after_start(started, one) is turn
+
+
+# The rest of a cancel once nothing of the move is in flight; MOVE copies broker 2's replica
+# to broker 3: current (1, 2), target (1, 3). Kafka's revert leaves the in-flight order.
+_C, _D = MoveState.CANCELLED, MoveState.DONE
+
+
+@pytest.mark.parametrize(("submitted", "reverted", "replicas", "leader", "idle", "step"), [
+    # reverted in the planned order, the original leader leads: throttles back, cancelled
+    (True, True, (1, 2), 1, 0, CancelStep(elect=False, ends=_C)),
+    # ... another leader leads: the original one is elected first
+    (True, True, (1, 2), 2, 0, CancelStep(elect=True, ends=_C)),
+    # reverted in another order: the order is put back, looked at next poll
+    (True, True, (2, 1), 2, 0, CancelStep(reorder=(1, 2))),
+    # metadata still shows the replicas in flight: looked at again while polls are left
+    (True, True, (1, 3, 2), 1, 0, CancelStep(settling=True)),
+    (True, True, (1, 3, 2), 1, 4, CancelStep(ends=_C, settling=True)),  # the 5th poll: ends
+    # replicas neither current nor in flight (changed outside the run): throttles back, ended
+    (True, True, (1, 4), 1, 0, CancelStep(ends=_C, settling=True)),
+    # never submitted: only its throttles are restored
+    (False, False, (1, 2), 2, 0, CancelStep(ends=_C)),
+    # the partition is gone
+    (True, False, None, None, 0, CancelStep(ends=_C)),
+    # the copy ended before the cancel reached it: done, the planned order first
+    (True, False, (3, 1), 3, 0, CancelStep(reorder=(1, 3))),
+    (True, False, (1, 3), 3, 0, CancelStep(elect=True, ends=_D, reason=COMPLETED_BEFORE_CANCEL)),
+    (True, False, (1, 3), 1, 0, CancelStep(elect=False, ends=_D,
+                                           reason=COMPLETED_BEFORE_CANCEL)),
+])
+def test_after_the_revert_a_cancel_puts_order_leader_and_throttles_back(
+        submitted: bool, reverted: bool, replicas: tuple[int, ...] | None, leader: int | None,
+        idle: int, step: CancelStep) -> None:
+    assert after_revert(MOVE, submitted=submitted, reverted_now=reverted, replicas=replicas,
+                        leader=leader, idle_polls=idle, stall_intervals=5,
+                        elect_leaders=True) == step
+
+
+def test_a_copy_done_before_the_cancel_keeps_its_leader_without_elections() -> None:
+    assert after_revert(MOVE, submitted=True, reverted_now=False, replicas=(1, 3), leader=3,
+                        idle_polls=0, stall_intervals=5, elect_leaders=False) == CancelStep(
+        ends=_D, reason=COMPLETED_BEFORE_CANCEL)
