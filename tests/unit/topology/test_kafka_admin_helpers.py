@@ -1,12 +1,14 @@
-"""Pure helpers of the Kafka adapter: config batching, dynamic-value filter, read-back check."""
+"""Pure helpers of the Kafka adapter: config batching, dynamic-value filter, read-back check,
+the replication quota window."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import pytest
 from confluent_kafka.admin import ConfigEntry, ConfigResource, ConfigSource, ResourceType
 
-from topology.kafka_admin import _batches, _dynamic_value, _mismatches
+from topology.kafka_admin import _batches, _dynamic_value, _mismatches, _quota_window
 
 
 def test_broker_resources_go_one_per_request_and_topics_together() -> None:
@@ -39,3 +41,20 @@ def test_mismatches_list_writes_not_yet_described_ignoring_whitespace() -> None:
     assert _mismatches(describe, {1: {"rate": "200"}, 2: {"list": "0:2"}}) == ["1 rate", "2 list"]
     assert _mismatches(describe, {1: {}}) == []
     assert calls[0] == ([1, 2], ["list", "rate"])
+
+
+@pytest.mark.parametrize(("num", "size", "window"), [
+    ("11", "1", 11.0),  # Kafka's defaults
+    ("3", "2", 6.0),
+    ("0", "1", None),  # not a window: the broker says nothing usable
+    ("x", "1", None),
+    (None, "1", None),  # a broker that does not know the config
+])
+def test_a_brokers_quota_window_is_its_samples_times_their_size(
+        num: str | None, size: str, window: float | None) -> None:
+    entries = {"replication.quota.window.size.seconds": ConfigEntry(
+        "replication.quota.window.size.seconds", size, source=ConfigSource.DEFAULT_CONFIG)}
+    if num is not None:  # whatever level sets it
+        entries["replication.quota.window.num"] = ConfigEntry(
+            "replication.quota.window.num", num, source=ConfigSource.STATIC_BROKER_CONFIG)
+    assert _quota_window(entries) == window
