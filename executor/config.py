@@ -178,9 +178,11 @@ class ExecutorConfig:
 
     @property
     def quota_window(self) -> float:
-        """The quota window moves wait on, once chosen (see `quota_window_seconds`)."""
+        """The quota window moves wait on: as chosen when the run started or resumed (see
+        `quota_window_seconds`); Kafka's default where nothing chose one (a cancel of a run
+        whose journal header lost the value)."""
         if self.quota_window_seconds is None:
-            raise ValueError("the quota window is chosen from the brokers when a run starts")
+            return DEFAULT_QUOTA_WINDOW_SECONDS
         return self.quota_window_seconds
 
     @property

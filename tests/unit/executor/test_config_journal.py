@@ -121,6 +121,15 @@ def test_the_oldest_fixture_headers_still_read(settings: dict[str, Any]) -> None
     assert config.adaptive_floor_bytes_per_sec == MB and config.stall_intervals == 30
 
 
+def test_a_header_that_lost_its_quota_window_waits_kafkas_default() -> None:
+    """A resume chooses the window from the brokers again (executor.runner); a cancel, which
+    starts no copy, still builds its starter on the header's settings."""
+    settings = {"max_bytes_per_sec": 2 * MB, "quota_window_seconds": None}
+    config = ExecutorConfig.from_journal(settings, overrides=RunOverrides())
+    assert config.quota_window_seconds is None
+    assert config.quota_window == DEFAULT_QUOTA_WINDOW_SECONDS
+
+
 def test_a_header_without_settings_needs_a_cap_and_takes_one() -> None:
     record = header_record(PLAN, {})
     del record["settings"]
