@@ -336,23 +336,22 @@ class KafkaClusterAdmin:
         int, dict[str, str | None]
     ]:
         """Per-broker dynamic values of `names` (None when not set on that broker)."""
-        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(broker_ids))]
-        found = self._describe(resources, names, ConfigSource.DYNAMIC_BROKER_CONFIG)
+        found = self._describe(_broker_resources(broker_ids), names,
+                               ConfigSource.DYNAMIC_BROKER_CONFIG)
         return {int(name): values for name, values in found.items()}
 
     def cordoned_brokers(self, broker_ids: Iterable[int]) -> frozenset[int]:
         """Brokers whose `cordoned.log.dirs` (at any level) is "*" or names each of their
         log dirs (`log.dirs`, else `log.dir`)."""
-        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(broker_ids))]
-        return frozenset(int(name) for name, entries in self._described(resources).items()
+        described = self._described(_broker_resources(broker_ids))
+        return frozenset(int(name) for name, entries in described.items()
                          if _cordoned(entries))
 
     def quota_windows(self, broker_ids: Iterable[int]) -> dict[int, float]:
         """Each broker's replication quota window in seconds: the two configs multiplied, read
         at whatever level sets them (static in server.properties, or Kafka's default)."""
-        resources = [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(broker_ids))]
         windows = {}
-        for name, entries in self._described(resources).items():
+        for name, entries in self._described(_broker_resources(broker_ids)).items():
             window = _quota_window(entries)
             if window is not None:
                 windows[int(name)] = window
@@ -546,6 +545,11 @@ def _cordoned(entries: Mapping[str, ConfigEntry]) -> bool:
         return True
     dirs = {d.strip() for d in (value("log.dirs") or value("log.dir")).split(",") if d.strip()}
     return bool(dirs) and dirs <= cordoned
+
+
+def _broker_resources(broker_ids: Iterable[int]) -> list[ConfigResource]:
+    """One config resource per broker, each id once, in id order."""
+    return [ConfigResource(ResourceType.BROKER, str(b)) for b in sorted(set(broker_ids))]
 
 
 def _quota_window(entries: Mapping[str, ConfigEntry]) -> float | None:
