@@ -214,6 +214,12 @@ def move_in(path: Path, name: str, state: MoveState) -> bool:
     return run is not None and run.state_of(name) is state
 
 
+def state_times(path: Path) -> dict[tuple[str, str], float]:
+    """When each move entered each state (the last such record), by (move, state)."""
+    return {(r["move"], r["state"]): float(r["at"])
+            for r in map(json.loads, path.read_text().splitlines()) if r.get("kind") == "state"}
+
+
 def state_sequence(path: Path) -> list[tuple[str, str]]:
     """(move, state) of every state record, in journal order."""
     return [(r["move"], r["state"]) for r in map(json.loads, path.read_text().splitlines())

@@ -26,6 +26,7 @@ from tests.integration.executor_support import (
     own_sandbox,
     rebalance,
     replicas_of,
+    state_times,
     throttle_configs,
 )
 from tests.integration.kafka_topics import wait_for
@@ -43,13 +44,6 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxInfo]:
     with own_sandbox(tmp_path_factory, "side-by-side-sandbox", 27490,
                      quota_window_samples=None) as info:
         yield info
-
-
-def _times(journal: Path) -> dict[tuple[str, str], float]:
-    import json
-    return {(r["move"], r["state"]): float(r["at"])
-            for r in map(json.loads, journal.read_text().splitlines())
-            if r.get("kind") == "state"}
 
 
 def _copies_into(info: SandboxInfo, broker: int, seconds: int) -> float:
@@ -84,7 +78,7 @@ def test_two_moves_share_a_staying_broker_and_its_rate_comes_back(
         assert result.returncode == 0, output
         assert replicas_of(admin, first) == {0: (lay.spare_a, lay.follower)}
         assert replicas_of(admin, second) == {0: (lay.spare, lay.leader)}
-        t = _times(journal)
+        t = state_times(journal)
         a, b = f"{first}-0", f"{second}-0"
         assert t[(a, "copying")] < t[(b, "verifying")], output
         assert t[(b, "copying")] < t[(a, "verifying")], output
@@ -122,7 +116,7 @@ def test_moves_into_one_broker_hand_it_over_without_a_gap_and_hold_the_cap(
     result = rebalance(*execute_args(sandbox, plan, journal, max_mbps="3"))
     assert result.returncode == 0, result.stdout + result.stderr
     output = result.stdout + result.stderr
-    t = _times(journal)
+    t = state_times(journal)
     pn, qn, rn = f"{p}-0", f"{q}-0", f"{r}-0"
     assert t[(pn, "throttling")] - started < 11.0, output  # proven clean: no window wait
     assert "waits up to" not in output, output
@@ -144,7 +138,7 @@ def test_moves_into_one_broker_hand_it_over_without_a_gap_and_hold_the_cap(
                                      max_mbps="3"))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    t = _times(tmp_path / "second.journal")
+    t = state_times(tmp_path / "second.journal")
     sn = f"{later}-0"
     assert f"broker(s) [{lay.spare_a}] received copies within the last 16 s" in output, output
     assert f"{sn} waits up to" in output, output

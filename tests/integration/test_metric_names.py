@@ -32,6 +32,7 @@ from tests.integration.executor_support import (
     own_sandbox,
     range_query,
     rebalance,
+    state_times,
 )
 from tests.integration.kafka_topics import create_topics
 from topology import promql
@@ -133,10 +134,11 @@ def test_a_copy_into_a_broker_that_just_received_one_holds_the_cap(
             "1, 2, 3 (11 s") in said, said
     records = [json.loads(line) for line in journal.read_text().splitlines()]
     assert records[0]["settings"]["quota_window_seconds"] == 11.0  # a resume keeps it
-    at = {r["state"]: float(r["at"]) for r in records if r.get("kind") == "state"}
+    at = state_times(journal)
+    moved = f"{second}-0"
     # 8 MB at 2 MB/s: 4 s, less what Kafka lets through before its quota first holds (the
     # first second's share and one 1 MiB fetch)
-    assert at["verifying"] - at["copying"] >= 3.0, at
+    assert at[(moved, "verifying")] - at[(moved, "copying")] >= 3.0, at
     admin = KafkaClusterAdmin(strimzi.bootstrap)
     try:
         assert {p.topic: p.replicas for p in admin.partitions([first, second])} == {
