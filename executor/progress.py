@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from executor.config import Event, EventKind
 from executor.state import MoveState
-from executor.timeline import remaining_seconds, run_concurrency, run_pace, to_copy
+from executor.timeline import remaining_seconds, run_concurrency, run_header, run_pace, to_copy
 
 if TYPE_CHECKING:
     from executor.journal import RunState
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 # Rate estimate: bytes over the last RATE_WINDOW_S seconds of progress events.
 RATE_WINDOW_S = 10.0
+# The ETA's layout of the moves left is redone after this many seconds of events; in between
+# it counts down.
+ETA_EVERY_S = 10.0
 
 
 @dataclass
@@ -42,9 +45,9 @@ class Flight:
 
 
 # What the panel's ETA rests on: the seconds until the unfinished moves are done when each
-# still copies the bytes given (by name) at a rate per copy (executor.timeline.remaining_seconds
-# with the run's moves, concurrency and settle wait), or None: remaining bytes over the rate.
-EtaModel = Callable[[Mapping[str, float], float], float]
+# still copies the bytes given (by name) at a rate per copy, with the quota window given
+# (executor.timeline.remaining_seconds with the run's moves, concurrency and settle wait).
+EtaModel = Callable[[Mapping[str, float], float, float], float]
 
 
 @dataclass
@@ -64,6 +67,14 @@ class ProgressState:
     flight: dict[str, Flight] = field(default_factory=dict)
     left: dict[str, float] = field(default_factory=dict)  # bytes still to copy, by move
     eta_model: EtaModel | None = None
+    # the seconds a copy into a broker waits after the last one into it (the run's choice:
+    # the journal's header, until the run has read the brokers' own: use_quota_window)
+    quota_window_seconds: float = 0.0
+    # the ETA eta_model laid out last, (event time then, seconds), counted down between
+    # layouts: laying out thousands of moves takes a second or more, and the panel redraws
+    # twice a second
+    laid_out: tuple[float, float] | None = None
+    now: float = 0.0  # the time of the latest event folded
 
     @property
     def current_index(self) -> int:
@@ -100,12 +111,22 @@ class ProgressState:
         """Until every move is done: the remaining copies at the measured rate per copy (the
         cap until one is measured), laid out as the run lays them out (eta_model)."""
         rate = max(self.copy_rate() or float(self.cap_bytes_per_sec), 1.0)
-        if self.eta_model is not None and self.left:
-            return self.eta_model(self.left, rate)
-        return max(self.bytes_total - self.bytes_moved, 0) / rate
+        if self.eta_model is None or not self.left:
+            return max(self.bytes_total - self.bytes_moved, 0) / rate
+        if self.laid_out is not None and self.now - self.laid_out[0] < ETA_EVERY_S:
+            at, seconds = self.laid_out
+            return max(0.0, seconds - (self.now - at))
+        seconds = self.eta_model(self.left, rate, self.quota_window_seconds)
+        self.laid_out = (self.now, seconds)
+        return seconds
+
+    def use_quota_window(self, seconds: float) -> None:
+        """Lay the moves out with the quota window the run chose from now on."""
+        self.quota_window_seconds, self.laid_out = seconds, None
 
     def fold(self, event: Event, now: float) -> None:
         """Update from one executor event."""
+        self.now = max(self.now, now)
         if event.kind is EventKind.STATE:
             self._state(event)
         elif event.kind is EventKind.PROGRESS:
@@ -153,16 +174,18 @@ def progress_of(run: RunState, cap: int, records: list[Record] | None = None) ->
     state = ProgressState(len(run.plan.moves), run.plan.bytes_moved, cap, bytes_before=done)
     if records:
         state.left, state.eta_model = eta_model(run, records)
+        state.quota_window_seconds = run_header(records).quota_window_seconds
     return state
 
 
 def eta_model(run: RunState, records: list[Record]) -> tuple[dict[str, float], EtaModel]:
     """What the live panel's ETA rests on: each unfinished move's bytes to copy, and the
     status's own model of the time they take (executor.timeline.remaining_seconds with the
-    run's concurrency and settle wait, from its journal header)."""
+    run's concurrency and settle wait from its journal header, and the quota window the run
+    waits on)."""
     unfinished = run.unfinished
     concurrency, settle = run_concurrency(records), run_pace(records)[1]
 
-    def seconds(left: Mapping[str, float], rate: float) -> float:
-        return remaining_seconds(unfinished, left, rate, concurrency, settle)[0]
+    def seconds(left: Mapping[str, float], rate: float, quota_window: float) -> float:
+        return remaining_seconds(unfinished, left, rate, concurrency, settle, quota_window)[0]
     return {m.name: float(m.bytes_moved) for m in to_copy(run)}, seconds

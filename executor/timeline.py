@@ -71,13 +71,13 @@ class Eta:
 
 
 def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_seconds: float,
-                 now: float, concurrency: Concurrency = 1) -> Eta | None:
+                 now: float, concurrency: Concurrency = 1,
+                 quota_window_seconds: float = 0.0) -> Eta | None:
     """Remaining bytes over the observed mean copy rate (until a copy has ended, the share of
-    the cap Kafka's quota delivers over whole copies, as the plan review counts), plus
-    one settle wait after each data move that another follows, with moves one at a time; with
-    the run's concurrency above 1 (or auto), the remaining moves laid out side by side under
-    the run loop's rules (executor.schedule, a settle wait as the gap between moves on a
-    broker). None when nothing is left to run or no rate is known."""
+    the cap Kafka's quota delivers over whole copies, as the plan review counts), the moves
+    left laid out under the run loop's rules (`remaining_seconds`): one at a time in plan
+    order, or side by side with the run's concurrency above 1 (or auto). None when nothing is
+    left to run or no rate is known."""
     unfinished = run.unfinished
     rate = copy_pace(run, times).rate
     observed = rate is not None
@@ -91,7 +91,8 @@ def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_se
         copying = run.state_of(move.name) is S.COPYING
         done = rate * (now - copying_at) if copying and copying_at else 0.0
         left[move.name] = max(0.0, move.bytes_moved - done)
-    seconds, waits = remaining_seconds(unfinished, left, rate, concurrency, settle_seconds)
+    seconds, waits = remaining_seconds(unfinished, left, rate, concurrency, settle_seconds,
+                                       quota_window_seconds)
     return Eta(seconds, round(sum(left.values())), rate, observed, waits,
                concurrency if concurrency != 1 and left else 1)
 
@@ -104,20 +105,23 @@ def to_copy(run: RunState) -> list[Move]:
 
 
 def remaining_seconds(unfinished: Sequence[Move], left: Mapping[str, float], rate: float,
-                      concurrency: Concurrency, settle_seconds: float) -> tuple[float, float]:
+                      concurrency: Concurrency, settle_seconds: float,
+                      quota_window_seconds: float = 0.0) -> tuple[float, float]:
     """Seconds until `unfinished` (plan order) are done when each still copies its `left`
-    bytes (a move not in `left` copies nothing more) at `rate` per copy, and the settle waits
-    in them: one at a time, a settle wait after each data move that another follows; side by
-    side, the moves laid out under the run loop's rules (executor.schedule), a settle wait
-    the gap between two moves on a broker. `rate` must be positive."""
+    bytes (a move not in `left` copies nothing more but still holds its brokers for its
+    settle wait) at `rate` per copy, and the waits in them. The moves are laid out as the
+    review lays out a plan (executor.schedule: the same rules, the settle wait as the gap after
+    each copy, a copy into a broker starting only once its quota window is clean again); the
+    waits are the time between copies one at a time, and the gap between two moves on a
+    broker side by side. `rate` must be positive."""
+    remaining = [replace(m, size_bytes=math.ceil(left.get(m.name, 0.0)
+                                                 / max(1, len(m.added_brokers))))
+                 for m in unfinished]
+    laid_out = schedule(remaining, rate, concurrency, quota_window_seconds,
+                        gap_seconds=settle_seconds)
     if concurrency != 1 and left:
-        remaining = [replace(m, size_bytes=math.ceil(left[m.name]
-                                                     / max(1, len(m.added_brokers))))
-                     for m in unfinished if m.name in left]
-        laid_out = schedule(remaining, rate, concurrency, gap_seconds=settle_seconds)
         return laid_out.eta_seconds, settle_seconds
-    waits = settle_seconds * sum(1 for m in unfinished[:-1] if m.bytes_moved)
-    return sum(left.values()) / rate + waits, waits
+    return laid_out.eta_seconds, max(0.0, laid_out.eta_seconds - laid_out.copy_seconds)
 
 
 def run_pace(records: Sequence[Record]) -> tuple[float | None, float]:

@@ -98,6 +98,9 @@ class RunScreen:
         prints the summary so far and leaves the journal for resume/cancel."""
         if self.view is None:
             raise RuntimeError("the progress view is made by watch(), before the run")
+        # the window the run chose from its brokers' own, which the header read by watch()
+        # (made before the brokers were asked) may not have held yet
+        self.view.state.use_quota_window(executor.config.quota_window)
         try:
             with sigterm_as_ctrl_c(), self.view:
                 yield

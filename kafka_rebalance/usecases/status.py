@@ -29,7 +29,7 @@ from executor.milestones import RunTimeline
 from executor.records import Record
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
-from executor.timeline import Eta, estimate_eta, run_concurrency, run_pace
+from executor.timeline import Eta, estimate_eta, run_header, run_pace
 from kafka_rebalance.core.errors import InputError, MetricsError, RebalanceError
 from kafka_rebalance.files.planfile import read_plan
 from planner.planfile import PlanFile
@@ -85,7 +85,9 @@ def status_view(records: Sequence[Record], journal: str, plan: str | None, runni
     """The status of the run `records` (a journal accepted by `replay`) at clock time `now`."""
     run = replay(records)
     times = run.timeline
-    eta = estimate_eta(run, times, cap, settle_seconds, now, run_concurrency(records))
+    header = run_header(records)
+    eta = estimate_eta(run, times, cap, settle_seconds, now, header.concurrency,
+                       header.quota_window_seconds)
     return StatusView(journal, plan, running, run, summarize(run), times, eta, cap, now)
 
 

@@ -22,7 +22,7 @@ from executor.journal import (
     state_record,
 )
 from executor.plan import ExecutionPlan
-from executor.progress import ProgressState
+from executor.progress import ETA_EVERY_S, ProgressState
 from executor.state import MoveState
 from kafka_rebalance.commands.execute_render import render_progress
 from kafka_rebalance.commands.execute_setup import config_from_flags, parse_finish_by
@@ -258,12 +258,13 @@ def test_finish_by_refuses_what_it_cannot_use(text: str, message: str) -> None:
 def test_progress_of_moves_side_by_side_keeps_each_rate_and_counts_both() -> None:
     """Two copies report in turn: neither resets the other's rate; the panel's rate is both
     together, bytes count both, and the ETA is the run's model over what each has left."""
-    asked: list[tuple[dict[str, float], float]] = []
+    asked: list[tuple[dict[str, float], float, float]] = []
 
-    def model(left: Mapping[str, float], rate: float) -> float:
-        asked.append((dict(left), rate))
+    def model(left: Mapping[str, float], rate: float, window: float) -> float:
+        asked.append((dict(left), rate, window))
         return 42.0
-    p = ProgressState(2, 8 * MB, 1 * MB, left={"t-0": 5 * MB, "t-1": 3 * MB}, eta_model=model)
+    p = ProgressState(2, 8 * MB, 1 * MB, left={"t-0": 5 * MB, "t-1": 3 * MB}, eta_model=model,
+                      quota_window_seconds=7.0)
     p.fold(_event(EventKind.STATE, "t-0", 1, state="throttling"), 0.0)
     p.fold(_event(EventKind.STATE, "t-1", 2, state="throttling"), 0.0)
     for second in range(1, 5):
@@ -272,8 +273,28 @@ def test_progress_of_moves_side_by_side_keeps_each_rate_and_counts_both() -> Non
     assert p.rate() == pytest.approx(1.5 * MB)  # 1 MB/s + 0.5 MB/s, neither reset
     assert p.bytes_moved == 4 * MB + 2 * MB
     assert p.eta_seconds() == 42.0
-    assert asked[-1] == ({"t-0": 1 * MB, "t-1": 1 * MB}, pytest.approx(0.75 * MB))
+    assert asked[-1] == ({"t-0": 1 * MB, "t-1": 1 * MB}, pytest.approx(0.75 * MB), 7.0)
     text = str(render_progress(p).columns[1]._cells)
     assert "2 in flight: t-0 (throttling, 80%), t-1 (throttling, 67%)" in text
     p.fold(_event(EventKind.STATE, "t-0", 1, state="done"), 5.0)
     assert p.moves_done == 1 and p.bytes_moved == 5 * MB + 2 * MB and "t-0" not in p.left
+
+
+def test_the_panels_eta_is_laid_out_again_only_every_few_seconds_and_counts_down() -> None:
+    """Laying out thousands of moves takes seconds: the panel redraws twice a second from the
+    last layout, counted down by the events' time, and lays out again ETA_EVERY_S later or
+    when the run's quota window is known."""
+    calls: list[float] = []
+
+    def model(left: Mapping[str, float], rate: float, window: float) -> float:
+        calls.append(window)
+        return 100.0
+    p = ProgressState(1, 8 * MB, 1 * MB, left={"t-0": 8 * MB}, eta_model=model)
+    p.fold(_event(EventKind.STATE, "t-0", 1, state="throttling"), 50.0)
+    assert p.eta_seconds() == 100.0 and calls == [0.0]
+    p.fold(_event(EventKind.PROGRESS, "t-0", 1, 1 * MB), 54.0)
+    assert p.eta_seconds() == pytest.approx(96.0) and len(calls) == 1
+    p.use_quota_window(11.0)
+    assert p.eta_seconds() == 100.0 and calls == [0.0, 11.0]
+    p.fold(_event(EventKind.PROGRESS, "t-0", 1, 2 * MB), 54.0 + ETA_EVERY_S)
+    assert p.eta_seconds() == 100.0 and calls == [0.0, 11.0, 11.0]

@@ -84,9 +84,10 @@ def test_an_interrupted_run_as_json(tmp_path: Path, rebalance_main: Any) -> None
         iso(start), None, iso(start + 20))
     assert doc["elapsed_seconds"] == 20.0  # to the last record: the time since is not the run's
     # t-1 has copied for 40 s at the observed 2 MB/s: in place by now; t-2's 6 MB take 3 s,
-    # after one 8 s gate and election (executor.schedule.DEFAULT_GAP_SECONDS)
+    # from the end of t-1's copy: it takes receiver 4 over from t-1 (the run's hand-over, as
+    # the review lays moves out), so neither a gate nor the quota window comes between
     assert (doc["eta_seconds"], doc["eta_basis"], doc["eta_rate_bytes_per_sec"]) == (
-        11.0, "observed", 2_000_000.0)
+        3.0, "observed", 2_000_000.0)
     assert doc["mean_copy_rate_bytes_per_sec"] == 2_000_000.0
     assert doc["cap_bytes_per_sec"] == 2_500_000.0
     assert doc["throttles_left"] == ["t-1"]
@@ -127,8 +128,9 @@ def test_the_text_view_says_what_the_eta_rests_on(tmp_path: Path, rebalance_main
     text = " ".join(result.out.split())
     assert "state interrupted: no executor holds the journal" in text
     assert "in flight t-1: copying since" in text
-    assert ("ETA 11s once resumed: 6.00 MB left to copy at the observed mean copy rate, "
-            "2.00 MB/s, plus 8s of waits between moves") in text
+    assert ("ETA 3s once resumed: 6.00 MB left to copy at the observed mean copy rate, "
+            "2.00 MB/s") in text
+    assert "waits between moves" not in text  # t-2 takes receiver 4 over from t-1
     assert "copy rate copying took 5s in all: mean 2.00 MB/s of the 2.50 MB/s cap (80%)" in text
     assert "elapsed 20s " in text and "last record" in text
 
@@ -140,10 +142,11 @@ def test_before_any_copy_ends_the_eta_rests_on_the_cap(tmp_path: Path,
     journal.close()
     doc = status_json(rebalance_main, tmp_path / "run.journal")
     assert doc["plan"] is None  # no plan file beside the journal
-    # 20 MB at 90% of the 2.5 MB/s cap (as the plan review counts), and an 8 s gate and
-    # election after t-0 and t-1
+    # 20 MB at 90% of the 2.5 MB/s cap (as the plan review counts), each move taking a
+    # broker over from the one before (t-1 sender 1 from t-0, t-2 receiver 4 from t-1): no
+    # gate or quota window between them
     assert doc["eta_basis"] == "cap"
-    assert doc["eta_seconds"] == pytest.approx(16.0 + 20 / (2.5 * 0.9), abs=0.05)
+    assert doc["eta_seconds"] == pytest.approx(20 / (2.5 * 0.9), abs=0.05)
     result = rebalance_main("status", "--journal", str(tmp_path / "run.journal"))
     shown = " ".join(result.out.split())
     assert ("2.25 MB/s, 90% of the cap as Kafka's quota delivers it (no copy has finished yet)"
@@ -159,3 +162,21 @@ def test_a_run_side_by_side_gets_the_eta_of_its_concurrency(tmp_path: Path,
     assert doc["eta_seconds"] is not None and doc["eta_seconds"] <= 11.0
     shown = rebalance_main("status", "--journal", str(tmp_path / "plan.json.journal"))
     assert shown.code == 0 and "moves side by side" in " ".join(shown.out.split()), shown.out
+
+
+def test_the_eta_waits_out_the_quota_window_the_run_chose(tmp_path: Path,
+                                                         rebalance_main: Any) -> None:
+    """u-0 and u-2 copy into broker 4, with u-1 (brokers 2 and 5) between them: one at a time,
+    u-2 waits for u-1's gate and election (8 s) and, when the run's header says the brokers'
+    quota window is 30 s, for broker 4's window after u-0's copy."""
+    plan = ExecutionPlan.of([Move("u", 0, (1, 2), (1, 4), 4 * MB),
+                             Move("u", 1, (2, 3), (2, 5), 4 * MB),
+                             Move("u", 2, (1, 3), (1, 4), 4 * MB)])
+    copy = 4 / 2.25  # seconds at 90% of the 2.5 MB/s cap
+    for window, eta in ((0.0, 3 * copy + 2 * 8), (30.0, copy + 30 + copy)):
+        path = tmp_path / f"window-{window:g}.journal"
+        journal = JournalFile.create(path, header_record(
+            plan, {**SETTINGS, "quota_window_seconds": window}))
+        journal.append(state_record("u-0", S.THROTTLING, time.time() - 1))
+        journal.close()
+        assert status_json(rebalance_main, path)["eta_seconds"] == pytest.approx(eta, abs=0.05)

@@ -7,7 +7,7 @@ import pytest
 from executor.journal import end_record, header_record, replay, retry_record, state_record
 from executor.plan import ExecutionPlan
 from executor.records import Record, RunOutcome
-from executor.schedule import COPY_EFFICIENCY, LEADERSHIP_SECONDS
+from executor.schedule import COPY_EFFICIENCY, LEADERSHIP_SECONDS, schedule
 from executor.state import MoveState
 from executor.timeline import copy_pace, estimate_eta, timeline
 from planner.result import Move
@@ -84,7 +84,7 @@ def test_eta_uses_the_observed_rate_counts_the_copy_in_flight_and_the_waits() ->
     eta = estimate_eta(run, times, 5 * MB, 11.0, T0 + 23)
     assert eta is not None and eta.observed and eta.rate == pytest.approx(2 * MB)
     assert eta.bytes_left == 8 * MB and eta.waits == 11.0
-    assert eta.seconds == pytest.approx(4 + 11)
+    assert eta.seconds == pytest.approx(4 + 11 + LEADERSHIP_SECONDS)  # as the review counts t-2
 
 
 def test_eta_falls_back_on_the_cap_and_is_none_when_nothing_is_left() -> None:
@@ -93,7 +93,8 @@ def test_eta_falls_back_on_the_cap_and_is_none_when_nothing_is_left() -> None:
     assert eta is not None and not eta.observed
     # the plan review's share of the cap: Kafka's quota delivered 90% over whole copies
     assert eta.rate == pytest.approx(2 * MB * COPY_EFFICIENCY)
-    assert eta.seconds == pytest.approx(20 * MB / (2 * MB * COPY_EFFICIENCY))
+    assert eta.seconds == pytest.approx(20 * MB / (2 * MB * COPY_EFFICIENCY)
+                                        + LEADERSHIP_SECONDS)
     assert eta.bytes_left == 20 * MB
     assert estimate_eta(replay(records), timeline(records), None, 0.0, T0 + 1) is None
     finished = journal(*done("t-0", 0, 1, 6, 7), *done("t-1", 8, 9, 11, 12),
@@ -110,7 +111,7 @@ def test_side_by_side_the_eta_lays_the_moves_left_out_as_the_run_would() -> None
     records = journal(*done("t-0", 0, 1, 6, 20))
     run, times = replay(records), timeline(records)
     serial = estimate_eta(run, times, 5 * MB, 5.0, T0 + 21)
-    assert serial is not None and serial.seconds == pytest.approx(5 + 5)
+    assert serial is not None and serial.seconds == pytest.approx(5 + 5 + LEADERSHIP_SECONDS)
     auto = estimate_eta(run, times, 5 * MB, 5.0, T0 + 21, "auto")
     assert auto is not None and auto.concurrency == "auto" and auto.bytes_left == 10 * MB
     assert auto.seconds == pytest.approx(LEADERSHIP_SECONDS + 2 + 5 + 3)  # t-2 holds broker 1
@@ -119,6 +120,23 @@ def test_side_by_side_the_eta_lays_the_moves_left_out_as_the_run_would() -> None
                *[state_record(m, s, T0 + at) for at, m, s in done("t-0", 0, 1, 6, 20)]]
     auto = estimate_eta(replay(records), timeline(records), 5 * MB, 5.0, T0 + 21, "auto")
     assert auto is not None and auto.seconds == pytest.approx(3)
+
+
+def test_the_eta_waits_out_a_receivers_quota_window_as_the_review_does() -> None:
+    # t-0 is done at 2 MB/s. Left one at a time: t-1 (4 MB into broker 4) copies 2 s, its
+    # settle wait is 5 s, the leadership move t-2 takes LEADERSHIP_SECONDS, and t-3 (6 MB, also
+    # into broker 4) starts only once broker 4's 11 s quota window is clean: at 2 + 11 s.
+    records = journal(*done("t-0", 0, 1, 6, 20))
+    run, times = replay(records), timeline(records)
+    windowed = estimate_eta(run, times, 5 * MB, 5.0, T0 + 21, 1, quota_window_seconds=11.0)
+    assert windowed is not None and windowed.seconds == pytest.approx(2 + 11 + 3)
+    assert windowed.waits == pytest.approx(11 - LEADERSHIP_SECONDS)
+    unwindowed = estimate_eta(run, times, 5 * MB, 5.0, T0 + 21, 1)
+    assert unwindowed is not None
+    assert unwindowed.seconds == pytest.approx(2 + 5 + LEADERSHIP_SECONDS + 3)
+    # the review's model of the same moves at the same rate gives the same time
+    review = schedule(run.unfinished, 2 * MB, 1, 11.0, gap_seconds=5.0)
+    assert review.eta_seconds == pytest.approx(windowed.seconds)
 
 
 @pytest.mark.parametrize(("value", "size", "rate"), [
