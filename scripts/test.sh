@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite on this machine: installs what it needs (scripts/install.sh), then
-# ruff, mypy, then pytest: the integration tests against a real local Kafka + Prometheus
-# sandbox and, beside them, the unit tests; then the few that must run alone. A skipped
+# The whole test suite on this machine: installs what it needs (scripts/install.sh), then the
+# integration tests against a real local Kafka + Prometheus sandbox and, beside them, ruff, mypy
+# and the unit tests; then the few that must run alone. A lint or type error, a skipped
 # integration test, or no test collected, is a failure.
 set -euo pipefail
 
@@ -33,15 +33,12 @@ stop_compute_lane() {
 }
 trap 'stop_compute_lane; cleanup' EXIT
 
-echo "[test] ruff"
-.venv/bin/ruff check .
-echo "[test] mypy"
-.venv/bin/mypy
 # Two lanes at once. The sandbox lane: the integration tests that use a Kafka sandbox, one at a
 # time (they share one sandbox, or start their own, and never two at once). They mostly wait
 # (on copies held at a cap, on Prometheus windows), so beside them the compute lane runs the
-# unit tests and the Spark standalone-cluster test (no Kafka), on every core but at a lower
-# priority, so the sandbox and the executors under test get the CPU whenever they ask for it.
+# lint (ruff), types (mypy), then the unit tests and the Spark standalone-cluster test (no
+# Kafka), on every core but at a lower priority, so the sandbox and the executors under test get
+# the CPU whenever they ask for it.
 # Last, alone, the few unit tests whose wall-clock budget decides what they assert (serial).
 run_pytest() {
     local what="$1"; shift
@@ -60,10 +57,14 @@ run_pytest() {
 SPARK_CLUSTER_TEST=tests/integration/test_spark_cluster.py
 COMPUTE_LOG="$TEST_TMP/compute-lane.log"
 
-echo "[test] pytest: compute lane started (unit tests and the Spark cluster test; log below)"
+echo "[test] compute lane started (ruff, mypy, unit tests and the Spark cluster test; log below)"
 set -m  # the lane gets its own process group, so a failed run stops all of it
 (
     renice -n 10 -p "$BASHPID" >/dev/null
+    echo "[test] ruff"
+    .venv/bin/ruff check .
+    echo "[test] mypy"
+    .venv/bin/mypy
     REBALANCE_REQUIRE_INTEGRATION=1 run_pytest unit tests/unit "$SPARK_CLUSTER_TEST" \
         -m "not serial" -n "${REBALANCE_TEST_WORKERS:-auto}"
 ) > "$COMPUTE_LOG" 2>&1 &
