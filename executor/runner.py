@@ -114,7 +114,7 @@ class Executor:
               reporter: Reporter = ignore_events, run_id: str = "") -> Executor:
         """Preflight `plan` (nothing changes if it fails), then create its journal."""
         view = ClusterView.read(ports.admin)
-        config, window = _with_quota_window(ports, config, view)
+        config, window = _with_quota_window(ports, config, view, plan.moves)
         check = validator(plan) if validator is not None else PlanCheck()
         refused, burst = _receiver_checks(ports, config, view, plan.moves)
         require_preflight(preflight_problems(
@@ -152,7 +152,7 @@ class Executor:
                                  f"{': ' + run.end_reason if run.end_reason else ''}){hint}")
         own = frozenset(m.key for m in run.unfinished if run.state_of(m.name) is not S.PENDING)
         view = ClusterView.read(ports.admin)
-        config, window = _with_quota_window(ports, config, view)
+        config, window = _with_quota_window(ports, config, view, run.unfinished)
         pending = run.in_state(frozenset({S.PENDING}))
         refused, burst = _receiver_checks(ports, config, view, pending, _own_entries(run))
         require_preflight(preflight_problems(
@@ -450,7 +450,7 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
             validator: PlanValidator | None = None) -> Preview:
     """What a run would do (for --dry-run), reading the cluster only."""
     view = ClusterView.read(ports.admin)
-    config, window = _with_quota_window(ports, config, view)
+    config, window = _with_quota_window(ports, config, view, plan.moves)
     refused, burst = _receiver_checks(ports, config, view, plan.moves)
     check = validator(plan) if validator is not None else PlanCheck()
     problems = preflight_problems(
@@ -465,13 +465,14 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
     return Preview(problems, warnings, throttles)
 
 
-def _with_quota_window(ports: Ports, config: ExecutorConfig, view: ClusterView
-                       ) -> tuple[ExecutorConfig, list[str]]:
-    """`config` waiting on the quota window its live brokers describe (choose_quota_window),
-    and what to tell the operator of it. Brokers that cannot be asked leave it as asked (or
-    Kafka's default)."""
+def _with_quota_window(ports: Ports, config: ExecutorConfig, view: ClusterView,
+                       moves: Sequence[Move]) -> tuple[ExecutorConfig, list[str]]:
+    """`config` waiting on the quota window the live brokers of `moves` describe
+    (choose_quota_window), and what to tell the operator of it. Brokers that cannot be asked
+    leave it as asked (or Kafka's default)."""
+    brokers = view.live_broker_ids & {b for m in moves for b in (*m.current, *m.target)}
     try:
-        described = ports.admin.quota_windows(view.live_broker_ids)
+        described = ports.admin.quota_windows(brokers) if brokers else {}
         unread = ""
     except ClusterError as exc:
         described, unread = {}, f"could not read the brokers' replication quota window ({exc})"

@@ -222,6 +222,16 @@ def test_a_shorter_window_asked_for_is_raised_to_the_brokers_and_said() -> None:
     assert len(notes) == 1 and "broker(s) 1, 2, 3 (11 s" in notes[0], notes
 
 
+def test_a_broker_the_plan_does_not_touch_does_not_set_the_window() -> None:
+    """Brokers 1-4 carry the plan; broker 9, with a 60 s window, carries none of it."""
+    world = make_world(REPEATED_RECEIVER, quota_window_seconds=None)
+    world.admin.broker_ids = [*world.admin.broker_ids, 9]
+    world.admin.quota_window_seconds = {1: 4.0, 2: 4.0, 3: 4.0, 4: 4.0, 9: 60.0}
+    Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                   reporter=world.reporter)
+    assert _header_window(world) == 4.0
+
+
 @pytest.mark.parametrize(("asked", "described", "seconds", "said"), [
     (None, {}, 11.0, None),  # the brokers do not say: Kafka's default
     (None, {1: 3.0, 2: 5.0}, 5.0, None),  # the longest of them
