@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from kafka_rebalance.core.errors import SandboxError
-from kafka_rebalance.sandbox import config, links, network, process, ready
+from kafka_rebalance.sandbox import classdata, config, links, network, process, ready
 from kafka_rebalance.sandbox.jars import JMX_EXPORTER_JAR, ensure_jars, require_tool
 from kafka_rebalance.sandbox.ports import check_ports, port_roles
 from kafka_rebalance.sandbox.ports import (
@@ -90,10 +90,11 @@ def _write(path: Path, text: str) -> Path:
 def _format_storage(jar_dir: Path, cluster_id: str, configs: Sequence[Path], logs: Path) -> None:
     """Format every node's log dir (one StorageTool JVM per node, run side by side)."""
     procs = []
+    archive = classdata.present(jar_dir).tool
     for cfg in configs:
-        cmd = config.java_command(jar_dir, "128m", "kafka.tools.StorageTool",
+        cmd = config.java_command(jar_dir, "128m", classdata.TOOL_MAIN,
                                   ["format", "--cluster-id", cluster_id, "--config", str(cfg),
-                                   "--ignore-formatted"])
+                                   "--ignore-formatted"], archive=archive)
         log = open(logs / f"format-{cfg.parent.name}.log", "wb")  # noqa: SIM115
         procs.append((cfg, log, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                                  stdin=subprocess.DEVNULL)))
@@ -115,9 +116,10 @@ def _broker_command(info: SandboxInfo, broker_id: int, metrics_port: int) -> lis
     agent = (f"-javaagent:{info.jar_dir / JMX_EXPORTER_JAR}="
              f"{info.broker_host(broker_id)}:{metrics_port}:{info.dir / 'exporter.yml'}")
     return [*links.exec_prefix(info.link, broker_id), *config.java_command(
-        info.jar_dir, config.BROKER_HEAP, "kafka.Kafka",
+        info.jar_dir, config.BROKER_HEAP, classdata.SERVER_MAIN,
         [str(info.dir / f"broker-{broker_id}" / "server.properties")],
         [f"-Dlog4j2.configurationFile={info.dir / 'log4j2.properties'}", agent],
+        archive=classdata.present(info.jar_dir).server,
     )]
 
 
@@ -208,8 +210,9 @@ def _start(info: SandboxInfo) -> SandboxInfo:
     _write_prometheus_config(info)
     _format_storage(info.jar_dir, info.cluster_id, configs, logs)
     controller_cmd = config.java_command(
-        info.jar_dir, config.CONTROLLER_HEAP, "kafka.Kafka", [str(configs[0])],
-        [f"-Dlog4j2.configurationFile={info.dir / 'log4j2.properties'}"])
+        info.jar_dir, config.CONTROLLER_HEAP, classdata.SERVER_MAIN, [str(configs[0])],
+        [f"-Dlog4j2.configurationFile={info.dir / 'log4j2.properties'}"],
+        archive=classdata.present(info.jar_dir).server)
     info = replace(info, controller_pid=process.spawn(controller_cmd, logs / "controller.log",
                                                       info.dir))
     started = tuple(
@@ -278,6 +281,7 @@ def up(sandbox_dir: Path, brokers: int = 4, racks: int = 2,
         planned = replace(planned, link=network.plan(sandbox_dir, link_mbps,
                                                      [b.id for b in planned.brokers]))
     planned = replace(planned, jar_dir=ensure_jars(progress=progress))
+    classdata.ensure(planned.jar_dir, progress)
     created_dir = not sandbox_dir.exists()
     sandbox_dir.mkdir(parents=True, exist_ok=True)
     write_marker(sandbox_dir, created_dir)

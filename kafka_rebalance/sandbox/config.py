@@ -358,12 +358,14 @@ def log4j2_properties() -> str:
 
 def java_command(
     jar_dir: Path, heap: str, main_class: str, args: Sequence[str],
-    extra_opts: Sequence[str] = (),
+    extra_opts: Sequence[str] = (), archive: Path | None = None,
 ) -> list[str]:
-    """A `java` command line with small heaps and a serial GC to spare a 2-core machine."""
+    """A `java` command line with small heaps and a serial GC to spare a 2-core machine; with
+    `archive`, the JVM maps its classes from that class-data archive (sandbox.classdata)."""
+    shared = [f"-XX:SharedArchiveFile={archive}"] if archive is not None else []
     return [
         "java", f"-Xmx{heap}", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
         "-XX:CICompilerCount=1",
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-        *extra_opts, "-cp", f"{jar_dir}/*", main_class, *args,
+        *shared, *extra_opts, "-cp", f"{jar_dir}/*", main_class, *args,
     ]

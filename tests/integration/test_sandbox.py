@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_rebalance.sandbox import cluster, process
+from kafka_rebalance.sandbox import classdata, cluster, process
 from kafka_rebalance.sandbox.process import port_in_use
 from kafka_rebalance.sandbox.state import SandboxInfo
 from tests.integration.kafka_topics import create_topics
@@ -194,6 +194,13 @@ def test_lifecycle_up_idempotent_add_broker_down(small_sandbox: Path) -> None:
 
     pids = _sandbox_pids(small_sandbox)
     assert len(pids) == 5  # controller, 3 brokers, Prometheus
+    # every Kafka JVM maps its classes from the class-data archive the first `up` made
+    archive = classdata.present(cluster.running(small_sandbox).jar_dir).server
+    assert archive is not None
+    jvms = [pid for pid in pids if b"kafka.Kafka" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    assert len(jvms) == 4
+    for pid in jvms:
+        assert str(archive) in Path(f"/proc/{pid}/maps").read_text(), pid
     stopped = run_cli("sandbox", "down", "--dir", str(small_sandbox))
     assert stopped.returncode == 0, stopped.stderr
     assert _sandbox_pids(small_sandbox) == []
