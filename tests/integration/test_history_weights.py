@@ -77,7 +77,7 @@ def test_hot_partitions_get_the_higher_weights(sandbox: SandboxInfo, tmp_path: P
     _create_topic(sandbox, topic)
     _produce_uneven(sandbox, topic, 5)
     _wait_for_series(sandbox.prometheus_url, topic)
-    _produce_uneven(sandbox, topic, 15)
+    _produce_uneven(sandbox, topic, 8)
     history = tmp_path / "history"
     exported = _cli("history", "export", "--prometheus", sandbox.prometheus_url,
                     "--since", "3m", "--step", "5s", "--out", str(history))

@@ -37,7 +37,8 @@ from topology.kafka_admin import KafkaClusterAdmin
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("drop_exec_topics")]
 
 CAP = 500_000
-SIZE = 20_000_000  # 40 s at the cap
+SIZE = 14_000_000  # 28 s at the cap: the dead broker leaves the ISR about 10 s after its
+# death (benchmarks/README.md, the dead-broker drain), well inside the copy
 GUARD = ("--slo-produce-p99-ms", "60000", "--slo-fetch-p99-ms", "60000",
          "--slo-flush-p95-ms", "60000", "--slo-under-replicated", "0", "--slo-interval", "1")
 
