@@ -187,5 +187,7 @@ def eta_model(run: RunState, records: list[Record]) -> tuple[dict[str, float], E
     concurrency, settle = run_concurrency(records), run_pace(records)[1]
 
     def seconds(left: Mapping[str, float], rate: float, quota_window: float) -> float:
-        return remaining_seconds(unfinished, left, rate, concurrency, settle, quota_window)[0]
+        # a move leaves `left` as it ends (ProgressState.fold): the rest are still to finish
+        still = [m for m in unfinished if m.name in left]
+        return remaining_seconds(still, left, rate, concurrency, settle, quota_window)[0]
     return {m.name: float(m.bytes_moved) for m in to_copy(run)}, seconds

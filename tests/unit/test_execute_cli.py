@@ -19,10 +19,11 @@ from executor.journal import (
     header_record,
     header_settings,
     journal_in_use,
+    replay,
     state_record,
 )
 from executor.plan import ExecutionPlan
-from executor.progress import ETA_EVERY_S, ProgressState
+from executor.progress import ETA_EVERY_S, ProgressState, progress_of
 from executor.state import MoveState
 from kafka_rebalance.commands.execute_render import render_progress
 from kafka_rebalance.commands.execute_setup import config_from_flags, parse_finish_by
@@ -298,3 +299,20 @@ def test_the_panels_eta_is_laid_out_again_only_every_few_seconds_and_counts_down
     assert p.eta_seconds() == 100.0 and calls == [0.0, 11.0]
     p.fold(_event(EventKind.PROGRESS, "t-0", 1, 2 * MB), 54.0 + ETA_EVERY_S)
     assert p.eta_seconds() == 100.0 and calls == [0.0, 11.0, 11.0]
+
+
+def test_the_panels_eta_forgets_the_moves_that_ended() -> None:
+    """Three moves on brokers apart, one at a time at the 1 MB/s cap: 4 s of copy each and the
+    8 s gate and election between them. Once the first is done, what is left is two copies
+    and one gate between them; the done move's own gate is not counted again."""
+    plan = ExecutionPlan.of([Move("t", 0, (1, 2), (1, 3), 4 * MB),
+                             Move("t", 1, (5, 6), (5, 7), 4 * MB),
+                             Move("t", 2, (8, 9), (8, 10), 4 * MB)])
+    header = header_record(plan, {"max_bytes_per_sec": 1 * MB})
+    p = progress_of(replay([header]), 1 * MB, [header])
+    assert p.eta_seconds() == pytest.approx(4 + 8 + 4 + 8 + 4)
+    for state in ("throttling", "copying", "done"):
+        p.fold(Event(EventKind.STATE, state, "t-0", 1, 3, 4 * MB, 4 * MB, state), 5.0)
+    p.fold(Event(EventKind.STATE, "throttling", "t-1", 2, 3, 0, 4 * MB, "throttling"),
+           5.0 + ETA_EVERY_S)
+    assert p.eta_seconds() == pytest.approx(4 + 8 + 4)
