@@ -122,6 +122,9 @@ def _nan_error(path: Path, row: dict[str, Any], column: str) -> InputError:
 def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
     """Read a weights file; InputError names a missing column or a bad row."""
     frame = _read_frame(path)
+    if frame.empty and not len(frame.columns):
+        raise InputError(f"weights {path}: the file holds no rows; give the output of "
+                         "`rebalance weights` (JSON lines or Parquet)")
     missing = [c for c in WEIGHT_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"weights {path}: missing column(s) {', '.join(missing)} "

@@ -61,6 +61,14 @@ def test_missing_column_is_named(tmp_path: Path) -> None:
         read_weights(path)
 
 
+@pytest.mark.parametrize("text", ["", "\n\n"])
+def test_a_file_without_rows_is_said_to_be_empty(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "w.jsonl"
+    path.write_text(text)
+    with pytest.raises(InputError, match="the file holds no rows"):
+        read_weights(path)
+
+
 def test_negative_rate_and_duplicates_are_rejected(tmp_path: Path) -> None:
     path = tmp_path / "w.jsonl"
     path.write_text(json.dumps({**ROWS[0], "bytes_in_per_sec": -1}))
