@@ -11,6 +11,12 @@ be to their targets. CP-SAT proves either
 to within PROVEN_GAP of its bound (OPTIMAL, the gap reported) or reports the gap it reached
 at the time limit. The greedy plan is the hint.
 
+Where the greedy plan (the hint) already lies inside every aimed band, the optimum of that
+sum is the fewest bytes among such placements, so the model is solved in its `hard` form
+instead: the bands as constraints and only the bytes (and the cost per move) to minimize.
+That form is far easier to prove: on the zone benchmark's exact-sized cases it proved plans
+the weighted form left 4-12% from its bound (benchmarks/README.md).
+
 When CP-SAT has not proved its plan and time is left, SCIP (planner.mip) takes the same model,
 started from CP-SAT's plan: its branch-and-cut often proves in a few seconds the bound CP-SAT
 leaves open, and finds a better plan on the way. Its plan replaces CP-SAT's only when CP-SAT,
@@ -31,6 +37,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from planner import mip
+from planner.arrays import DISK, NET_IN, NET_OUT
 from planner.balance import aim
 from planner.cpsat_model import (
     ModelVars,
@@ -88,10 +95,21 @@ class _Excess:
     worst_up: cp_model.IntVar
 
 
-def _add_band_excess(model: cp_model.CpModel, state: SolverState, v: ModelVars,
-                     nb: Neighbourhood) -> _Excess:
-    """Every broker and resource within the aimed band widened by its excess, and under the
-    utilization cap."""
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    """One broker and resource's limits in the model's integer units: the utilization cap
+    (None: it never binds), and either the aimed band in thousandths of a unit with the
+    target in units, or (no target) a plain upper limit (None: it never binds)."""
+
+    cap: int | None
+    target: int
+    upper_per_mille: int = 0
+    lower_per_mille: int = 0
+    upper: int | None = None
+
+
+def _limits(state: SolverState, keys: list[tuple[int, int]]) -> dict[tuple[int, int], _Limits]:
+    """The limits of each (broker, resource) in `keys` (planner.balance.aim's band)."""
     a = state.arrays
     load_unit, _ = scale(state)
     # Aimed a hair inside the band, as the greedy aims: each partition's load is rounded to
@@ -101,47 +119,105 @@ def _add_band_excess(model: cp_model.CpModel, state: SolverState, v: ModelVars,
                        BAND_MARGIN)
     target = state.targets.utilization * a.capacity
     cap = state.goals.max_utilization * a.capacity
-    terms = load_terms(state, nb, v, load_unit)
     # No broker can carry more than the whole cluster's load: a limit above it never binds,
     # and left in it could pass CP-SAT's int64 range (brokers without a capacity are unbounded).
     whole = state.loads.sum(axis=0) / load_unit + 1
-    found = _Excess([], [], model.new_int_var(0, MAX_EXCESS, "worst_up"))
-    for (b, r), expr in terms.free.items():
+    limits = {}
+    for b, r in keys:
         unit = load_unit[r]
-        load = sum(expr) + round(terms.fixed[b, r] / unit)
-        if cap[b, r] / unit < whole[r]:
-            model.add(load <= math.floor(cap[b, r] / unit))
+        capped = math.floor(cap[b, r] / unit) if cap[b, r] / unit < whole[r] else None
         t = round(target[b, r] / unit)
         if t <= 0:
-            if upper[b, r] / unit < whole[r]:
-                model.add(load <= math.floor(upper[b, r] / unit))
+            plain = math.floor(upper[b, r] / unit) if upper[b, r] / unit < whole[r] else None
+            limits[b, r] = _Limits(capped, t, upper=plain)
+        else:
+            limits[b, r] = _Limits(capped, t, math.floor(PER_MILLE * upper[b, r] / unit),
+                                   math.ceil(PER_MILLE * lower[b, r] / unit))
+    return limits
+
+
+def _add_band_excess(model: cp_model.CpModel, state: SolverState, v: ModelVars,
+                     nb: Neighbourhood, hard: bool) -> _Excess:
+    """Every broker and resource under the utilization cap and within the aimed band widened
+    by its excess; with `hard`, within the band itself (every excess 0)."""
+    load_unit, _ = scale(state)
+    terms = load_terms(state, nb, v, load_unit)
+    limits = _limits(state, list(terms.free))
+    found = _Excess([], [], model.new_int_var(0, 0 if hard else MAX_EXCESS, "worst_up"))
+    most_up, most_down = (0, 0) if hard else (MAX_EXCESS, PER_MILLE)
+    for (b, r), expr in terms.free.items():
+        limit = limits[b, r]
+        load = sum(expr) + round(terms.fixed[b, r] / load_unit[r])
+        if limit.cap is not None:
+            model.add(load <= limit.cap)
+        if limit.target <= 0:
+            if limit.upper is not None:
+                model.add(load <= limit.upper)
             continue
-        up = model.new_int_var(0, MAX_EXCESS, f"up{b}_{r}")
-        down = model.new_int_var(0, PER_MILLE, f"down{b}_{r}")
-        model.add(PER_MILLE * load <= math.floor(PER_MILLE * upper[b, r] / unit) + t * up)
-        model.add(PER_MILLE * load >= math.ceil(PER_MILLE * lower[b, r] / unit) - t * down)
+        up = model.new_int_var(0, most_up, f"up{b}_{r}")
+        down = model.new_int_var(0, most_down, f"down{b}_{r}")
+        model.add(PER_MILLE * load <= limit.upper_per_mille + limit.target * up)
+        model.add(PER_MILLE * load >= limit.lower_per_mille - limit.target * down)
         model.add(found.worst_up >= up)
         found.up.append(up)
         found.down.append(down)
     return found
 
 
-def _objective(state: SolverState, nb: Neighbourhood, v: ModelVars,
-               excess: _Excess) -> cp_model.LinearExpr:
-    """Lexicographic in one sum: the worst excess above the band (the fullest broker), then
-    the total excess of every broker both ways (level inside each zone), then bytes moved
-    and a small cost per changed partition. Bytes are counted in millionths of all replica
-    bytes so that the weights stay far inside 64-bit integers."""
+def _hint_in_band(state: SolverState, nb: Neighbourhood) -> bool:
+    """Does the current placement (the hint) meet every limit of the model with no excess,
+    counted in the model's own integer units?"""
+    a = state.arrays
+    load_unit, _ = scale(state)
+    units = np.rint(np.stack([a.size, a.net_in, a.leader_out], axis=1) / load_unit)
+    loads = np.zeros((a.brokers, 3))
+    for column in range(state.replicas.shape[1]):
+        held = state.replicas[:, column]
+        on = held >= 0
+        np.add.at(loads[:, DISK], held[on], units[on, DISK])
+        np.add.at(loads[:, NET_IN], held[on], units[on, NET_IN])
+        if column == 0:
+            np.add.at(loads[:, NET_OUT], held[on], units[on, NET_OUT])
+    touched = sorted({b for cands in nb.candidates for b in cands})
+    keys = [(b, r) for b in touched for r in range(3)]
+    for (b, r), limit in _limits(state, keys).items():
+        load = loads[b, r]
+        if limit.cap is not None and load > limit.cap:
+            return False
+        if limit.target <= 0:
+            if limit.upper is not None and load > limit.upper:
+                return False
+        elif not limit.lower_per_mille <= PER_MILLE * load <= limit.upper_per_mille:
+            return False
+    return True
+
+
+def _moved(state: SolverState, nb: Neighbourhood, v: ModelVars) -> cp_model.LinearExpr:
+    """Bytes moved plus a small cost per changed partition, bytes counted in millionths of all
+    replica bytes so that the weights above them stay far inside 64-bit integers."""
     a = state.arrays
     byte_unit = max(float((a.size * a.rf).sum()) / 1e6, 1e-9)
     move_weight = max(1, round(state.move_cost * state.disk_unit / byte_unit))
-    moved = bytes_term(state, nb, v, byte_unit) + move_weight * moves_term(v)
+    moved: cp_model.LinearExpr = (bytes_term(state, nb, v, byte_unit)
+                                  + move_weight * moves_term(v))
+    return moved
+
+
+def _objective(state: SolverState, nb: Neighbourhood, v: ModelVars,
+               excess: _Excess) -> cp_model.LinearExpr:
+    """Lexicographic in one sum: the worst excess above the band (the fullest broker), then
+    the total excess of every broker both ways (level inside each zone), then `_moved`. Its
+    weights put any excess above every plan's bytes, so where a placement without excess
+    exists, the optimum is the fewest bytes among those: the `hard` model's optimum."""
+    a = state.arrays
+    byte_unit = max(float((a.size * a.rf).sum()) / 1e6, 1e-9)
+    move_weight = max(1, round(state.move_cost * state.disk_unit / byte_unit))
     level_weight = 2_000_000 + move_weight * a.partitions + 1
     total_excess = cp_model.LinearExpr.sum([*excess.up, *excess.down])
     most_excess = len(excess.up) * MAX_EXCESS + len(excess.down) * PER_MILLE
     worst_weight = level_weight * (most_excess + 1)
     objective: cp_model.LinearExpr = (worst_weight * excess.worst_up
-                                       + level_weight * total_excess + moved)
+                                       + level_weight * total_excess + _moved(state, nb, v))
     return objective
 
 
@@ -157,23 +233,30 @@ def _candidates(state: SolverState) -> list[list[int]]:
             for p in range(a.partitions)]
 
 
-def solve_exact(state: SolverState, work: float, seconds: float, seed: int,
-                deadline: float | None = None, mip_floor: float = 0.0) -> ExactResult | None:
-    """The best placement of the whole cluster within `work` (CP-SAT deterministic time) and
-    `seconds` of wall clock; then, when CP-SAT has not proved it and a `deadline`
-    (time.monotonic()) is given, SCIP within MIP_NODES nodes, its clock stopping it at the
-    deadline or after `mip_floor` seconds, whichever is later. Whether SCIP runs depends on
-    CP-SAT's status alone, not on the time left, so the same input gives the same plan.
-    None when CP-SAT found none (it is hinted with the current placement, so that means it
-    ran out of time in presolve)."""
-    a = state.arrays
-    nb = Neighbourhood(list(range(a.partitions)), _candidates(state))
+@dataclass
+class _Whole:
+    """The whole-cluster model: its variables and excess terms."""
+
+    model: cp_model.CpModel
+    v: ModelVars
+    excess: _Excess
+
+
+def _whole_model(state: SolverState, nb: Neighbourhood, hard: bool) -> _Whole:
+    """The weighted model (`_objective`), or with `hard` the same placement held inside every
+    aimed band and only `_moved` to minimize: the same optimum where a placement without
+    excess exists, and a far tighter model to prove it on (the bands prune the search
+    instead of pricing it)."""
     _, byte_unit = scale(state)
     model, v = placement_model(state, nb)
     add_budget(model, state, nb, v, byte_unit)
-    excess = _add_band_excess(model, state, v, nb)
-    model.minimize(_objective(state, nb, v, excess))
-    add_hints(model, state, nb, v)
+    excess = _add_band_excess(model, state, v, nb, hard)
+    model.minimize(_moved(state, nb, v) if hard else _objective(state, nb, v, excess))
+    return _Whole(model, v, excess)
+
+
+def _search(whole: _Whole, seed: int, work: float, seconds: float
+            ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = WORKERS
     solver.parameters.interleave_search = True
@@ -181,19 +264,37 @@ def solve_exact(state: SolverState, work: float, seconds: float, seed: int,
     solver.parameters.max_deterministic_time = work
     solver.parameters.max_time_in_seconds = seconds
     solver.parameters.relative_gap_limit = PROVEN_GAP
-    status = solver.solve(model)
+    return solver, solver.solve(whole.model)
+
+
+def solve_exact(state: SolverState, work: float, seconds: float, seed: int,
+                deadline: float | None = None, mip_floor: float = 0.0) -> ExactResult | None:
+    """The best placement of the whole cluster within `work` (CP-SAT deterministic time) and
+    `seconds` of wall clock: on the `hard` model when the current placement (the hint)
+    already meets every aimed band, else on the weighted one. Then, when CP-SAT has not
+    proved its plan and a `deadline` (time.monotonic()) is given, SCIP within MIP_NODES
+    nodes, its clock stopping it at the deadline or after `mip_floor` seconds, whichever is
+    later. Whether SCIP runs depends on CP-SAT's status alone, not on the time left, so the
+    same input gives the same plan. None when CP-SAT found none (it is hinted with the
+    current placement, so that means it ran out of time in presolve)."""
+    a = state.arrays
+    nb = Neighbourhood(list(range(a.partitions)), _candidates(state))
+    whole = _whole_model(state, nb, hard=_hint_in_band(state, nb))
+    add_hints(whole.model, state, nb, whole.v)
+    solver, status = _search(whole, seed, work, seconds)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     objective, bound = solver.objective_value, solver.best_objective_bound
     if status != cp_model.OPTIMAL and deadline is not None and SECOND_SOLVER:
-        found = _second_opinion(model, solver, max(deadline - time.monotonic(), mip_floor))
+        found = _second_opinion(whole.model, solver,
+                                max(deadline - time.monotonic(), mip_floor))
         if found is not None:
             solver, objective, mip_bound = found
             bound = max(bound, mip_bound)
-    rows = solution_rows(solver, state, nb, v)
+    rows = solution_rows(solver, state, nb, whole.v)
     gap = max((objective - bound) / max(abs(objective), 1.0), 0.0)
     optimal = status == cp_model.OPTIMAL or gap <= PROVEN_GAP
-    return ExactResult(rows, optimal, gap, int(solver.value(excess.worst_up)))
+    return ExactResult(rows, optimal, gap, int(solver.value(whole.excess.worst_up)))
 
 
 def _second_opinion(model: cp_model.CpModel, solver: cp_model.CpSolver,
