@@ -192,12 +192,17 @@ def _hint_in_band(state: SolverState, nb: Neighbourhood) -> bool:
     return True
 
 
-def _moved(state: SolverState, nb: Neighbourhood, v: ModelVars) -> cp_model.LinearExpr:
-    """Bytes moved plus a small cost per changed partition, bytes counted in millionths of all
-    replica bytes so that the weights above them stay far inside 64-bit integers."""
+def _move_weight(state: SolverState) -> tuple[float, int]:
+    """The objective's byte unit (a millionth of all replica bytes, so that the weights above
+    the bytes stay far inside 64-bit integers) and the cost of one changed partition in it."""
     a = state.arrays
     byte_unit = max(float((a.size * a.rf).sum()) / 1e6, 1e-9)
-    move_weight = max(1, round(state.move_cost * state.disk_unit / byte_unit))
+    return byte_unit, max(1, round(state.move_cost * state.disk_unit / byte_unit))
+
+
+def _moved(state: SolverState, nb: Neighbourhood, v: ModelVars) -> cp_model.LinearExpr:
+    """Bytes moved plus a small cost per changed partition."""
+    byte_unit, move_weight = _move_weight(state)
     moved: cp_model.LinearExpr = (bytes_term(state, nb, v, byte_unit)
                                   + move_weight * moves_term(v))
     return moved
@@ -210,8 +215,7 @@ def _objective(state: SolverState, nb: Neighbourhood, v: ModelVars,
     weights put any excess above every plan's bytes, so where a placement without excess
     exists, the optimum is the fewest bytes among those: the `hard` model's optimum."""
     a = state.arrays
-    byte_unit = max(float((a.size * a.rf).sum()) / 1e6, 1e-9)
-    move_weight = max(1, round(state.move_cost * state.disk_unit / byte_unit))
+    _, move_weight = _move_weight(state)
     level_weight = 2_000_000 + move_weight * a.partitions + 1
     total_excess = cp_model.LinearExpr.sum([*excess.up, *excess.down])
     most_excess = len(excess.up) * MAX_EXCESS + len(excess.down) * PER_MILLE
