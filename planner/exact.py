@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from planner import mip
-from planner.arrays import DISK, NET_IN, NET_OUT
+from planner.arrays import DISK, NET_IN, NET_OUT, broker_loads
 from planner.balance import aim
 from planner.cpsat_model import (
     ModelVars,
@@ -169,15 +169,11 @@ def _hint_in_band(state: SolverState, nb: Neighbourhood) -> bool:
     counted in the model's own integer units?"""
     a = state.arrays
     load_unit, _ = scale(state)
-    units = np.rint(np.stack([a.size, a.net_in, a.leader_out], axis=1) / load_unit)
-    loads = np.zeros((a.brokers, 3))
-    for column in range(state.replicas.shape[1]):
-        held = state.replicas[:, column]
-        on = held >= 0
-        np.add.at(loads[:, DISK], held[on], units[on, DISK])
-        np.add.at(loads[:, NET_IN], held[on], units[on, NET_IN])
-        if column == 0:
-            np.add.at(loads[:, NET_OUT], held[on], units[on, NET_OUT])
+    # each partition's load rounded to whole units, as load_terms gives it to the model
+    loads = broker_loads(replace(a, size=np.rint(a.size / load_unit[DISK]),
+                                 net_in=np.rint(a.net_in / load_unit[NET_IN]),
+                                 leader_out=np.rint(a.leader_out / load_unit[NET_OUT])),
+                         state.replicas)
     touched = sorted({b for cands in nb.candidates for b in cands})
     keys = [(b, r) for b in touched for r in range(3)]
     for (b, r), limit in _limits(state, keys).items():
