@@ -45,9 +45,6 @@ class Archives:
     server: Path | None = None
     tool: Path | None = None
 
-    def for_main(self, main_class: str) -> Path | None:
-        return {SERVER_MAIN: self.server, TOOL_MAIN: self.tool}.get(main_class)
-
 
 def archive_dir(jar_dir: Path) -> Path | None:
     """Where the archives of this JDK build and this jar set live; None without a `java`."""
@@ -65,10 +62,20 @@ def archive_dir(jar_dir: Path) -> Path | None:
 def present(jar_dir: Path) -> Archives:
     """The archives already made for this JDK and jar set (none is made here)."""
     where = archive_dir(jar_dir)
-    if where is None:
-        return Archives()
+    return Archives() if where is None else _present_in(where)
+
+
+def _present_in(where: Path) -> Archives:
     server, tool = where / "server.jsa", where / "tool.jsa"
     return Archives(server if server.is_file() else None, tool if tool.is_file() else None)
+
+
+def _settled(where: Path) -> Archives | None:
+    """What is in `where` once nothing more is to be made there (both archives, or the note
+    that they cannot be); None while they are still to be made."""
+    found = _present_in(where)
+    done = (found.server is not None and found.tool is not None) or (where / FAILED).exists()
+    return found if done else None
 
 
 def ensure(jar_dir: Path, progress: Callable[[str], None]) -> Archives:
@@ -77,13 +84,13 @@ def ensure(jar_dir: Path, progress: Callable[[str], None]) -> Archives:
     where = archive_dir(jar_dir)
     if where is None:
         return Archives()
-    found = present(jar_dir)
-    if (found.server is not None and found.tool is not None) or (where / FAILED).exists():
+    found = _settled(where)
+    if found is not None:
         return found
     where.mkdir(parents=True, exist_ok=True)
     with _locked(where / ".lock"):
-        found = present(jar_dir)
-        if (found.server is not None and found.tool is not None) or (where / FAILED).exists():
+        found = _settled(where)
+        if found is not None:
             return found
         progress("making class-data archives for the sandbox's JVMs (once per JDK, about "
                  "15 s; every later start is faster)")
@@ -94,7 +101,7 @@ def ensure(jar_dir: Path, progress: Callable[[str], None]) -> Archives:
             # not asked again at every start
             (where / FAILED).write_text(f"{exc}\n", encoding="utf-8")
             progress(f"no class-data archive ({exc}): the JVMs start without one")
-    return present(jar_dir)
+    return _present_in(where)
 
 
 class _NotMade(Exception):

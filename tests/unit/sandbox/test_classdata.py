@@ -47,8 +47,7 @@ def test_archives_made_once_are_found_again(tmp_path: Path,
     first = classdata.ensure(jar_dir, said.append)
     again = classdata.ensure(jar_dir, said.append)
     assert first == again == classdata.present(jar_dir)
-    assert first.for_main(classdata.SERVER_MAIN) == made[0] / "server.jsa"
-    assert first.for_main(classdata.TOOL_MAIN) == made[0] / "tool.jsa"
+    assert first.server == made[0] / "server.jsa" and first.tool == made[0] / "tool.jsa"
     assert len(made) == 1 and len(said) == 1
 
 
