@@ -37,7 +37,15 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
     ConfigResource,
     NewTopic,
 )
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import (
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_fixed,
+    wait_random_exponential,
+)
 
 from kafka_rebalance.core.errors import ClusterError, LeaseRefused
 from kafka_rebalance.core.ports import LeaseDecision
@@ -132,20 +140,32 @@ class KafkaLeaseStore:
         self._ready = True
 
     def _stamp_append_time(self, admin: AdminClient) -> None:
-        """Set the existing topic to append time unless it is; where that is not allowed,
-        the lease's age falls back to the holder's clock (the claim still works)."""
+        """Set the existing topic to append time unless it is, and wait (up to the timeout)
+        until a broker reads it back: KRaft brokers apply a config change after the
+        controller acknowledges it, and a record written before then is stamped with its
+        producer's clock. Where that is not allowed, the lease's age falls back to the
+        holder's clock (the claim still works)."""
         resource = ConfigResource(ConfigResource.Type.TOPIC, self._topic)
         ((name, value),) = APPEND_TIME.items()
         try:
-            configs = admin.describe_configs([resource])[resource].result(self._timeout)
-            if configs.get(name) is not None and configs[name].value == value:
+            if self._reads_append_time(admin):
                 return
             entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
             admin.incremental_alter_configs([ConfigResource(
                 ConfigResource.Type.TOPIC, self._topic, incremental_configs=[entry])]
             )[resource].result(self._timeout)
+            Retrying(retry=retry_if_result(lambda applied: not applied),
+                     stop=stop_after_delay(self._timeout), wait=wait_fixed(0.2),
+                     retry_error_callback=lambda _: False)(self._reads_append_time, admin)
         except KafkaException:
             return
+
+    def _reads_append_time(self, admin: AdminClient) -> bool:
+        """Does the broker that answers say the topic is stamped with append time?"""
+        resource = ConfigResource(ConfigResource.Type.TOPIC, self._topic)
+        ((name, value),) = APPEND_TIME.items()
+        configs = admin.describe_configs([resource])[resource].result(self._timeout)
+        return configs.get(name) is not None and configs[name].value == value
 
     def _latest(self) -> bytes | None:
         """The newest committed lease value (None on an empty topic)."""

@@ -157,10 +157,14 @@ def test_the_leases_age_is_read_on_the_clusters_clock_not_the_holders(
     def write(record: LeaseRecord) -> None:
         KafkaLeaseStore(sandbox.bootstrap, topic=topic).claim(lambda raw, ago: record.encode())
 
-    write(LeaseRecord("run-slow", "slow clock pid 7", time.time() - 3600))
+    write(LeaseRecord("run-old", "older version pid 6", time.time()))
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    configs = client.describe_configs([resource])[resource].result(30)
-    assert configs["message.timestamp.type"].value == "LogAppendTime"
+    # a broker applies the change after the controller acknowledges it; the claim waits for
+    # one to read it back, and every broker follows within moments
+    wait_for("the lease topic stamped with append time", lambda: client.describe_configs(
+        [resource])[resource].result(30)["message.timestamp.type"].value == "LogAppendTime",
+             30, 0.2)
+    write(LeaseRecord("run-slow", "slow clock pid 7", time.time() - 3600))
     with pytest.raises(LeaseRefused, match=r"another run holds this cluster: run run-slow"):
         LeaseKeeper(KafkaLeaseStore(sandbox.bootstrap, topic=topic)).acquire("run-b", "b")
 
