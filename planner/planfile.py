@@ -39,6 +39,7 @@ class BrokerStats:
     leaders: int
     load: Load
     capacity: Capacity
+    quota_window_seconds: float | None = None  # as the snapshot read it
 
     def utilization(self, resource: Resource) -> float:
         return self.load.of(resource) / self.capacity.of(resource)
@@ -190,6 +191,14 @@ class PlanFile(MoveTotals):
         """Target replicas of every changed partition."""
         return {m.key: m.target for m in self.moves}
 
+    def quota_window_seconds(self) -> float | None:
+        """The longest replication quota window the snapshot read on the brokers the moves
+        copy between, as the executor reads it before a run; None when it read none."""
+        moved = {b for m in self.moves for b in (*m.current, *m.target)}
+        windows = [b.quota_window_seconds for b in self.before.brokers
+                   if b.id in moved and b.alive and b.quota_window_seconds is not None]
+        return max(windows, default=None)
+
 
 def cluster_stats(brokers: Sequence[Broker], counts: Tally, tolerance: float,
                   members: Sequence[Broker], deviations: Sequence[float] | None = None,
@@ -197,7 +206,8 @@ def cluster_stats(brokers: Sequence[Broker], counts: Tally, tolerance: float,
     """Statistics of one view of the cluster; the spread is over `members`; `deviations`
     per resource from the targets decide `within_tolerance` (the average's band without)."""
     stats = tuple(BrokerStats(b.id, b.rack, b.alive, counts.replicas(b.id),
-                              counts.leaders(b.id), counts.load(b.id), b.capacity)
+                              counts.leaders(b.id), counts.load(b.id), b.capacity,
+                              b.quota_window_seconds)
                   for b in brokers)
     bal = balance_of(counts, members)
     resources = []

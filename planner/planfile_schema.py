@@ -131,6 +131,7 @@ class BrokerStatsEntry(TypedDict, total=False):
     leaders: Required[Count]
     load: Required[LoadEntry]
     capacity: Required[CapacityEntry]
+    quota_window_seconds: Positive
 
 
 @with_config(_IGNORE)

@@ -93,9 +93,12 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
                   for p in infos]
     brokers = broker_entries(live_brokers, infos, capacities, admin.registered_racks())
     cordoned = admin.cordoned_brokers(sorted(live_ids))
-    for entry in brokers:
+    windows = admin.quota_windows(sorted(live_ids))  # the executor waits them out; the
+    for entry in brokers:  # review's ETA counts them
         if entry["id"] in cordoned:
             entry["cordoned"] = True
+        if entry["id"] in windows:
+            entry["quota_window_seconds"] = windows[entry["id"]]
     if cordoned:
         notes.append(f"broker(s) {sorted(cordoned)} are cordoned (cordoned.log.dirs): listed "
                      "with cordoned=true; a plan puts no new replica on them")

@@ -139,7 +139,8 @@ class LogDir:
 class Broker:
     """A broker: id, rack (None when the cluster sets no broker.rack) and capacity; `cordoned`:
     every log dir of it is cordoned (KIP-1066 `cordoned.log.dirs`): it gets no new replica.
-    `log_dirs`: its log dirs when it has more than one (JBOD), else empty."""
+    `log_dirs`: its log dirs when it has more than one (JBOD), else empty.
+    `quota_window_seconds`: its replication quota window as read (None: not read)."""
 
     id: int
     rack: str | None
@@ -147,6 +148,7 @@ class Broker:
     alive: bool = True
     cordoned: bool = False
     log_dirs: tuple[LogDir, ...] = ()
+    quota_window_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if not is_kafka_id(self.id):

@@ -69,6 +69,8 @@ def broker_to_dict(broker: Broker) -> dict[str, Any]:
         out["cordoned"] = True
     if broker.log_dirs:  # JBOD brokers only: other snapshots read as before
         out["log_dirs"] = [log_dir_to_dict(d) for d in broker.log_dirs]
+    if broker.quota_window_seconds is not None:
+        out["quota_window_seconds"] = _compact(broker.quota_window_seconds)
     return out
 
 

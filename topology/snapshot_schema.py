@@ -73,6 +73,7 @@ class BrokerEntry(TypedDict, total=False):
     alive: Flag
     cordoned: Flag  # every log dir cordoned (KIP-1066): no new replica
     log_dirs: list[LogDirEntry] | None  # JBOD (KIP-858) brokers only: their log dirs
+    quota_window_seconds: Positive  # replication.quota.window.num x .size.seconds, as read
 
 
 @with_config(_FORBID)
@@ -259,7 +260,8 @@ def _broker(entry: BrokerEntry, capacities: Capacities | None, problems: list[st
                                 d.get("cordoned", False), _whole(d.get("free_bytes")))
                          for d in entry.get("log_dirs") or ())
         return Broker(broker_id, rack, capacity, entry.get("alive", True),
-                      entry.get("cordoned", False), log_dirs)
+                      entry.get("cordoned", False), log_dirs,
+                      entry.get("quota_window_seconds"))
     except InputError as exc:
         problems.append(str(exc))
         return None

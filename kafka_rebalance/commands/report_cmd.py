@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS
 from kafka_rebalance.commands.render import err_console, say
 from kafka_rebalance.core.errors import InputError
 from kafka_rebalance.files.outputs import InputFiles, Output, check_output, refuse_inputs
@@ -74,8 +73,7 @@ def write_plan_html(path: Path, plan_file: PlanFile, rate_bytes_per_sec: float,
     from kafka_rebalance.report.page import render_report
     from kafka_rebalance.report.plan_view import plan_view
 
-    view = plan_view(plan_file, rate_bytes_per_sec,
-                     quota_window_seconds=DEFAULT_QUOTA_WINDOW_SECONDS)
+    view = plan_view(plan_file, rate_bytes_per_sec)
     write_report(path, render_report(title=title, plan=view, generated_at=_now_text()))
     say(f"report: {path}", err_console)
 

@@ -72,7 +72,9 @@ def _stats_dict(stats: ClusterStats) -> dict[str, Any]:
         "brokers": [{"id": b.id, "rack": b.rack, "alive": b.alive, "replicas": b.replicas,
                      "leaders": b.leaders,
                      "load": {res.value: b.load.of(res) for res in RESOURCES},
-                     "capacity": {res.value: b.capacity.of(res) for res in RESOURCES}}
+                     "capacity": {res.value: b.capacity.of(res) for res in RESOURCES},
+                     **({"quota_window_seconds": b.quota_window_seconds}
+                        if b.quota_window_seconds is not None else {})}
                     for b in stats.brokers],
     }
 
@@ -360,7 +362,8 @@ def _stats(entry: StatsEntry) -> ClusterStats:
     brokers = tuple(
         BrokerStats(b["id"], b.get("rack"), b.get("alive", True), b["replicas"], b["leaders"],
                     Load(*(b["load"][res.value] for res in RESOURCES)),
-                    Capacity(*(b["capacity"][res.value] for res in RESOURCES)))
+                    Capacity(*(b["capacity"][res.value] for res in RESOURCES)),
+                    b.get("quota_window_seconds"))
         for b in entry["brokers"])
     return ClusterStats(brokers, resources)
 

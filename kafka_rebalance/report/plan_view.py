@@ -13,9 +13,16 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from executor.config import DEFAULT_QUOTA_WINDOW_SECONDS, Concurrency
+from executor.config import Concurrency
 from executor.schedule import Schedule, expected_schedule
-from kafka_rebalance.report.review import binding_text, describe_move, eta_text, review, review_eta
+from kafka_rebalance.report.review import (
+    binding_text,
+    describe_move,
+    eta_text,
+    quota_window,
+    review,
+    review_eta,
+)
 from planner.planfile import BrokerStats, PlanFile
 from topology.model import RESOURCES, Resource
 from topology.units import duration_text, rate_text, size_text
@@ -208,11 +215,14 @@ def review_parts(plan: PlanFile, rate_bytes_per_sec: float) -> tuple[
 
 
 def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: Concurrency = 1,
-              quota_window_seconds: float, moves_listed: int = 1000) -> PlanView:
+              quota_window_seconds: float | None = None, moves_listed: int = 1000) -> PlanView:
     """The report of `plan` with moves timed at `rate_bytes_per_sec` per copy, `concurrency`
-    at once (executor.schedule)."""
+    at once, waiting out `quota_window_seconds` (the run's; default the plan's own) as
+    executor.schedule does."""
     side_by_side = None
-    if concurrency == 1 and quota_window_seconds == DEFAULT_QUOTA_WINDOW_SECONDS:
+    if quota_window_seconds is None:
+        quota_window_seconds = quota_window(plan)
+    if concurrency == 1 and quota_window_seconds == quota_window(plan):
         both = review_eta(plan, rate_bytes_per_sec)  # the review's own schedules
         timeline, side_by_side = both.one_at_a_time, both.side_by_side
     else:

@@ -176,12 +176,19 @@ def describe_move(move: Move) -> str:
 _LAST_ETA: list[tuple[PlanFile, float, PlanEta]] = []  # the review asks three times
 
 
+def quota_window(plan: PlanFile) -> float:
+    """The quota window a run of the plan will wait out: the longest the snapshot read on the
+    brokers the moves copy between, else Kafka's default."""
+    window = plan.quota_window_seconds()
+    return DEFAULT_QUOTA_WINDOW_SECONDS if window is None else window
+
+
 def review_eta(plan: PlanFile, rate_bytes_per_sec: float) -> PlanEta:
     """The plan timed at the rate under execute's defaults (executor.schedule)."""
     for seen, rate, eta in _LAST_ETA:
         if seen is plan and rate == rate_bytes_per_sec:
             return eta
-    eta = plan_eta(plan.moves, rate_bytes_per_sec, DEFAULT_QUOTA_WINDOW_SECONDS)
+    eta = plan_eta(plan.moves, rate_bytes_per_sec, quota_window(plan))
     _LAST_ETA[:] = [(plan, rate_bytes_per_sec, eta)]
     return eta
 
@@ -539,7 +546,7 @@ def review_document(plan: PlanFile, rate_bytes_per_sec: float) -> dict[str, Any]
                                        if s.lower_bound_bytes > 0 else None),
             "balanced": all(r.within_tolerance for r in plan.after.resources)},
         "eta": {"rate_bytes_per_sec": rate_bytes_per_sec,
-                "quota_window_seconds": DEFAULT_QUOTA_WINDOW_SECONDS,
+                "quota_window_seconds": quota_window(plan),
                 "gap_seconds": DEFAULT_GAP_SECONDS,
                 "start_seconds": eta.one_at_a_time.start_seconds,
                 "copy_efficiency": COPY_EFFICIENCY,

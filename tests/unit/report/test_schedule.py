@@ -125,3 +125,35 @@ def test_leadership_only_moves_take_their_batch_time_and_no_gate() -> None:
     assert eta.one_at_a_time.eta_seconds == pytest.approx(START_SECONDS + 300 * LEADERSHIP_SECONDS)
     assert 9.0 < 300 * LEADERSHIP_SECONDS < 10.0
     assert eta.between_moves_seconds == pytest.approx(0.0, abs=1e-6)
+
+
+def test_the_review_waits_out_the_window_the_snapshot_read() -> None:
+    """A snapshot that read each broker's quota window: the review times the plan with the
+    longest among the brokers its moves copy between (as the run will read it), the plan file
+    keeps it, and a plan without one is timed with Kafka's default."""
+    from dataclasses import replace
+
+    from kafka_rebalance.files.planfile import plan_from_dict, plan_to_dict
+    from kafka_rebalance.report.review import quota_window, review_document, review_eta
+    from planner.goals import Budget, Goals
+    from planner.planfile import SolverInfo, make_plan_file
+    from planner.result import SolverStatus
+    from tests.unit.report.conftest import SMALL_MOVES, small_topology
+
+    def planned(windows: dict[int, float]) -> PlanFile:
+        topology = small_topology()
+        brokers = [replace(b, quota_window_seconds=windows.get(b.id)) for b in topology.brokers]
+        return make_plan_file(topology.with_brokers(brokers), SMALL_MOVES,
+                              Goals(tolerance=0.10, add_brokers=frozenset({3, 6})), Budget(),
+                              SolverInfo(SolverStatus.FEASIBLE, 1, 0.1, 1.0, ("none",)),
+                              "2026-01-01T00:00:00+00:00")
+
+    plan = planned({1: 3.0, 2: 3.0, 3: 4.0, 4: 3.0, 5: 3.0, 6: 3.0})
+    assert plan.quota_window_seconds() == 4.0 == quota_window(plan)
+    again = plan_from_dict(plan_to_dict(plan))
+    assert again.quota_window_seconds() == 4.0
+    assert review_eta(again, RATE) == plan_eta(again.moves, RATE, 4.0)
+    assert review_document(again, RATE)["eta"]["quota_window_seconds"] == 4.0
+    unread = planned({})
+    assert quota_window(unread) == DEFAULT_QUOTA_WINDOW_SECONDS
+    assert review_eta(unread, RATE) == plan_eta(unread.moves, RATE, DEFAULT_QUOTA_WINDOW_SECONDS)

@@ -88,7 +88,7 @@ SNAPSHOT_CASES = {
                       "broker 1: unknown key 'racks' (did you mean 'rack'?)"),
     "unknown broker key": (_broker(host="b1"),
                            "broker 1: unknown key 'host' (expected id, rack, capacity, alive, "
-                           "cordoned, log_dirs)"),
+                           "cordoned, log_dirs, quota_window_seconds)"),
     "unknown capacity key": (_capacity(disk=5), "broker 1 capacity: unknown key 'disk' "
                              "(expected disk_bytes, net_in_bytes_per_sec, net_out_bytes_per_sec, "
                              "requests_per_sec)"),

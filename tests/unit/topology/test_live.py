@@ -39,6 +39,7 @@ class FakeAdmin:
         self.dirs: dict[int, tuple[str, ...]] = {}  # a broker's log dirs, when several
         self.fenced: dict[int, str | None] = {}  # registered, not alive
         self.moving: dict[TopicPartition, ReassignmentState] = {}
+        self.windows: dict[int, float] = {}  # replication quota windows, seconds
 
     def brokers(self) -> list[BrokerInfo]:
         return list(self._brokers)
@@ -50,8 +51,8 @@ class FakeAdmin:
         return frozenset()
 
     def quota_windows(self, broker_ids: Iterable[int]) -> dict[int, float]:
-        return {}
-
+        wanted = set(broker_ids)
+        return {b: w for b, w in self.windows.items() if b in wanted}
 
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
         return list(self._partitions)
@@ -311,3 +312,20 @@ def test_log_dirs_that_do_not_match_the_replicas_are_refused() -> None:
     orders0["log_dirs"] = ["/d1"]
     with pytest.raises(InputError, match="log_dirs names 1 dir"):
         topology_from_dict(doc)
+
+
+def test_quota_windows_are_recorded_per_broker_and_read_back() -> None:
+    """The window each live broker describes goes into the snapshot (the review's ETA waits
+    it out as the run will); a broker that describes none is written without one."""
+    caps = parse_capacities({"default": {"disk_bytes": 10**12, "net_in_bytes_per_sec": 10**8,
+                                         "net_out_bytes_per_sec": 10**8}})
+    admin = _cluster()
+    admin.windows = {1: 3.0, 2: 11.0}
+    doc = read_live_topology(admin, capacities=caps).document
+    brokers = {entry["id"]: entry for entry in doc["brokers"]}
+    assert brokers[1]["quota_window_seconds"] == 3
+    assert brokers[2]["quota_window_seconds"] == 11
+    assert "quota_window_seconds" not in brokers[3]
+    topology = topology_from_dict(doc)
+    assert [b.quota_window_seconds for b in topology.brokers] == [3.0, 11.0, None]
+    assert topology_from_dict(topology_to_dict(topology)) == topology
