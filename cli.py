@@ -40,13 +40,13 @@ from kafka_rebalance.commands.render import (
     topology_table,
 )
 from kafka_rebalance.commands.sandbox_cmd import app as sandbox_app
+from kafka_rebalance.commands.signals import INTERRUPTED_EXIT_CODE
 from kafka_rebalance.core.errors import RebalanceError
 from kafka_rebalance.core.names import visible
 from topology.capacities import read_capacities
 from topology.snapshot import read_snapshot
 
 UNEXPECTED_EXIT_CODE = 70  # EX_SOFTWARE (sysexits.h): an internal error, not the user's input
-INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 HELP = ("Plan and execute throttled partition rebalances for Apache Kafka.\n\n"
         "Typical loop: `snapshot` the cluster, `plan` a rebalance and review it, `execute` it "

@@ -218,6 +218,7 @@ def solve_neighbourhood(state: SolverState, nb: Neighbourhood, seed: int,
     model.minimize(bytes_term(state, nb, v, byte_unit) + move_weight * moves_term(v))
     add_hints(model, state, nb, v)
     solver = cp_model.CpSolver()
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C is the command's (no plan)
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = seed
     solver.parameters.max_deterministic_time = work_limit

@@ -258,6 +258,7 @@ def _whole_model(state: SolverState, nb: Neighbourhood, hard: bool) -> _Whole:
 def _search(whole: _Whole, seed: int, work: float, seconds: float
             ) -> tuple[cp_model.CpSolver, cp_model.CpSolverStatus]:
     solver = cp_model.CpSolver()
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C is the command's (no plan)
     solver.parameters.num_workers = WORKERS
     solver.parameters.interleave_search = True
     solver.parameters.random_seed = seed
@@ -324,6 +325,7 @@ def _fixed_to(model: cp_model.CpModel, values: list[int]) -> cp_model.CpSolver |
     for i, value in enumerate(values):
         model.add_hint(model.get_int_var_from_proto_index(i), value)
     solver = cp_model.CpSolver()
+    solver.parameters.catch_sigint_signal = False  # Ctrl-C is the command's (no plan)
     solver.parameters.num_workers = 1
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.max_time_in_seconds = 10.0

@@ -43,10 +43,10 @@ from kafka_rebalance.commands.execute_cmd import (
     SloProduce,
     SloUrp,
 )
-from kafka_rebalance.commands.execute_run import sigterm_as_ctrl_c
 from kafka_rebalance.commands.execute_setup import slo_from_flags
 from kafka_rebalance.commands.render import console, note
 from kafka_rebalance.commands.run_lines import RunLines
+from kafka_rebalance.commands.signals import sigterm_as_ctrl_c
 from kafka_rebalance.core.errors import ExecutionError, InputError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.usecases.auto import LoopSettings, run_auto

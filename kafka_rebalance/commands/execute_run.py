@@ -6,12 +6,9 @@ that says which.
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import typer
@@ -22,6 +19,7 @@ from executor.progress import progress_of
 from kafka_rebalance.commands.execute_render import ProgressView, report_lines
 from kafka_rebalance.commands.execute_setup import both, serve_metrics
 from kafka_rebalance.commands.render import NoteHold, console, err_console, note, say
+from kafka_rebalance.commands.signals import sigterm_as_ctrl_c
 from kafka_rebalance.core.errors import ExecutionError, RebalanceError
 
 if TYPE_CHECKING:
@@ -111,25 +109,6 @@ class RunScreen:
         except RebalanceError:
             _summary_anyway(executor, journal, "ended by an error")
             raise
-
-
-@contextmanager
-def sigterm_as_ctrl_c() -> Iterator[None]:
-    """While the block runs, SIGTERM (systemd, `timeout`, kill) is Ctrl-C: the command ends
-    the way it ends on an interrupt (exit 130 and the summary for execute, resume and cancel;
-    a clean cancel for auto) instead of dying mid-move without a word."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers belong to the main thread
-        return
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:

@@ -25,6 +25,7 @@ from kafka_rebalance.commands.render import (
     say,
 )
 from kafka_rebalance.commands.report_cmd import HtmlOption, check_html, write_plan_html
+from kafka_rebalance.commands.signals import interrupts_end_solving
 from kafka_rebalance.core.errors import InputError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.files.outputs import (
@@ -248,8 +249,9 @@ def plan(
                         topic_spread=topic_spread, leader_balance=leader_balance,
                         request_balance=request_balance, level_log_dirs=log_dir_moves),
             budget=budget, order=order)
-        with err_console.status(f"planning {len(topology.partitions)} partitions on "
-                                f"{len(topology.brokers)} brokers ..."):
+        with (interrupts_end_solving("the plan was not made"),
+              err_console.status(f"planning {len(topology.partitions)} partitions on "
+                                 f"{len(topology.brokers)} brokers ...")):
             plan_file = (build_demotion(topology, demotes, settings) if demotes
                          else build_plan(topology, settings))
     if out is not None:

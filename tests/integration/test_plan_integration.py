@@ -21,6 +21,7 @@ from kafka_rebalance.files.planfile import read_plan
 from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
 from planner.validate import validate_plan
+from tests.integration import executor_support
 from tests.integration.executor_support import own_sandbox as module_sandbox
 from tests.integration.kafka_topics import create_topics
 from topology.kafka_admin import KafkaClusterAdmin
@@ -99,6 +100,10 @@ def test_kafka_executes_the_plan_file_as_is(own_sandbox: SandboxInfo, tmp_path: 
     assert taken.returncode == 0, taken.stderr
     topology = read_snapshot(snap)
     assert new.id in topology.broker_ids
+    # each broker's quota window as it describes it (the sandbox sets 3 samples of 1 s), which
+    # the plan keeps for its review's ETA
+    assert {b.quota_window_seconds for b in topology.brokers} == {
+        float(executor_support.QUOTA_WINDOW_SAMPLES)}
 
     # Offline from the snapshot, and online straight from the cluster: the same placement.
     offline = tmp_path / "offline.json"
@@ -116,6 +121,7 @@ def test_kafka_executes_the_plan_file_as_is(own_sandbox: SandboxInfo, tmp_path: 
     assert any(new.id in m.target for m in plan.moves), (
         new.id, [(m.name, m.current, m.target) for m in plan.moves], result.stdout)
     assert validate_plan(topology, plan.moves, plan.goals).valid
+    assert plan.quota_window_seconds() == executor_support.QUOTA_WINDOW_SAMPLES
 
     out = reassign_tool(info, plan_path, "--execute")
     assert "Successfully started partition reassignment" in out

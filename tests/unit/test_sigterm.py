@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from kafka_rebalance.commands.execute_run import sigterm_as_ctrl_c
+from kafka_rebalance.commands.signals import sigterm_as_ctrl_c
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
 
 
 def test_sigterm_inside_the_run_is_an_interrupt_and_the_old_handler_comes_back() -> None:
@@ -19,3 +25,40 @@ def test_sigterm_inside_the_run_is_an_interrupt_and_the_old_handler_comes_back()
         time.sleep(5)  # the handler interrupts the sleep
         pytest.fail("SIGTERM did not interrupt the run")
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def _solving(pid: int) -> bool:
+    """Whether the process catches SIGTERM now: `plan` does so only while it solves."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+@pytest.mark.parametrize("sent", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_while_planning_ends_it_at_once_and_writes_nothing(
+        sent: signal.Signals, tmp_path: Path) -> None:
+    """The solvers run in C++ threads: before, CP-SAT took Ctrl-C as "stop searching", and
+    the command wrote the plan it had and exited 0. Now the process ends while it solves,
+    with 128 + the signal and no plan file. The signal is sent once the solving has begun
+    (SIGTERM caught, read from /proc), which lasts seconds on this example."""
+    out = tmp_path / "plan.json"
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import cli; cli.main()", "plan",
+         "--snapshot", str(EXAMPLES / "cluster.json"),
+         "--capacities", str(EXAMPLES / "capacities.yaml"), "--add-broker", "13,14,15",
+         "--time-limit", "600", "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        while not _solving(child.pid):
+            assert child.poll() is None, child.communicate()
+            time.sleep(0.05)
+        child.send_signal(sent)
+        stdout, stderr = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert child.returncode == 128 + sent, stdout + stderr
+    assert "interrupted: the plan was not made; nothing was written" in stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []

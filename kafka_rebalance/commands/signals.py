@@ -1,0 +1,87 @@
+"""What Ctrl-C and SIGTERM do while a command works.
+
+`sigterm_as_ctrl_c`: during a run, SIGTERM ends the command the way Ctrl-C does.
+
+`interrupts_end_solving`: during planning, either signal ends the process at once with
+nothing written. The solvers run in C++ threads, where Python's own handler cannot run until a
+solve returns (up to the whole time limit), and CP-SAT would otherwise take Ctrl-C as "stop
+searching" and hand back its best plan, which the command would then write as if nothing had
+happened. So while the solvers run, a thread of ours waits for either signal and ends the
+process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells report Ctrl-C
+
+
+@contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """While the block runs, SIGTERM (systemd, `timeout`, kill) is Ctrl-C: the command ends
+    the way it ends on an interrupt (exit 130 and the summary for execute, resume and cancel;
+    a clean cancel for auto) instead of dying mid-move without a word."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def interrupts_end_solving(what: str) -> Iterator[None]:
+    """While the block runs, Ctrl-C or SIGTERM prints "interrupted: `what` ..." and ends the
+    process at once (130 for Ctrl-C, 128 + the signal for others). The block must not write
+    anything: what it computes is simply dropped.
+
+    Python's handlers run on the main thread only when it is back in Python, which a solve
+    is not; but its signal handling writes each signal's number to the wakeup fd at once, from
+    whichever thread the signal reached, and a thread of ours waits on that fd."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    waited = (signal.SIGINT, signal.SIGTERM)
+    reading, writing = os.pipe()
+    os.set_blocking(writing, False)
+
+    def wait() -> None:
+        received = os.read(reading, 1)
+        if not received:
+            return  # the block ended: the pipe was closed, no signal came
+        if sys.stderr.isatty():  # the spinner's line cleared, the cursor it hid shown again
+            sys.stderr.write("\r\x1b[2K\x1b[?25h")
+        sys.stderr.write(f"interrupted: {what}; nothing was written\n")
+        sys.stderr.flush()
+        number = received[0]
+        os._exit(INTERRUPTED_EXIT_CODE if number == signal.SIGINT else 128 + number)
+
+    def noted(signum: int, frame: FrameType | None) -> None:
+        """The Python side of a signal, run only if a solve returns before the waiter exits."""
+
+    previous_fd = signal.set_wakeup_fd(writing, warn_on_full_buffer=False)
+    previous = {number: signal.signal(number, noted) for number in waited}
+    waiter = threading.Thread(target=wait, name="interrupts", daemon=True)
+    waiter.start()
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        signal.set_wakeup_fd(previous_fd)
+        os.close(writing)  # the waiter reads end of file and returns
+        waiter.join()
+        os.close(reading)
