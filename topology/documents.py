@@ -127,6 +127,8 @@ def write_json_atomic(path: Path, doc: Mapping[str, Any], indent: int | None = N
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk, a quota: the old file is left as it was
+            raise InputError(f"cannot write {path}: {exc.strerror}") from None
         raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -107,9 +108,22 @@ def check_writable(path: Path, flag: str) -> None:
         parent = parent.parent
     if not parent.is_dir():
         raise InputError(f"{flag} {path}: {parent} is not a directory; choose a writable path")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not os.access(parent, os.W_OK | os.X_OK) or not _can_create_in(parent):
         raise InputError(f"{flag} {path}: the directory {parent} is not writable; choose a "
                          "writable path")
+
+
+def _can_create_in(directory: Path) -> bool:
+    """Whether a file can really be made there: os.access answers yes for root on a
+    read-only or pseudo file system (/sys, /proc) and knows nothing of ACLs or quotas. A
+    probe file is made and removed at once."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".rebalance-probe.", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    Path(probe).unlink(missing_ok=True)
+    return True
 
 
 def check_new_directory(path: Path, flag: str) -> None:

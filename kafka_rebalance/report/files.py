@@ -10,6 +10,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from kafka_rebalance.core.errors import InputError
+
 GENERATOR = "kafka-rebalance report"
 GENERATOR_META = f'<meta name="generator" content="{GENERATOR}">'
 RECOGNIZE_BYTES = 4096
@@ -28,13 +30,19 @@ def is_report_file(path: Path) -> bool:
 def write_report(path: Path, html: str) -> None:
     """Write the page atomically: a temporary file beside it, then a rename."""
     directory = path.absolute().parent
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise InputError(f"cannot write the report {path}: {exc.strerror}; choose a "
+                         "writable --html path") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(html)
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as exc:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk, a quota: nothing of the page is left
+            raise InputError(f"cannot write the report {path}: {exc.strerror}") from None
         raise

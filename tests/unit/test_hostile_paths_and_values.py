@@ -156,3 +156,26 @@ def test_a_journal_of_an_ended_run_says_so_instead_of_resume_or_cancel(tmp_path:
                        + "\n" + json.dumps(end_record(RunOutcome.COMPLETED, 2.0)) + "\n")
     with pytest.raises(ExecutionError, match=r"ended \(completed\).*another --journal path"):
         check_new_journal(journal, tmp_path / "plan.json")
+
+
+@pytest.mark.parametrize("flag", ["--out", "--html"])
+def test_an_output_in_a_directory_no_file_can_be_made_in_is_refused_before_planning(
+        flag: str, tmp_path: Path) -> None:
+    """/proc answers os.access's question yes for root, yet refuses every new file: found by a
+    probe before any work, not after the solve (the plan written and then exit 70)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = tmp_path / "plan.json"
+    paths = {"--out": out, "--html": tmp_path / "page.html"} | {flag: Path("/proc/plan.x")}
+    result = subprocess.run(
+        [sys.executable, "-c", "import cli; cli.main()", "plan",
+         "--snapshot", str(root / "examples/cluster.json"),
+         "--capacities", str(root / "examples/capacities.yaml"), "--add-broker", "13",
+         "--out", str(paths["--out"]), "--html", str(paths["--html"])],
+        cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: {flag} /proc/plan.x: the directory /proc is not "
+                                    "writable"), result.stderr
+    assert list(tmp_path.iterdir()) == []
