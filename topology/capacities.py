@@ -83,6 +83,12 @@ _LIMITS = {"disk_bytes": (MAX_DISK_BYTES, "1 EB"),
            REQUESTS_KEY: (MAX_REQUESTS_PER_SEC, "1G/s")}
 
 
+# Below these a capacity a person wrote is a missing unit (disk_bytes: 2 meant 2TB): every
+# broker's share of a plan would be millions of percent.
+_FLOORS = {"disk_bytes": (1e6, "1 MB"), "net_in_bytes_per_sec": (1e3, "1 kB/s"),
+           "net_out_bytes_per_sec": (1e3, "1 kB/s"), REQUESTS_KEY: (1.0, "1/s")}
+
+
 def implausible_capacity(key: str, value: float) -> str | None:
     """Why a capacity a person wrote is implausible (a unit mix-up such as 1e30TB), or None.
 
@@ -118,6 +124,10 @@ def _quantity(key: str, value: Any, where: str) -> float:
               else parse_bytes(value, where, size=key == "disk_bytes", rate=key != "disk_bytes"))
     if number <= 0:
         raise InputError(f"{where}: must be positive, got {value!r}")
+    floor, unit = _FLOORS[key]
+    if number < floor:
+        raise InputError(f"{where}: {value!r:.40} is implausibly small (under {unit}); "
+                         "check its unit (a bare number is bytes)")
     why = implausible_capacity(key, number)
     if why:
         raise InputError(f"{where}: {value!r:.40} {why}")

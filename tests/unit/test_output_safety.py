@@ -58,7 +58,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Inputs and bystanders of the plan command, and the cwd of the test."""
     (tmp_path / "snap.json").write_text(json.dumps(snapshot_doc()))
     (tmp_path / "old-snap.json").write_text(json.dumps(snapshot_doc()))
-    (tmp_path / "caps.yaml").write_text("default: {disk_bytes: 1000, net_in_bytes_per_sec: "
+    (tmp_path / "caps.yaml").write_text("default: {disk_bytes: 1GB, net_in_bytes_per_sec: "
                                         "1000, net_out_bytes_per_sec: 1000}\n")
     (tmp_path / "weights.json").write_text(json.dumps(WEIGHTS_ROW) + "\n")
     (tmp_path / "client.properties").write_text("security.protocol=PLAINTEXT\n")

@@ -26,13 +26,14 @@ def test_units() -> None:
 
 def test_precedence_and_partial_overrides() -> None:
     caps = parse_capacities({
-        "default": {"disk_bytes": 10, "net_in_bytes_per_sec": 1, "net_out_bytes_per_sec": 1},
-        "racks": {"a": {"disk_bytes": 20, "net_in_bytes_per_sec": 2}},
-        "brokers": {"5": {"disk_bytes": 50}},
+        "default": {"disk_bytes": "10GB", "net_in_bytes_per_sec": "1MB/s",
+                    "net_out_bytes_per_sec": "1MB/s"},
+        "racks": {"a": {"disk_bytes": "20GB", "net_in_bytes_per_sec": "2MB/s"}},
+        "brokers": {"5": {"disk_bytes": "50GB"}},
     })
-    assert caps.for_broker(1, "b") == Capacity(10, 1, 1)
-    assert caps.for_broker(2, "a") == Capacity(20, 2, 1)
-    assert caps.for_broker(5, "a") == Capacity(50, 2, 1)
+    assert caps.for_broker(1, "b") == Capacity(10e9, 1e6, 1e6)
+    assert caps.for_broker(2, "a") == Capacity(20e9, 2e6, 1e6)
+    assert caps.for_broker(5, "a") == Capacity(50e9, 2e6, 1e6)
 
 
 BAD: list[tuple[Any, str]] = [
@@ -46,6 +47,8 @@ BAD: list[tuple[Any, str]] = [
     ({"default": {"net_in_bytes_per_sec": "250MB"}}, "is an amount of bytes, but this is a "
                                                      "rate: write 250MB/s"),
     ({"default": {"disk_bytes": "4TB/s"}}, "is a rate, but this is an amount of bytes"),
+    ({"default": {"disk_bytes": 2}}, "2 is implausibly small \\(under 1 MB\\); check its unit"),
+    ({"brokers": {3: {"net_out_bytes_per_sec": "900B/s"}}}, "under 1 kB/s"),
 ]
 
 
@@ -56,13 +59,13 @@ def test_bad_capacities(raw: Any, message: str) -> None:
 
 
 def test_missing_capacity_names_the_broker() -> None:
-    caps = parse_capacities({"default": {"disk_bytes": 1}})
+    caps = parse_capacities({"default": {"disk_bytes": "1TB"}})
     with pytest.raises(InputError, match="broker 4 \\(rack r\\) has no capacity for net_in"):
         caps.for_broker(4, "r")
 
 
 def test_unknown_broker_in_capacities_is_rejected() -> None:
-    caps = parse_capacities({"brokers": {9: {"disk_bytes": 1}}})
+    caps = parse_capacities({"brokers": {9: {"disk_bytes": "1TB"}}})
     t = Topology((Broker(1, "a", Capacity(1, 1, 1)),), ())
     with pytest.raises(InputError, match="unknown broker 9"):
         caps.apply(t)

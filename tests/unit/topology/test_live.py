@@ -180,13 +180,13 @@ def test_a_dead_broker_keeps_the_rack_the_controller_has_registered() -> None:
 
 
 def test_capacities_are_resolved_per_broker_and_unknown_brokers_rejected() -> None:
-    caps = parse_capacities({"default": {"disk_bytes": "1TB", "net_in_bytes_per_sec": 100,
-                                         "net_out_bytes_per_sec": 100},
+    caps = parse_capacities({"default": {"disk_bytes": "1TB", "net_in_bytes_per_sec": "1MB/s",
+                                         "net_out_bytes_per_sec": "1MB/s"},
                              "racks": {"b": {"disk_bytes": "2TB"}}})
     entries = broker_entries([BrokerInfo(1, "h", 1, "a"), BrokerInfo(2, "h", 2, "b")], [], caps)
     assert [e["capacity"]["disk_bytes"] for e in entries] == [10**12, 2 * 10**12]
-    bad = parse_capacities({"default": {"disk_bytes": 1, "net_in_bytes_per_sec": 1,
-                                        "net_out_bytes_per_sec": 1}, "brokers": {7: {}}})
+    bad = parse_capacities({"default": {"disk_bytes": "1TB", "net_in_bytes_per_sec": "1MB/s",
+                                        "net_out_bytes_per_sec": "1MB/s"}, "brokers": {7: {}}})
     with pytest.raises(InputError, match="unknown broker 7"):
         broker_entries([BrokerInfo(1, "h", 1, "a")], [], bad)
 
