@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypeGuard, TypeVar
 from executor.gates import NetworkSample
 from executor.state import MoveState
 from executor.throttle import ThrottlePlan, plan_from_json, plan_to_json
+from kafka_rebalance.core.names import visible
 
 Record = dict[str, Any]  # a record as a JSON line holds it
 
@@ -194,6 +195,12 @@ RunRecord = (StateRecord | RatesRecord | ThrottlesRecord | GuardRecord | RetryRe
              | DirThrottleRecord | DirMoveRecord)
 
 
+def _said(value: object) -> str:
+    """Text a journal says (a reason, a note), to be shown and never obeyed: its control
+    characters written out, so that an edited file cannot steer the terminal."""
+    return visible(str(value), lines=True)
+
+
 def parse_record(raw: Mapping[str, Any]) -> RunRecord:
     """The typed record of a journal line after the header (ValueError naming what is wrong;
     KeyError for a missing key). The time is read last: a record without its body is named by
@@ -208,7 +215,7 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
             move=str(raw["move"]), state=MoveState(raw["state"]),
             throttle=plan_from_json(raw["throttle"]) if "throttle" in raw else None,
             baseline=_baseline(raw["baseline"]) if "baseline" in raw else None,
-            reason=str(raw["reason"]) if "reason" in raw else None, at=at())
+            reason=_said(raw["reason"]) if "reason" in raw else None, at=at())
     if kind is RecordKind.RATES:
         return RatesRecord(move=str(raw["move"]), throttle=plan_from_json(raw["throttle"]),
                            at=at())
@@ -219,7 +226,7 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
         if not isinstance(changes, list):
             raise ValueError("the guard's changes are not a list")
         return GuardRecord(levels=_levels(raw["levels"]),
-                           changes=tuple(str(c) for c in changes), at=at())
+                           changes=tuple(_said(c) for c in changes), at=at())
     if kind is RecordKind.RETRY:
         return RetryRecord(move=str(raw["move"]), at=at())
     if kind is RecordKind.CORDON:
@@ -227,12 +234,12 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
     if kind is RecordKind.DIR_THROTTLE:
         return _config_record(DirThrottleRecord, raw, at)
     if kind is RecordKind.DIR_MOVE:
-        return DirMoveRecord(replica=str(raw["replica"]), reason=str(raw.get("reason", "")),
+        return DirMoveRecord(replica=str(raw["replica"]), reason=_said(raw.get("reason", "")),
                              at=at())
     if kind is RecordKind.NOTE:
-        return NoteRecord(message=str(raw.get("message", "")), at=at())
+        return NoteRecord(message=_said(raw.get("message", "")), at=at())
     if kind is RecordKind.END:
-        return EndRecord(outcome=RunOutcome(raw["outcome"]), reason=str(raw.get("reason", "")),
+        return EndRecord(outcome=RunOutcome(raw["outcome"]), reason=_said(raw.get("reason", "")),
                          at=at())
     if kind is RecordKind.RESUME:
         return ResumeRecord(at=at())

@@ -7,8 +7,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+# control characters, and the invisible ones that reorder or hide text (bidi overrides such as
+# U+202E, zero-width characters, the byte-order mark)
+_FORMAT = "\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff"
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_FORMAT}]")
+_CONTROL_BUT_NEWLINE = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f{_FORMAT}]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +34,25 @@ def listed(names: Sequence[str], limit: int) -> str:
 
 def visible(text: str, *, lines: bool = False) -> str:
     """`text` with its control characters written out as escapes (ESC as \\x1b, a tab as
-    \\x09): a rack named by a cluster or a file can then neither colour nor move the terminal,
-    nor split a table row. With `lines`, newlines stay (a message of several lines)."""
+    \\x09, a right-to-left override as \\u202e): a rack named by a cluster or a file can then
+    neither colour nor move the terminal, nor reorder or split a table row. With `lines`,
+    newlines stay (a message of several lines)."""
     pattern = _CONTROL_BUT_NEWLINE if lines else _CONTROL
-    return pattern.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return pattern.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible_values(value: object) -> object:
+    """A JSON value with every string in it made `visible` (keys are left as they are: a
+    schema checks them)."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {key: visible_values(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [visible_values(item) for item in value]
+    return value

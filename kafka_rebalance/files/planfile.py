@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kafka_rebalance.core.errors import InputError, problems_message
+from kafka_rebalance.core.names import visible
 from planner.goals import Budget, Goals
 from planner.leader_balance import LeaderLevel
 from planner.log_dirs import DirPlan
@@ -246,7 +247,7 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
     return PlanFile(moves=moves, fingerprint=doc["fingerprint"], goals=goals, budget=budget,
                     before=before, after=_stats(doc["after"]), solver=solver,
                     created_at=doc.get("created_at") or "",
-                    warnings=tuple(doc.get("warnings") or ()),
+                    warnings=tuple(visible(w) for w in doc.get("warnings") or ()),
                     targets=None if targets is None else _targets(targets),
                     spread=None if spread is None else _spread(spread),
                     leaders=None if leaders is None else _leaders(leaders),
@@ -360,7 +361,8 @@ def _stats(entry: StatsEntry) -> ClusterStats:
                       r["within_tolerance"], r.get("deviation"), r.get("forced", False))
         for res, r in ((res, entry["resources"][res.value]) for res in RESOURCES))
     brokers = tuple(
-        BrokerStats(b["id"], b.get("rack"), b.get("alive", True), b["replicas"], b["leaders"],
+        BrokerStats(b["id"], _rack(b.get("rack")), b.get("alive", True), b["replicas"],
+                    b["leaders"],
                     Load(*(b["load"][res.value] for res in RESOURCES)),
                     Capacity(*(b["capacity"][res.value] for res in RESOURCES)),
                     b.get("quota_window_seconds"))
@@ -385,11 +387,18 @@ def _solver(entry: SolverEntry, problems: list[str]) -> SolverInfo | None:
                       tuple((entry.get("phases") or {}).items()))
 
 
+def _rack(rack: str | None) -> str | None:
+    """A rack as the model keeps it (topology.model.Broker): its control characters written
+    out, so that a file cannot steer the terminal through it."""
+    return None if rack is None else visible(rack)
+
+
 def _targets(entry: TargetsEntry) -> TargetInfo:
     forced = entry.get("forced", {})
     rows = {row["id"]: (row["disk"], row["net_in"], row["net_out"]) for row in entry["brokers"]}
     return TargetInfo(rows, (forced.get("disk", False), forced.get("net_in", False),
-                             forced.get("net_out", False)), tuple(entry.get("reasons") or ()))
+                             forced.get("net_out", False)),
+                      tuple(visible(r) for r in entry.get("reasons") or ()))
 
 
 def _spread(entry: SpreadEntry) -> SpreadInfo:

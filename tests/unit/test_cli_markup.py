@@ -153,3 +153,44 @@ def test_control_characters_in_a_rack_are_shown_not_obeyed(tmp_path: Path,
         assert "two\\x0alines" in result.out
     page = (tmp_path / "p.html").read_text()
     assert not any(c in page for c in "\x1b\x07")
+
+
+def test_escapes_in_a_plan_or_journal_are_shown_not_obeyed(tmp_path: Path,
+                                                            rebalance_main: Any) -> None:
+    """A plan's warnings, target reasons and racks, and a journal's end reason, are text a
+    file says: an edited file with ESC (clear the screen) or a right-to-left override in them
+    is printed with those written out."""
+    from executor.journal import JournalFile, end_record, header_record, state_record
+    from executor.plan import ExecutionPlan
+    from executor.records import RunOutcome
+    from planner.result import Move
+
+    snap = tmp_path / "snap.json"
+    doc = {"version": 1,
+           "brokers": [{"id": i, "rack": "abc"[(i - 1) % 3], "capacity": CAP}
+                       for i in (1, 2, 3, 4)],
+           "partitions": [{"topic": f"topic-{n % 3}", "partition": n, "replicas": [1, 2, 3],
+                           "size_bytes": 100, "bytes_in_per_sec": 10} for n in range(6)]}
+    snap.write_text(json.dumps(doc))
+    out = tmp_path / "plan.json"
+    made = rebalance_main("plan", "--snapshot", str(snap), "--out", str(out), "--time-limit", "5")
+    assert made.code == 0, made.err
+    plan = json.loads(out.read_text())
+    plan["warnings"] = ["\x1b[2Jwarned"]
+    plan["before"]["brokers"][0]["rack"] = "r\u202eack"
+    if plan.get("targets"):
+        plan["targets"]["reasons"] = ["\x1b]0;title\x07why"]
+    out.write_text(json.dumps(plan))
+    shown = rebalance_main("diff", str(out))
+    assert shown.code == 0, shown.err
+    for raw in ("\x1b", "\u202e", "\x07"):
+        assert raw not in shown.out + shown.err
+    assert "\\x1b[2Jwarned" in shown.out + shown.err
+
+    journal = JournalFile.create(tmp_path / "run.journal", header_record(
+        ExecutionPlan.of([Move("t", 0, (1, 2), (1, 3), 100)]), {"max_bytes_per_sec": 1e6}))
+    journal.append(state_record("t-0", MoveState.THROTTLING, 1.0))
+    journal.append(end_record(RunOutcome.STOPPED, 2.0, "\x1b[2J\x1b[Hgone \u202eevil"))
+    status = rebalance_main("status", "--journal", str(tmp_path / "run.journal"))
+    assert "\x1b" not in status.out + status.err and "\u202e" not in status.out + status.err
+    assert "\\x1b[2J\\x1b[Hgone \\u202eevil" in status.out + status.err, status.out
