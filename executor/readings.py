@@ -9,6 +9,7 @@ settle within seconds, and longer where scrapes are further apart.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -61,6 +62,17 @@ class GateQueries:
             if not isinstance(value, str) or not value.strip():
                 raise InputError(f"{what}: {key} must be a non-empty string")
         queries = replace(cls(), **{k: str(v) for k, v in values.items()})
+        if not _LABEL.fullmatch(queries.broker_label):
+            raise InputError(f"{what}: broker_label {queries.broker_label!r:.60} is not a "
+                             "Prometheus label name (letters, digits and _, not first a digit)")
+        default = cls()
+        stale = [key for key in ("net_in", "net_out") if key not in values]
+        if queries.broker_label != default.broker_label and stale:
+            raise InputError(f"{what}: broker_label is {queries.broker_label!r}, but the gate's "
+                             f"{' and '.join(stale)} {'is' if len(stale) == 1 else 'are'} "
+                             "left at the defaults, which name "
+                             f"brokers by {default.broker_label}: the gate would find no "
+                             "series; give those templates too")
         for key in TEMPLATE_KEYS:
             try:
                 queries.render(getattr(queries, key))
@@ -71,6 +83,7 @@ class GateQueries:
         return queries
 
 
+_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 TEMPLATE_KEYS = ("net_in", "net_out", "traffic_in", "traffic_out", "produce_p99_ms",
                  "fetch_p99_ms", "flush_p95_ms", "under_replicated", "consumer_lag",
                  "reassignment_in", "reassignment_out")

@@ -26,11 +26,10 @@ def test_the_window_holds_four_scrapes_and_at_least_ten_seconds(interval: float 
 
 def test_a_queries_file_overrides_only_what_it_names(tmp_path: Path) -> None:
     path = tmp_path / "q.yaml"
-    path.write_text('broker_label: node\nnet_in: sum by (node) (rate(in_bytes[{window}]))\n')
+    path.write_text('net_in: sum by (broker_id) (rate(in_bytes[{window}]))\n')
     queries, derive = read_queries("auto", path)
     assert derive  # no window given: it comes from the scrape interval
-    assert queries.broker_label == "node"
-    assert queries.render(queries.net_in) == "sum by (node) (rate(in_bytes[10s]))"
+    assert queries.render(queries.net_in) == "sum by (broker_id) (rate(in_bytes[10s]))"
     assert queries.net_out == GateQueries().net_out
     explicit, derive = read_queries("45s", path)
     assert explicit.window == "45s" and not derive
@@ -45,6 +44,9 @@ def test_a_queries_file_overrides_only_what_it_names(tmp_path: Path) -> None:
     ("- a\n- b\n", "must be a mapping"),
     ("net_in: [unclosed\n", "not valid YAML"),
     ("window: soon\n", "cannot read 'soon' as a duration"),
+    ("broker_label: 'b\"} or vector(1) #'\n", "is not a Prometheus label name"),
+    ("broker_label: node\nnet_in: sum by (node) (rate(x[{window}]))\n",
+     "broker_label is 'node', but the gate's net_out is left at the defaults"),
 ])
 def test_a_bad_queries_file_is_named(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "q.yaml"

@@ -62,6 +62,8 @@ def test_a_queries_file_names_the_series_and_the_broker_label() -> None:
     other = GateQueries.from_dict({
         "net_in": "sum by (node_id) (rate(kafka_server_brokertopicmetrics_bytesin_total"
                   "{{{selector}}}[{window}]))",
+        "net_out": "sum by (node_id) (rate(kafka_server_brokertopicmetrics_bytesout_total"
+                   "{{{selector}}}[{window}]))",
         "reassignment_out": "sum by (node_id) (rate("
                             "kafka_server_brokertopicmetrics_reassignmentbytesout_total"
                             "{{{selector}}}[{window}]))",

@@ -14,6 +14,8 @@ STRIMZI = """\
 # a JMX exporter with Strimzi-style rules, brokers relabelled node_id
 net_in: >-
   sum by (node_id) (rate(kafka_server_brokertopicmetrics_bytesin_total{{{selector}}}[{window}]))
+net_out: >-
+  sum by (node_id) (rate(kafka_server_brokertopicmetrics_bytesout_total{{{selector}}}[{window}]))
 broker_label: node_id
 window: 30s
 """
