@@ -19,6 +19,7 @@ WEIGHT_COLUMNS = ("topic", "partition", "bytes_in_per_sec", "bytes_out_per_sec",
                   "size_growth_bytes_per_day")
 OPTIONAL_WEIGHT_COLUMNS = ("requests_per_sec",)  # weights written before it lack it
 _NUMERIC = WEIGHT_COLUMNS[2:]
+MAX_HORIZON_DAYS = 3650
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,10 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
     """
     if not 0 <= horizon_days < math.inf:
         raise InputError(f"--horizon must not be negative or infinite, got {horizon_days}")
+    if horizon_days > MAX_HORIZON_DAYS:
+        raise InputError(f"--horizon {horizon_days:g} is more than {MAX_HORIZON_DAYS} days (ten "
+                         "years) ahead: no growth measured today says where a cluster will be "
+                         "then; give a horizon in days (e.g. 30)")
     parts: list[Partition] = []
     unweighted = 0
     grown = stored = 0  # bytes on disk (every replica): from growth, and in all
