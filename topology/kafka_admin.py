@@ -282,10 +282,31 @@ class KafkaClusterAdmin:
 
     def log_dirs(self, broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
         """Each broker's log dirs and where its replicas are (DescribeLogDirs). A replica listed
-        in several dirs of one broker (it should not be) is taken at its largest."""
+        in several dirs of one broker (it should not be) is taken at its largest.
+
+        A broker that does not answer is left out: one just killed stays registered until the
+        controller fences it (broker.session.timeout.ms, 9 s by default), and must not make
+        the whole cluster look unreachable. ClusterError when none answers."""
         ids = sorted(set(broker_ids))
         if not ids:
             return {}
+        try:
+            return self._log_dirs(ids)
+        except ClusterError:
+            if len(ids) == 1:
+                raise
+        found: dict[int, BrokerLogDirs] = {}
+        failure: ClusterError | None = None
+        for broker in ids:  # one at a time, to find which does not answer
+            try:
+                found.update(self._log_dirs([broker]))
+            except ClusterError as exc:
+                failure = exc
+        if not found and failure is not None:
+            raise failure
+        return found
+
+    def _log_dirs(self, ids: list[int]) -> dict[int, BrokerLogDirs]:
         with self._calling("describe log dirs"):
             answers = self._kafka_python().describe_log_dirs(brokers=ids)
         return {int(answer["broker"]): _broker_log_dirs(answer["log_dirs"]) for answer in answers}

@@ -71,6 +71,12 @@ def read_live_topology(admin: KafkaAdmin, metrics: MetricsSource | None = None,
     infos = admin.partitions()
     live_ids = {b.id for b in live_brokers}
     log_dirs = admin.log_dirs(sorted(live_ids))
+    silent = sorted(live_ids - set(log_dirs))
+    if silent:  # registered, but gone: killed moments ago, not fenced yet
+        notes.append(f"broker(s) {silent} are registered but did not answer (killed, and not "
+                     "yet fenced by the controller?): recorded as not alive")
+        live_brokers = [b for b in live_brokers if b.id not in silent]
+        live_ids -= set(silent)
     sizes, unsized = partition_sizes(infos, replica_sizes(log_dirs))
     if unsized:
         notes.append(f"{len(unsized)} partition(s) had no replica size reported (offline "

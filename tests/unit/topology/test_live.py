@@ -40,6 +40,7 @@ class FakeAdmin:
         self.fenced: dict[int, str | None] = {}  # registered, not alive
         self.moving: dict[TopicPartition, ReassignmentState] = {}
         self.windows: dict[int, float] = {}  # replication quota windows, seconds
+        self.silent: set[int] = set()  # registered, but not answering (killed, not yet fenced)
 
     def brokers(self) -> list[BrokerInfo]:
         return list(self._brokers)
@@ -63,7 +64,7 @@ class FakeAdmin:
 
     def log_dirs(self, broker_ids: Iterable[int]) -> dict[int, BrokerLogDirs]:
         """One dir per broker, or `dirs`: replicas go round them in partition order."""
-        sizes = self.log_dir_sizes(broker_ids)
+        sizes = self.log_dir_sizes(set(broker_ids) - self.silent)
         out = {}
         for b in self.log_dir_brokers:
             paths = self.dirs.get(b, ("/var/kafka",))
@@ -329,3 +330,19 @@ def test_quota_windows_are_recorded_per_broker_and_read_back() -> None:
     topology = topology_from_dict(doc)
     assert [b.quota_window_seconds for b in topology.brokers] == [3.0, 11.0, None]
     assert topology_from_dict(topology_to_dict(topology)) == topology
+
+
+def test_a_registered_broker_that_does_not_answer_is_recorded_as_not_alive() -> None:
+    """Killed moments ago, broker 3 is still registered (the controller has not fenced it) but
+    answers nothing: the snapshot says so and records it as not alive, with its rack, and
+    reads nothing more from it."""
+    admin = _cluster()
+    admin.silent = {3}
+    asked: list[list[int]] = []
+    admin.quota_windows = lambda ids: asked.append(sorted(ids)) or {}  # type: ignore[method-assign]
+    snap = read_live_topology(admin)
+    brokers = {entry["id"]: entry for entry in snap.document["brokers"]}
+    assert brokers[3].get("alive") is False and brokers[3]["rack"] == "a"
+    assert brokers[1].get("alive", True) and brokers[2].get("alive", True)
+    assert any("[3] are registered but did not answer" in n for n in snap.notes)
+    assert asked == [[1, 2]]
