@@ -54,11 +54,13 @@ class Observation:
     """What the driver read for one step; each state looks at its own part.
 
     listed: the partition's reassignment is in flight; replicas/isr: the partition now (None:
-    it is gone); dead: brokers of the move that are offline; progress: bytes on the new
+    it is gone); dead: brokers the move copies to that are offline; progress: bytes on the new
     replicas (-1: unreadable) and the ISR; problems: what a throttle write or restore read back
-    differently (or why it could not be done); failure: why an effect failed, where the move
-    goes on anyway (a leader election); watched: this process has followed the copy (it
-    submitted it, or saw it in flight), so it knows when it ended."""
+    differently (or why it could not be done); waiting: the rates a restore could not put back
+    because their broker is offline (the move is done all the same; clear-throttles restores
+    them); failure: why an effect failed, where the move goes on anyway (a leader election);
+    watched: this process has followed the copy (it submitted it, or saw it in flight), so it
+    knows when it ended."""
 
     listed: bool = False
     replicas: tuple[int, ...] | None = None
@@ -68,6 +70,7 @@ class Observation:
     problems: tuple[str, ...] = ()
     failure: str = ""
     watched: bool = True
+    waiting: tuple[str, ...] = ()  # throttles left on offline brokers (restored once back)
 
 
 # A target broker missing from the cluster's live brokers this many polls in a row went
@@ -108,7 +111,11 @@ def decide(state: MoveState, move: Move, seen: Observation, tracking: Tracking,
         if seen.problems:
             return Step(S.FAILED, "; ".join(seen.problems) + "; run `rebalance "
                         "clear-throttles` once the brokers are reachable", tracking=tracking)
-        return Step(S.ELECTING if elect_leaders else S.COOLING_DOWN, tracking=tracking)
+        waiting = ("; ".join(seen.waiting) + ": the partition is in place; `rebalance "
+                   "clear-throttles` puts that rate back once the broker is up"
+                   if seen.waiting else "")
+        return Step(S.ELECTING if elect_leaders else S.COOLING_DOWN, waiting,
+                    tracking=tracking)
     if state is S.ELECTING:
         reason = (f"preferred leader election failed ({seen.failure}); leadership stays as is"
                   if seen.failure else "")
@@ -158,10 +165,16 @@ def _copying(move: Move, seen: Observation, tracking: Tracking, stall_intervals:
 
 def _verifying(move: Move, seen: Observation, tracking: Tracking,
                stall_intervals: int) -> Step:
-    """Replicas equal the target and all are in sync; metadata may lag the reassignment list
-    by a poll or two, so anything else is only concluded after `stall_intervals` polls."""
-    if seen.replicas == move.target and set(move.target) <= set(seen.isr):
-        return Step(S.UNTHROTTLING, tracking=tracking)
+    """Replicas equal the target and the replicas the move added are in sync (a replica it
+    kept may be out of sync for reasons of its own, such as its broker dying during the copy:
+    the partition is under-replicated, but not by this move, and Kafka ended the reassignment
+    without it); metadata may lag the reassignment list by a poll or two, so anything else is
+    only concluded after `stall_intervals` polls."""
+    if seen.replicas == move.target and set(move.added_brokers) <= set(seen.isr):
+        behind = sorted(set(move.target) - set(seen.isr))
+        said = (f"broker(s) {behind} kept their replica but are out of sync (offline?): the "
+                "partition stays under-replicated until they catch up" if behind else "")
+        return Step(S.UNTHROTTLING, said, tracking=tracking)
     tracking = replace(tracking, idle_polls=tracking.idle_polls + 1)
     if tracking.idle_polls < stall_intervals:
         return Step(None, tracking=tracking)

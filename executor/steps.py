@@ -66,6 +66,9 @@ COPIES_IN_FLIGHT = frozenset({S.THROTTLING, S.SUBMITTED, S.COPYING, S.VERIFYING}
 REMEMBERED = ("ReplicaNotAvailableError", "NotLeaderOrFollowerError")
 
 
+# what restore_throttle says of a rate it could not put back because its broker is offline
+OFFLINE_RESTORE = "could not restore (it is offline)"
+
 class MoveDriver:
     """Drives single moves through their states against the ports."""
 
@@ -206,7 +209,7 @@ class MoveDriver:
         live = self._live()
         for broker, changes in sorted(brokers.items()):
             if broker not in live:  # its configs are written through it: a call would time out
-                problems.append(f"broker {broker}: could not restore (it is offline)")
+                problems.append(f"broker {broker}: {OFFLINE_RESTORE}")
                 continue
             try:
                 admin.alter_broker_configs({broker: changes})
@@ -451,9 +454,10 @@ class MoveDriver:
         seen = Observation(watched=move.name in self._copies_watched)
         if move.key in admin.list_partition_reassignments():
             self._copies_watched.add(move.name)
-            # a broker that must hold the partition once it is done; a leaving broker may be
-            # offline (the drain of a dead broker): the reassignment completes without it
-            dead = tuple(sorted(set(move.target) - self._live()))
+            # a broker the move copies to; a leaving broker may be offline (the drain of a
+            # dead broker), and so may one that keeps its replica: Kafka completes the
+            # reassignment without either
+            dead = tuple(sorted(set(move.added_brokers) - self._live()))
             seen = Observation(listed=True, dead=dead)
             if not dead:
                 seen = replace(seen, progress=self._progress(move))
@@ -505,8 +509,16 @@ class MoveDriver:
             replicas=live.replicas if live else None, isr=tuple(live.isr) if live else ())))
 
     def _unthrottle(self, move: Move) -> bool:
+        """Put the move's throttles back; a rate on a broker that went offline waits (the
+        move is done, and its throttles stay journaled as left for clear-throttles)."""
         problems = self.restore_throttle(self._throttle_plan(move))
-        return self._take(move, self._decide(move, Observation(problems=tuple(problems))))
+        waiting = tuple(p for p in problems if p.endswith(OFFLINE_RESTORE))
+        step = self._decide(move, Observation(
+            problems=tuple(p for p in problems if p not in waiting), waiting=waiting))
+        moved = self._take(move, step)
+        if moved and waiting and step.next is not S.FAILED:
+            self.journal.throttles(move.name, True, self._now())
+        return moved
 
     def _elect(self, move: Move) -> bool:
         if move.leadership_only and move.key not in self._elect_alone:

@@ -141,9 +141,10 @@ class FakeAdmin:
             r.copied += self._rate(tp, r) * dt
             if r.copied >= part.size:
                 del self.moving[tp]
-                part.replicas = part.isr = r.target
-                if part.leader not in r.target:
-                    part.leader = r.target[0]
+                part.replicas = r.target
+                part.isr = tuple(b for b in r.target if b not in self.dead) or r.target
+                if part.leader not in part.isr:
+                    part.leader = part.isr[0]
                 self.completed.append(tp)
 
     def _check_alive(self, ids: Iterable[int]) -> None:

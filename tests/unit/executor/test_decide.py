@@ -69,9 +69,17 @@ TABLE = [
      "replicas [1, 3] in place but ISR is [1]"),
     (S.VERIFYING, Observation(replicas=(1, 2)), AT_REST, S.CANCELLING, Action.NONE,
      "reassignment ended outside this run: cluster has [1, 2]"),
+    # broker 1 kept its replica and died during the copy: the copy to 3 is done all the same
+    (S.VERIFYING, Observation(replicas=(1, 3), isr=(3,)), Tracking(), S.UNTHROTTLING,
+     Action.NONE, "broker(s) [1] kept their replica but are out of sync (offline?)"),
+    (S.COPYING, Observation(listed=True, dead=(), progress=(900, (3,))), Tracking(), None,
+     Action.NONE, ""),
     (S.UNTHROTTLING, Observation(), Tracking(), S.ELECTING, Action.NONE, ""),
     (S.UNTHROTTLING, Observation(problems=("broker 3: could not restore",)), Tracking(),
      S.FAILED, Action.NONE, "broker 3: could not restore; run `rebalance clear-throttles`"),
+    (S.UNTHROTTLING, Observation(waiting=("broker 1: could not restore (it is offline)",)),
+     Tracking(), S.ELECTING, Action.NONE, "broker 1: could not restore (it is offline): the "
+     "partition is in place; `rebalance clear-throttles` puts that rate back"),
     (S.ELECTING, Observation(), Tracking(), S.COOLING_DOWN, Action.NONE, ""),
     (S.ELECTING, Observation(failure="timed out"), Tracking(), S.COOLING_DOWN, Action.NONE,
      "preferred leader election failed (timed out); leadership stays as is"),

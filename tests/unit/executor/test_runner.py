@@ -186,6 +186,37 @@ def test_broker_death_mid_move_cancels_restores_and_stops() -> None:
     assert replay(world.sink.records).moves["orders-1"].throttles_left is False
 
 
+def test_a_kept_replicas_broker_dying_mid_copy_leaves_the_move_done_and_its_rate_waiting(
+) -> None:
+    """orders-1 keeps its replica on broker 2 and adds one on 4; broker 2 dies while the copy
+    runs. Kafka completes the reassignment without it: the move is done (its copy to 4 is in
+    sync), the partition is under-replicated by the death, not by the move, and the rate on
+    broker 2 waits for clear-throttles once it is back; the run goes on with the rest."""
+    world = make_world()
+    before = world.admin.configs()
+
+    def kill(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS and e.move == "orders-1":
+            w.admin.dead.add(2)
+            w.hooks.remove(kill)
+    world.hooks.append(kill)
+    report = start(world).run()
+    assert report.states["orders-1"] is S.DONE, report.reasons
+    assert world.admin.replicas()["orders-1"] == (2, 4)
+    assert report.states["events-0"] is S.DONE  # shares no broker with the death
+    run = replay(world.sink.records)
+    assert run.moves["orders-1"].throttles_left and report.throttles_left == ("orders-1",)
+    said = [str(r.get("reason")) for r in world.sink.records
+            if r.get("move") == "orders-1" and r.get("kind") == "state"]
+    assert any("broker(s) [2] kept their replica but are out of sync" in r for r in said), said
+    assert any("broker 2: could not restore (it is offline): the partition is in place" in r
+               for r in said), said
+    world.admin.dead.clear()  # the broker is back: clear what was left
+    assert clear_throttles_from(world.sink.records, world.sink, world.ports(),
+                                world.config) == []
+    assert world.admin.configs() == before
+
+
 def test_no_progress_cancels_the_move() -> None:
     world = make_world()
     before = world.admin.configs()
