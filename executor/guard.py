@@ -10,7 +10,15 @@ from executor.config import Event, EventKind, ExecutorConfig, Ports, Reporter
 from executor.flows import held_ends
 from executor.journal import Journal
 from executor.readings import read_slo, under_replicated_near
-from executor.slo import UNDER_REPLICATED, SloReading, breaches, next_levels
+from executor.slo import (
+    STALE_SECONDS,
+    UNDER_REPLICATED,
+    SloReading,
+    Unchanged,
+    breaches,
+    next_levels,
+    without_stale,
+)
 from executor.state import MoveState
 from executor.steps import MoveDriver
 from kafka_rebalance.core.errors import ClusterError, MetricsError
@@ -33,6 +41,7 @@ class SloGuard:
         self.told: set[str] = set()  # what the operator was told once (absent series, outage)
         # the indicators before this process's first copy: the cluster's own normal
         self.baseline: SloReading | None = None
+        self.unchanged: Unchanged = {}  # each latency's last value and since when (slo)
 
     def tick(self, active: Sequence[Move]) -> None:
         """Take a step when one is due; a copy's first step comes one interval into it."""
@@ -61,6 +70,11 @@ class SloGuard:
                                  "are until they answer")
             return
         self.told.discard("outage")
+        reading, self.unchanged, stale = without_stale(reading, self.unchanged, now)
+        for what in stale:
+            self._once(f"stale {what}", f"SLO guard: {what} has not changed for "
+                                        f"{STALE_SECONDS:.0f} s (no new requests there?); not "
+                                        "judged on it until it moves")
         for name in sorted(reading.absent):
             self._once(name, f"SLO guard: no series for {name.replace('_', ' ')} "
                              "(see --queries); not guarded on it")

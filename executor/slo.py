@@ -24,7 +24,7 @@ run says once which indicators it cannot see).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafka_rebalance.core.errors import InputError
 from topology.units import rate_text
@@ -231,6 +231,38 @@ def breaches(policy: SloPolicy, reading: SloReading, brokers: Iterable[int],
         if own or shared:
             found[b] = own + shared
     return found
+
+
+# A latency percentile that has not moved at all for this long has had no new request: Kafka's
+# histograms change only as requests come (a broker whose only producer stalled once keeps
+# that request's time as its p99 for minutes), so it says nothing of clients now. Longer than
+# any sensible scrape interval, over which a reading repeats by design.
+STALE_SECONDS = 60.0
+LATENCIES = ("produce_p99_ms", "fetch_p99_ms", "flush_p95_ms")
+Unchanged = Mapping[tuple[str, int], tuple[float, float]]  # (indicator, broker) -> value, since
+
+
+def without_stale(reading: SloReading, unchanged: Unchanged, now: float
+                  ) -> tuple[SloReading, dict[tuple[str, int], tuple[float, float]], list[str]]:
+    """The reading without the latencies unchanged for STALE_SECONDS (left unjudged, as if
+    absent), the values seen and since when (for the next reading), and what was dropped
+    ("broker 6 produce p99")."""
+    seen: dict[tuple[str, int], tuple[float, float]] = {}
+    kept: dict[str, dict[int, float]] = {}
+    dropped: list[str] = []
+    for name in LATENCIES:
+        kept[name] = {}
+        for broker, value in getattr(reading, name).items():
+            old = unchanged.get((name, broker))
+            since = old[1] if old is not None and old[0] == value else now
+            seen[name, broker] = (value, since)
+            if now - since < STALE_SECONDS:
+                kept[name][broker] = value
+            else:
+                dropped.append(f"broker {broker} {name.removesuffix('_ms').replace('_', ' ')}")
+    fresh = replace(reading, produce_p99_ms=kept["produce_p99_ms"],
+                    fetch_p99_ms=kept["fetch_p99_ms"], flush_p95_ms=kept["flush_p95_ms"])
+    return fresh, seen, dropped
 
 
 def floor_rate(policy: SloPolicy, cap: int) -> int:

@@ -5,6 +5,7 @@ reported, the journal keeps the move's own rates, and every throttle is restored
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -55,8 +56,15 @@ def _once_copying(world: World, hurt: Callable[[World], None]) -> None:
 
 
 def _slow(broker: int) -> Callable[[World], None]:
+    """Produce p99 on `broker` at 900 ms and more, moving as a served broker's does (a
+    percentile that never moves is stale: slo.without_stale); until healed (cleared)."""
     def hurt(w: World) -> None:
         w.metrics.produce_p99[broker] = 900.0
+
+        def busy(w: World, event: Event) -> None:
+            if broker in w.metrics.produce_p99:
+                w.metrics.produce_p99[broker] = 900.0 + w.clock.now() % 50
+        w.hooks.append(busy)
     return hurt
 
 
@@ -78,7 +86,7 @@ def test_a_slow_receiver_gets_a_lower_rate_while_it_copies_and_the_sender_keeps_
     assert {leader for _, _, leader in seen} == {str(CAP)}  # broker 1 is healthy
     guards = [r for r in world.sink.records if r.get("kind") == "guard"]
     assert [r["levels"] for r in guards] == [{"3": CAP // 2}, {"3": CAP // 4}, {"3": CAP // 8}]
-    assert "produce p99 900 ms > 500 ms" in str(guards[0]["changes"])
+    assert re.search(r"produce p99 9\d\d ms > 500 ms", str(guards[0]["changes"]))
     # the journal keeps the move's own rates: the guard's are an overlay
     throttling = next(r for r in world.sink.records if r.get("state") == "throttling")
     assert json.dumps(throttling["throttle"]).count(str(CAP)) >= 2
@@ -279,3 +287,32 @@ def test_while_the_brokers_count_no_under_replication_the_guard_reads_no_metadat
     _once_copying(hurt, _lagging(hurt, (4, 2), lagging=2))
     assert _run(hurt) is RunOutcome.COMPLETED
     assert hurt.admin.calls.count(("partitions", None)) > whole_cluster_reads[0]
+
+
+def test_a_latency_that_never_moves_is_stale_and_not_judged() -> None:
+    """A producer stalled once: its broker's p99 keeps that request's time for minutes, as no
+    new request moves it. After STALE_SECONDS unchanged it is dropped (said once), so the
+    guard no longer halves for it and climbs back; a moving value is judged."""
+    from executor.slo import STALE_SECONDS, without_stale
+
+    reading = SloReading(produce_p99_ms={6: 7672.0, 2: 30.0})
+    fresh, seen, dropped = without_stale(reading, {}, 100.0)
+    assert fresh.produce_p99_ms == {6: 7672.0, 2: 30.0} and dropped == []
+    later = SloReading(produce_p99_ms={6: 7672.0, 2: 31.5})
+    fresh, seen, dropped = without_stale(later, seen, 100.0 + STALE_SECONDS - 1)
+    assert fresh.produce_p99_ms == {6: 7672.0, 2: 31.5}
+    fresh, seen, dropped = without_stale(later, seen, 100.0 + STALE_SECONDS)
+    assert fresh.produce_p99_ms == {2: 31.5} and dropped == ["broker 6 produce p99"]
+    assert seen[("produce_p99_ms", 2)] == (31.5, 100.0 + STALE_SECONDS - 1)
+    moved = SloReading(produce_p99_ms={6: 7000.0})
+    fresh, _, dropped = without_stale(moved, seen, 100.0 + STALE_SECONDS + 1)
+    assert fresh.produce_p99_ms == {6: 7000.0} and dropped == []
+
+    world = _world(moves=[Move("orders", 0, (1, 2), (3, 2), 400 * MB)])
+    _once_copying(world, lambda w: w.metrics.produce_p99.__setitem__(3, 7672.0))
+    assert _run(world) is RunOutcome.COMPLETED
+    levels = [r["levels"].get("3", CAP) for r in world.sink.records if r.get("kind") == "guard"]
+    assert levels[:3] == [CAP // 2, CAP // 4, CAP // 8]
+    assert levels[-1] > CAP // 8 and levels[3:] == sorted(levels[3:])  # back up once stale
+    notes = [e.message for e in world.events if e.kind is EventKind.NOTE]
+    assert sum("broker 3 produce p99 has not changed" in n for n in notes) == 1, notes
