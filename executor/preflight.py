@@ -188,9 +188,11 @@ def offline_replicas(view: ClusterView, moves: Sequence[Move]) -> list[str]:
     last = frozenset(k for k in faults if len(view.partitions[k].isr) <= 1)
     lone = (f"; {len(last)} are down to one in-sync replica or none ({_names(last, 5)}): one "
             "more failure loses their data" if last else "")
+    heals = (f"The plan heals {healed} of them; the run moves those first, the fewest in-sync "
+             "replicas first" if healed else "The plan heals none of them: a plan that drains "
+             f"those brokers (plan --remove-broker {offline[0]}) would")
     return [f"{len(faults)} partition(s) are under-replicated because broker(s) {offline} "
-            f"are offline ({_names(faults)}){lone}. The plan heals {healed} of them; the run "
-            "moves those first, the fewest in-sync replicas first"]
+            f"are offline ({_names(faults)}){lone}. {heals}"]
 
 
 def existing_throttles(brokers: Mapping[int, Mapping[str, str | None]],
