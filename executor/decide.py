@@ -54,7 +54,7 @@ class Observation:
     """What the driver read for one step; each state looks at its own part.
 
     listed: the partition's reassignment is in flight; replicas/isr: the partition now (None:
-    it is gone); dead: brokers the move copies to that are offline; progress: bytes on the new
+    it is gone); dead: brokers of the move's target that are offline; progress: bytes on the new
     replicas (-1: unreadable) and the ISR; problems: what a throttle write or restore read back
     differently (or why it could not be done); waiting: the rates a restore could not put back
     because their broker is offline (the move is done all the same; clear-throttles restores

@@ -454,10 +454,12 @@ class MoveDriver:
         seen = Observation(watched=move.name in self._copies_watched)
         if move.key in admin.list_partition_reassignments():
             self._copies_watched.add(move.name)
-            # a broker the move copies to; a leaving broker may be offline (the drain of a
-            # dead broker), and so may one that keeps its replica: Kafka completes the
-            # reassignment without either
-            dead = tuple(sorted(set(move.added_brokers) - self._live()))
+            # a broker that must hold the partition once it is done; a leaving broker may be
+            # offline (the drain of a dead broker): the reassignment completes without it.
+            # One that keeps its replica must be in sync for Kafka to complete it: if it
+            # dies now the move is reverted (if it dies once the copy is done, see
+            # decide._verifying)
+            dead = tuple(sorted(set(move.target) - self._live()))
             seen = Observation(listed=True, dead=dead)
             if not dead:
                 seen = replace(seen, progress=self._progress(move))
