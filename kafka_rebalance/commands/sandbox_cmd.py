@@ -248,7 +248,7 @@ def produce(
 
     request = ProduceRequest(topic, mb, partitions, replication_factor)
     check_request(request)
-    info = cluster.running(_dir(sandbox_dir))
+    info = cluster.running(_dir(sandbox_dir), brokers_may_be_down=True)
 
     def progress(sent: int, total: int) -> None:
         _progress(f"produced {size_text(sent, compact=True)} of {size_text(total, compact=True)}")

@@ -360,12 +360,18 @@ def down(sandbox_dir: Path) -> list[str]:
     return stopped
 
 
-def running(sandbox_dir: Path) -> SandboxInfo:
-    """The sandbox recorded in sandbox_dir with every process alive, else a SandboxError."""
+def running(sandbox_dir: Path, brokers_may_be_down: bool = False) -> SandboxInfo:
+    """The sandbox recorded in sandbox_dir with every process alive, else a SandboxError.
+    With `brokers_may_be_down`, brokers killed on purpose (`kill-broker`, to try a dead
+    broker's drain) are allowed, as long as the controller, Prometheus and one broker run."""
     info = read_state(sandbox_dir.resolve())
     if info is None:
         raise SandboxError(f"no sandbox in {sandbox_dir}; start one with `rebalance sandbox up`")
-    dead = [name for name, alive in process_alive(info).items() if not alive]
+    alive = process_alive(info)
+    dead = [name for name, up in alive.items() if not up]
+    if brokers_may_be_down and any(up for name, up in alive.items()
+                                   if name.startswith("broker-")):
+        dead = [name for name in dead if not name.startswith("broker-")]
     if dead:
         raise SandboxError(f"sandbox in {sandbox_dir} is degraded ({', '.join(dead)} not "
                            "running); run `rebalance sandbox down` then `up`")
@@ -374,8 +380,9 @@ def running(sandbox_dir: Path) -> SandboxInfo:
 
 def add_broker(sandbox_dir: Path, rack: str,
                progress: Callable[[str], None] = _quiet) -> BrokerInfo:
-    """Start one more broker (next id) on rack; it registers with no replicas."""
-    info = running(sandbox_dir)
+    """Start one more broker (next id) on rack; it registers with no replicas (other brokers
+    may be down: the replacement of a dead one)."""
+    info = running(sandbox_dir, brokers_may_be_down=True)
     broker_id = max(b.id for b in info.brokers) + 1
     ports = config.PortPlan(info.base_port)
     broker = BrokerInfo(id=broker_id, rack=rack, port=ports.broker(broker_id),

@@ -57,6 +57,10 @@ def test_a_broker_dead_after_the_plan_is_drained_by_it(
         assert taken.returncode == 0, taken.stdout + taken.stderr
         entry = next(b for b in json.loads(early.read_text())["brokers"] if b["id"] == dead)
         assert entry.get("alive") is False, entry
+        # the sandbox still serves the operator's next steps with a broker killed on purpose
+        produced = rebalance("sandbox", "produce", "exec-drain-more", "--mb", "1",
+                             "--partitions", "1", "--dir", str(sandbox.dir))
+        assert produced.returncode == 0, produced.stdout + produced.stderr
         wait_for("the dead broker out of the ISR", lambda: all(
             dead not in p.isr for p in admin.partitions([topic])), 60)
         snap = tmp_path / "snap.json"
