@@ -475,7 +475,8 @@ class JournalFile:
     def open(cls, path: Path) -> tuple[JournalFile, list[Record]]:
         """Open an existing journal for appending; returns its intact records."""
         if not path.exists():
-            raise ExecutionError(f"no journal at {path}: nothing to resume, cancel or clear")
+            raise InputError(f"no journal at {path}: nothing to resume, cancel or clear; give "
+                             "the run's journal (--journal PATH)")
         try:
             raw = open(path, "r+b")  # noqa: SIM115 (kept open for appends)
         except OSError as exc:
@@ -542,7 +543,8 @@ def read_records(path: Path) -> list[Record]:
     """A journal's intact records, read without locking it (a run may hold it); replay them
     to check them."""
     if not path.exists():
-        raise ExecutionError(f"no journal at {path}")
+        raise InputError(f"no journal at {path}: give the run's journal (--journal PATH, or "
+                         "the plan it sits beside)")
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -57,6 +57,8 @@ def read_text(path: Path, what: str, kind: str = "JSON", limit: int = MAX_INPUT_
 
 def parse_json(text: str | bytes, where: str) -> Any:
     """Decode one JSON text; InputError `where: not valid JSON (why at line L column C)`."""
+    if not text.strip():
+        raise InputError(f"{where}: the file is empty")
     try:
         return decode_json(text)
     except ValueError as exc:

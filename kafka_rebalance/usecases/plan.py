@@ -112,12 +112,14 @@ def check_broker_flags(topology: Topology, add: Sequence[int], remove: Sequence[
     """Every --add-broker / --remove-broker id must be a broker of the topology, and a broker
     to fill must be alive (the planner places nothing on an offline broker)."""
     known = {b.id: b for b in topology.brokers}
-    for flag, ids in (("--add-broker", add), ("--remove-broker", remove)):
+    for flag, ids, fix in (("--add-broker", add, "start the broker first, or take a fresh "
+                                                 "snapshot"),
+                           ("--remove-broker", remove, "check the id")):
         for broker_id in ids:
             if broker_id not in known:
                 raise InputError(
                     f"{flag} {broker_id}: no broker {broker_id} in the cluster (brokers are "
-                    f"{sorted(known)}); start the broker first, or take a fresh snapshot")
+                    f"{sorted(known)}); {fix}")
     offline = sorted(b for b in set(add) if not known[b].alive)
     if offline:
         raise InputError(f"--add-broker {offline[0]}: broker {offline[0]} is offline (alive: "

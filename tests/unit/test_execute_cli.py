@@ -197,7 +197,7 @@ def test_cli_main_maps_errors_to_exit_codes(tmp_path: Path) -> None:
                              "--journal", str(tmp_path / "none.journal")],
                             capture_output=True, text=True, timeout=60,
                             cwd=Path(cli.__file__).parent, env={**os.environ})
-    assert result.returncode == ExecutionError.exit_code
+    assert result.returncode == InputError.exit_code  # a path given that names nothing
     assert "no journal at" in result.stderr
 
 

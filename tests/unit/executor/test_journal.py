@@ -20,7 +20,7 @@ from executor.plan import ExecutionPlan
 from executor.records import RunOutcome
 from executor.state import IllegalTransition, MoveState
 from executor.throttle import ThrottlePriors, plan_throttle, uniform_rates
-from kafka_rebalance.core.errors import ExecutionError
+from kafka_rebalance.core.errors import ExecutionError, InputError
 from tests.unit.executor.fakes import standard_moves
 
 S = MoveState
@@ -205,7 +205,7 @@ def test_a_cancel_request_left_from_an_ended_process_cancels_no_later_run(
 
 
 def test_missing_journal_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ExecutionError, match="no journal at"):
+    with pytest.raises(InputError, match="no journal at"):
         JournalFile.open(tmp_path / "absent")
 
 
