@@ -14,7 +14,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -48,6 +48,7 @@ from kafka_rebalance.core.ports import (
     replica_sizes,
 )
 from topology.bootstrap import (
+    BootstrapServer,
     bootstrap_string,
     parse_bootstrap,
     refused_everywhere,
@@ -62,6 +63,9 @@ _LOG.addHandler(logging.NullHandler())  # librdkafka logs go here, never straigh
 _T = TypeVar("_T")
 
 DEFAULT_TIMEOUT_S = 10.0
+# A broker is probed for connections (KafkaClusterAdmin.brokers) at most this often: one
+# killed is fenced by the controller within broker.session.timeout.ms (9 s by default) anyway.
+PROBE_EVERY_SECONDS = 5.0
 _UNREACHABLE = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
                 KafkaError._RESOLVE, KafkaError._WAIT_COORD}
 _AUTH = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
@@ -95,6 +99,7 @@ class KafkaClusterAdmin:
         self._kp: KafkaAdminClient | None = None
         self._probed = False  # something listened at the bootstrap list once
         self._reconnects = 0  # new clients made after a call found the cluster unreachable
+        self._answered: dict[int, tuple[float, bool]] = {}  # broker -> probed when, answering
 
     # -- error translation -------------------------------------------------------------
 
@@ -233,11 +238,30 @@ class KafkaClusterAdmin:
     # -- metadata ----------------------------------------------------------------------
 
     def brokers(self) -> list[BrokerInfo]:
-        """Live brokers with racks (DescribeCluster), sorted by id."""
+        """Live brokers with racks (DescribeCluster), sorted by id; but one whose address
+        refuses connections: a broker killed moments ago stays listed until the controller
+        fences it (broker.session.timeout.ms, 9 s by default), and every call to it waits
+        out its timeout meanwhile."""
         desc = self._read("describe the cluster", lambda: self._result(
             self._admin.describe_cluster(request_timeout=self._timeout_s)))
-        return sorted((BrokerInfo(n.id, n.host, n.port, n.rack or None) for n in desc.nodes),
-                      key=lambda b: b.id)
+        listed = sorted((BrokerInfo(n.id, n.host, n.port, n.rack or None) for n in desc.nodes),
+                        key=lambda b: b.id)
+        return self._answering(listed)
+
+    def _answering(self, brokers: list[BrokerInfo]) -> list[BrokerInfo]:
+        """`brokers` but those whose address definitely refuses a TCP connection (the port
+        closed, no route; a slow one counts as answering), each probed at most every
+        PROBE_EVERY_SECONDS, side by side."""
+        now = time.monotonic()
+        due = [b for b in brokers if b.id not in self._answered
+               or now - self._answered[b.id][0] >= PROBE_EVERY_SECONDS]
+        if due:
+            with ThreadPoolExecutor(max_workers=min(16, len(due))) as pool:
+                refused = list(pool.map(lambda b: refused_everywhere(
+                    (BootstrapServer(b.host, b.port),)) is not None, due))
+            self._answered.update({b.id: (now, not down)
+                                 for b, down in zip(due, refused, strict=True)})
+        return [b for b in brokers if self._answered[b.id][1]]
 
     def registered_racks(self) -> dict[int, str | None]:
         """Every registered broker's rack, fenced ones included: kafka-python's
@@ -331,21 +355,25 @@ class KafkaClusterAdmin:
         """Every config entry of each resource, by resource name (a deleted topic left out)."""
         if not resources:
             return {}
+        # asked again from new clients when the first try found the cluster unreachable: the
+        # client may have taken a broker that has just died for the controller (_read)
+        return self._read("describe configs", lambda: self._describe_each(resources))
+
+    def _describe_each(self, resources: list[ConfigResource]
+                       ) -> dict[str, Mapping[str, ConfigEntry]]:
         out: dict[str, Mapping[str, ConfigEntry]] = {}
-        with self._calling("describe configs"):
-            # every batch is sent before any answer is awaited: one round trip, not one per broker
-            futures = [f for batch in _batches(resources) for f in
-                       self._admin.describe_configs(batch, request_timeout=self._timeout_s).items()]
-            for resource, future in futures:
-                try:
-                    out[resource.name] = self._config_result(resource, future,
-                                                             "describe configs")
-                except KafkaException as exc:
-                    err = _kafka_error(exc)
-                    if (resource.restype == ResourceType.TOPIC and err is not None
-                            and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-                        continue  # a deleted topic has no configs left to read or restore
-                    raise
+        # every batch is sent before any answer is awaited: one round trip, not one per broker
+        futures = [f for batch in _batches(resources) for f in
+                   self._admin.describe_configs(batch, request_timeout=self._timeout_s).items()]
+        for resource, future in futures:
+            try:
+                out[resource.name] = self._config_result(resource, future, "describe configs")
+            except KafkaException as exc:
+                err = _kafka_error(exc)
+                if (resource.restype == ResourceType.TOPIC and err is not None
+                        and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+                    continue  # a deleted topic has no configs left to read or restore
+                raise
         return out
 
     def _describe(self, resources: list[ConfigResource], names: Sequence[str],
