@@ -66,6 +66,7 @@ DEFAULT_TIMEOUT_S = 10.0
 # A broker is probed for connections (KafkaClusterAdmin.brokers) at most this often: one
 # killed is fenced by the controller within broker.session.timeout.ms (9 s by default) anyway.
 PROBE_EVERY_SECONDS = 5.0
+READ_TRIES = 3  # a metadata read asked of new clients after a connection failure (_read)
 _UNREACHABLE = {KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
                 KafkaError._RESOLVE, KafkaError._WAIT_COORD}
 _AUTH = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
@@ -213,14 +214,17 @@ class KafkaClusterAdmin:
         cluster unreachable: a client keeps sending to the broker it picked until its next
         metadata refresh, so a broker that has just died times out a read the live ones would
         answer (seen when a broker was killed: "cannot reach Kafka ... the other 3 of the
-        bootstrap list accept connections"). A cluster that is really away fails both."""
-        reconnects = self._reconnects
-        try:
-            with self._calling(action):
-                return call()
-        except ClusterError:
-            if self._reconnects == reconnects:
-                raise  # not a connection failure: asking again would not help
+        bootstrap list accept connections"). New clients pick a node again, and may pick the
+        dead one again while it is still registered: READ_TRIES in all. A cluster that is
+        really away fails every one."""
+        for _ in range(READ_TRIES - 1):
+            reconnects = self._reconnects
+            try:
+                with self._calling(action):
+                    return call()
+            except ClusterError:
+                if self._reconnects == reconnects:
+                    raise  # not a connection failure: asking again would not help
         with self._calling(action):
             return call()
 
@@ -267,8 +271,8 @@ class KafkaClusterAdmin:
         """Every registered broker's rack, fenced ones included: kafka-python's
         DescribeCluster asks for fenced brokers (v2, KIP-1073), which confluent-kafka's does
         not; an older cluster answers with its live brokers only."""
-        with self._calling("describe the cluster's registered brokers"):
-            described = self._kafka_python().describe_cluster()
+        described = self._read("describe the cluster's registered brokers",
+                               lambda: self._kafka_python().describe_cluster())
         return {int(b["broker_id"]): (b.get("rack") or None) for b in described["brokers"]}
 
     def partitions(self, topics: Iterable[str] | None = None) -> list[PartitionInfo]:
@@ -331,8 +335,8 @@ class KafkaClusterAdmin:
         return found
 
     def _log_dirs(self, ids: list[int]) -> dict[int, BrokerLogDirs]:
-        with self._calling("describe log dirs"):
-            answers = self._kafka_python().describe_log_dirs(brokers=ids)
+        answers = self._read("describe log dirs",
+                             lambda: self._kafka_python().describe_log_dirs(brokers=ids))
         return {int(answer["broker"]): _broker_log_dirs(answer["log_dirs"]) for answer in answers}
 
     def alter_replica_log_dirs(self, targets: Mapping[ReplicaOnBroker, str]

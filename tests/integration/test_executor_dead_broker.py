@@ -57,6 +57,12 @@ def test_a_broker_dead_after_the_plan_is_drained_by_it(
         assert taken.returncode == 0, taken.stdout + taken.stderr
         entry = next(b for b in json.loads(early.read_text())["brokers"] if b["id"] == dead)
         assert entry.get("alive") is False, entry
+        # and a run previewed at once does not wait on it (its configs would time out): it
+        # counts as offline, its port refusing connections, and gets no throttle
+        preview = rebalance(*execute_args(sandbox, plan, tmp_path / "dry.journal", "--dry-run",
+                                          max_mbps="4", quota_window="0"))
+        assert preview.returncode == 0, preview.stdout + preview.stderr
+        assert "preflight: ok (dry run, nothing changed)" in preview.stdout
         # the sandbox still serves the operator's next steps with a broker killed on purpose
         produced = rebalance("sandbox", "produce", "exec-drain-more", "--mb", "1",
                              "--partitions", "1", "--dir", str(sandbox.dir))
