@@ -70,7 +70,9 @@ class Capacities:
         """A topology whose brokers carry the resolved capacities."""
         unknown = sorted(set(self.brokers) - set(topology.broker_ids))
         if unknown:
-            raise InputError(f"capacities file names unknown broker {unknown[0]}")
+            raise InputError(f"capacities file names unknown broker {unknown[0]} (the "
+                             f"cluster's brokers are {list(topology.broker_ids)}); remove it "
+                             "or correct the id")
         return topology.with_brokers(
             replace(b, capacity=self.for_broker(b.id, b.rack, b.capacity))
             for b in topology.brokers

@@ -9,6 +9,7 @@ on stderr.
 from __future__ import annotations
 
 import json
+import shlex
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -113,7 +114,7 @@ def _say_outcome(plan_file: PlanFile, out: Path | None) -> None:
     # soft wrap: the terminal folds a long path, no newline is put into it (it stays copyable)
     shown = visible(str(out))  # a newline in a path is shown, not obeyed
     say(f"Wrote {len(plan_file.moves)} move(s) to {shown}; review it again with "
-        f"`rebalance diff {shown}`.")
+        f"`rebalance diff {visible(shlex.quote(str(out)))}`.")  # pasted as it is shown
 
 
 def check_plan_journal(path: Path) -> None:
