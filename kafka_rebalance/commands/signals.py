@@ -70,7 +70,9 @@ def interrupts_end_solving(what: str) -> Iterator[None]:
         os._exit(INTERRUPTED_EXIT_CODE if number == signal.SIGINT else 128 + number)
 
     def noted(signum: int, frame: FrameType | None) -> None:
-        """The Python side of a signal, run only if a solve returns before the waiter exits."""
+        """The Python side of a signal, run only if a solve returns before the waiter ends
+        the process: the block stops there too, before anything is written."""
+        raise KeyboardInterrupt
 
     previous_fd = signal.set_wakeup_fd(writing, warn_on_full_buffer=False)
     previous = {number: signal.signal(number, noted) for number in waited}
