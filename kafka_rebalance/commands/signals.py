@@ -70,9 +70,10 @@ def interrupts_end_solving(what: str) -> Iterator[None]:
         os._exit(INTERRUPTED_EXIT_CODE if number == signal.SIGINT else 128 + number)
 
     def noted(signum: int, frame: FrameType | None) -> None:
-        """The Python side of a signal, run only if a solve returns before the waiter ends
-        the process: the block stops there too, before anything is written."""
-        raise KeyboardInterrupt
+        """The Python side of a signal, which runs once the main thread is back in Python
+        (between solves, or as one returns): it parks the block there, before anything is
+        written, while the waiter ends the process."""
+        threading.Event().wait()
 
     previous_fd = signal.set_wakeup_fd(writing, warn_on_full_buffer=False)
     previous = {number: signal.signal(number, noted) for number in waited}
