@@ -45,14 +45,3 @@ def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
-
-def visible_values(value: object) -> object:
-    """A JSON value with every string in it made `visible` (keys are left as they are: a
-    schema checks them)."""
-    if isinstance(value, str):
-        return visible(value)
-    if isinstance(value, dict):
-        return {key: visible_values(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [visible_values(item) for item in value]
-    return value
