@@ -69,6 +69,7 @@ REMEMBERED = ("ReplicaNotAvailableError", "NotLeaderOrFollowerError")
 # what restore_throttle says of a rate it could not put back because its broker is offline
 OFFLINE_RESTORE = "could not restore (it is offline)"
 
+
 class MoveDriver:
     """Drives single moves through their states against the ports."""
 

@@ -220,9 +220,10 @@ def plan_view(plan: PlanFile, rate_bytes_per_sec: float, *, concurrency: Concurr
     at once, waiting out `quota_window_seconds` (the run's; default the plan's own) as
     executor.schedule does."""
     side_by_side = None
+    own = quota_window(plan)
     if quota_window_seconds is None:
-        quota_window_seconds = quota_window(plan)
-    if concurrency == 1 and quota_window_seconds == quota_window(plan):
+        quota_window_seconds = own
+    if concurrency == 1 and quota_window_seconds == own:
         both = review_eta(plan, rate_bytes_per_sec)  # the review's own schedules
         timeline, side_by_side = both.one_at_a_time, both.side_by_side
     else:
