@@ -39,6 +39,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 )
 from tenacity import (
     Retrying,
+    retry_if_exception,
     retry_if_exception_type,
     retry_if_result,
     stop_after_attempt,
@@ -56,6 +57,14 @@ LEASE_TOPIC = "__kafka_rebalance_lease"
 LEASE_KEY = b"cluster"
 PROBE_KEY = b"clock"  # the claim's probe: its append time is the cluster's "now"
 APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
+
+
+def _may_pass(exc: BaseException) -> bool:
+    """A config change refused for now: retriable, or a topic the broker does not know yet."""
+    if not isinstance(exc, KafkaException):
+        return False
+    error = exc.args[0]
+    return bool(error.retriable()) or error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 TRANSACTIONAL_ID = "kafka-rebalance-lease"
 # librdkafka reports a fenced claimant as a FATAL log line on stderr; the claim's outcome is
 # what the operator reads, so the lease's clients log nowhere.
@@ -137,6 +146,9 @@ class KafkaLeaseStore:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise ClusterError(f"cannot create the run lease topic {self._topic}: "
                                    f"{exc.args[0]}") from None
+            # the metadata answered did not list it yet (made moments ago, maybe by an older
+            # version, with create time): stamped as any existing one
+            self._stamp_append_time(admin)
         self._ready = True
 
     def _stamp_append_time(self, admin: AdminClient) -> None:
@@ -151,9 +163,12 @@ class KafkaLeaseStore:
             if self._reads_append_time(admin):
                 return
             entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-            admin.incremental_alter_configs([ConfigResource(
-                ConfigResource.Type.TOPIC, self._topic, incremental_configs=[entry])]
-            )[resource].result(self._timeout)
+            # a topic made moments ago may not be known yet to the broker asked: again
+            Retrying(retry=retry_if_exception(_may_pass), stop=stop_after_delay(self._timeout),
+                     wait=wait_fixed(0.2), reraise=True)(
+                lambda: admin.incremental_alter_configs([ConfigResource(
+                    ConfigResource.Type.TOPIC, self._topic, incremental_configs=[entry])]
+                )[resource].result(self._timeout))
             Retrying(retry=retry_if_result(lambda applied: not applied),
                      stop=stop_after_delay(self._timeout), wait=wait_fixed(0.2),
                      retry_error_callback=lambda _: False)(self._reads_append_time, admin)

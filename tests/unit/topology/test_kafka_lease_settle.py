@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
@@ -78,3 +80,52 @@ def test_an_init_transactions_error_is_a_race_a_retry_or_a_cluster_error(
     assert type(found).__name__ == outcome
     if outcome == "ClusterError":
         assert "not allowed" in str(found) and "another run" not in str(found)
+
+
+def test_a_lease_topic_made_moments_ago_is_switched_to_append_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metadata answered does not list the topic yet (an older version made it moments
+    ago, stamped with create time): the create is refused as existing, and the topic is
+    switched to append time as any existing one (seen in CI: it was left on create time)."""
+    from concurrent.futures import Future
+    from types import SimpleNamespace
+
+    import topology.kafka_lease as kafka_lease
+
+    def done(value: object = None, error: KafkaError | None = None) -> Future[object]:
+        future: Future[object] = Future()
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(KafkaException(error))
+        return future
+
+    class Admin:
+        stamp = "CreateTime"
+        altered: ClassVar[list[str]] = []
+
+        def __init__(self, conf: object) -> None:
+            pass
+
+        def list_topics(self, timeout: float) -> object:
+            return SimpleNamespace(topics={}, brokers={1: None})
+
+        def create_topics(self, topics: list[object]) -> dict[str, Future[object]]:
+            return {kafka_lease.LEASE_TOPIC: done(
+                error=KafkaError(KafkaError.TOPIC_ALREADY_EXISTS, "exists"))}
+
+        def describe_configs(self, resources: list[object]) -> dict[object, Future[object]]:
+            entry = SimpleNamespace(value=Admin.stamp)
+            return {resources[0]: done({"message.timestamp.type": entry})}
+
+        def incremental_alter_configs(self, resources: list[object]
+                                      ) -> dict[object, Future[object]]:
+            Admin.altered.append(resources[0].name)  # type: ignore[attr-defined]
+            Admin.stamp = "LogAppendTime"
+            return {resources[0]: done()}
+
+    monkeypatch.setattr(kafka_lease, "AdminClient", Admin)
+    monkeypatch.setattr(kafka_lease, "refused_everywhere", lambda servers: None)
+    lease = KafkaLeaseStore("127.0.0.1:1")
+    lease._ensure_topic()
+    assert Admin.altered == [kafka_lease.LEASE_TOPIC] and Admin.stamp == "LogAppendTime"
