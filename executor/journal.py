@@ -285,6 +285,10 @@ def fold(run: RunState, record: RunRecord) -> None:
     _times(run, record)
     match record:
         case EndRecord(outcome=outcome, reason=reason):
+            if run.outcome is not None:
+                raise ExecutionError(f"journal: record {run.records} ends a run that had ended "
+                                     "already (no resume between); the journal is corrupt or "
+                                     "edited")
             run.outcome, run.end_reason = outcome, reason
         case ResumeRecord():
             run.outcome, run.end_reason = None, ""
@@ -429,6 +433,9 @@ def parse_lines(data: bytes, origin: str) -> tuple[list[Record], int]:
             continue
         try:
             record = decode_json(line)
+            # The writer ends each record with its newline in one write and fsyncs it before
+            # the record's side effect runs: a last line without one was never confirmed, so
+            # its side effect never ran and the line is a torn tail, even when it parses.
             if not isinstance(record, dict) or (is_last and not data.endswith(b"\n")):
                 raise ValueError("incomplete record")
         except ValueError as exc:

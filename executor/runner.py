@@ -184,7 +184,10 @@ class Executor:
                     if left else "")
             raise ExecutionError(f"nothing to cancel: the run ended ({run.outcome or 'done'})"
                                  + hint)
-        return cls(ports, config, Journal(run, sink), reporter)
+        executor = cls(ports, config, Journal(run, sink), reporter)
+        if run.outcome is not None:  # a stopped run: the cancel's end is a new end
+            executor.journal.reopen(ports.clock.now())
+        return executor
 
     def reconcile_throttles(self) -> None:
         """Re-set the throttles of moves whose data is in flight (they may have been cleared),

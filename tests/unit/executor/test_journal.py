@@ -146,6 +146,16 @@ def test_end_and_resume_records(tmp_path: Path) -> None:
     journal.reopen(6.0)
     assert journal.run.outcome is None
     assert read_journal(tmp_path / "j").outcome is None
+    journal.end(RunOutcome.COMPLETED, 7.0)  # ended again after the resume: a new end
+    assert read_journal(tmp_path / "j").outcome is RunOutcome.COMPLETED
+
+
+def test_a_second_end_without_a_resume_between_is_corruption() -> None:
+    header = header_record(PLAN, {})
+    end = {"kind": "end", "outcome": "completed", "at": 2.0, "reason": ""}
+    assert replay([header, end]).outcome is RunOutcome.COMPLETED
+    with pytest.raises(ExecutionError, match="record 3 ends a run that had ended already"):
+        replay([header, end, {**end, "outcome": "stopped", "at": 3.0}])
 
 
 def test_throttles_left_follows_the_states(tmp_path: Path) -> None:
