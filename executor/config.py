@@ -48,7 +48,7 @@ class RunHeader:
     times or labels a view; continuing the run reads the header strictly
     (`ExecutorConfig.from_journal`)."""
 
-    cap_bytes_per_sec: float | None = None
+    cap_bytes_per_sec: float | None = None  # under 1 B/s (never written by a run): unknown
     cooldown_seconds: float = 0.0
     concurrency: Concurrency = 1
     quota_window_seconds: float = DEFAULT_QUOTA_WINDOW_SECONDS
@@ -63,7 +63,8 @@ class RunHeader:
             concurrency = 1
         queries = settings.get("queries")
         window = _positive(settings.get("quota_window_seconds"), allow_zero=True)
-        return cls(cap_bytes_per_sec=_positive(settings.get("max_bytes_per_sec")),
+        cap = _positive(settings.get("max_bytes_per_sec"))
+        return cls(cap_bytes_per_sec=cap if cap is not None and cap >= 1 else None,
                    cooldown_seconds=_positive(settings.get("cooldown_seconds")) or 0.0,
                    concurrency=concurrency,
                    quota_window_seconds=(DEFAULT_QUOTA_WINDOW_SECONDS if window is None

@@ -167,6 +167,7 @@ def test_the_views_read_the_header_a_config_writes() -> None:
     ({"max_bytes_per_sec": -5, "cooldown_seconds": float("nan")}, RunHeader()),
     ({"max_bytes_per_sec": True, "cooldown_seconds": "10"}, RunHeader()),  # not numbers
     ({"max_bytes_per_sec": float("inf")}, RunHeader()),
+    ({"max_bytes_per_sec": 1e-300}, RunHeader()),  # under 1 B/s: no run ever capped so
     ({"concurrency": "auto"}, RunHeader(concurrency="auto")),
     ({"concurrency": 0}, RunHeader()),  # unreadable: one at a time
     ({"concurrency": "3"}, RunHeader(concurrency=3)),
