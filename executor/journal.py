@@ -137,6 +137,7 @@ class RunState:
     started_at: float | None = None
     last_at: float | None = None
     ended_at: float | None = None
+    ended_by: int = 0  # the number of the latest end record (0: none)
     timings: dict[str, MoveTiming] = field(default_factory=dict)
 
     @property
@@ -285,11 +286,13 @@ def fold(run: RunState, record: RunRecord) -> None:
     _times(run, record)
     match record:
         case EndRecord(outcome=outcome, reason=reason):
-            if run.outcome is not None:
-                raise ExecutionError(f"journal: record {run.records} ends a run that had ended "
-                                     "already (no resume between); the journal is corrupt or "
+            # Journals written before a cancel of a stopped run recorded its resume end it
+            # again after the cancel's records; only an end right after an end is a duplicate.
+            if run.outcome is not None and run.ended_by == run.records - 1:
+                raise ExecutionError(f"journal: record {run.records} ends a run that its "
+                                     "record before ended already; the journal is corrupt or "
                                      "edited")
-            run.outcome, run.end_reason = outcome, reason
+            run.outcome, run.end_reason, run.ended_by = outcome, reason, run.records
         case ResumeRecord():
             run.outcome, run.end_reason = None, ""
         case NoteRecord(message=message):

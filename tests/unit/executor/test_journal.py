@@ -154,8 +154,12 @@ def test_a_second_end_without_a_resume_between_is_corruption() -> None:
     header = header_record(PLAN, {})
     end = {"kind": "end", "outcome": "completed", "at": 2.0, "reason": ""}
     assert replay([header, end]).outcome is RunOutcome.COMPLETED
-    with pytest.raises(ExecutionError, match="record 3 ends a run that had ended already"):
+    with pytest.raises(ExecutionError, match="record 3 ends a run that its record before"):
         replay([header, end, {**end, "outcome": "stopped", "at": 3.0}])
+    # written before a cancel of a stopped run recorded a resume: still read
+    cancel = {"kind": "cancel", "at": 3.0}
+    again = replay([header, {**end, "outcome": "stopped"}, cancel, {**end, "at": 4.0}])
+    assert again.outcome is RunOutcome.COMPLETED
 
 
 def test_throttles_left_follows_the_states(tmp_path: Path) -> None:
