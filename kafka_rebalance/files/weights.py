@@ -80,8 +80,9 @@ def _is_bool(value: object) -> bool:
 
 def _partition_number(value: object) -> float:
     """A partition number as given (an integer from 0 to INT32_MAX, maybe stored as a float),
-    else NaN: a bool, a word, a fraction, a number too large for a float."""
-    if _is_bool(value) or not isinstance(value, int | float | str | np.integer | np.floating):
+    else NaN: a bool, a string (even "3": the job writes numbers), a fraction, a number too
+    large for a float."""
+    if _is_bool(value) or not isinstance(value, int | float | np.integer | np.floating):
         return math.nan
     try:
         number = float(value)
@@ -147,18 +148,20 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
         row = frame[bad_partition].iloc[0]
         raise InputError(f"weights {path}: topic {row['topic']} has partition "
                          f"{str(row['partition'])!r:.40}; partitions are integers from 0 to "
-                         f"{INT32_MAX}")
+                         f"{INT32_MAX}, written as JSON numbers")
     for column in _NUMERIC:
         values = pd.to_numeric(frame[column], errors="coerce")
         bad = ((values.isna() & frame[column].notna()) | values.isin([np.inf, -np.inf])
-               | (values.abs() > MAX_QUANTITY) | frame[column].map(_is_bool))
+               | (values.abs() > MAX_QUANTITY) | frame[column].map(_is_bool)
+               | frame[column].map(lambda value: isinstance(value, str)))  # "5": a hand edit
         if column != "size_growth_bytes_per_day":
             bad |= values < 0
         if bad.any():
             row = frame[bad].iloc[0]
+            value = row[column]
+            shown = repr(value) if isinstance(value, str) else str(value)  # '5': a string
             raise InputError(f"weights {path}: partition {row['topic']}-{row['partition']} has "
-                             f"a non-numeric or negative {column} ({row[column]!s:.40}); give "
-                             "a finite "
+                             f"a non-numeric or negative {column} ({shown:.40}); give a finite "
                              f"number up to {MAX_QUANTITY:.0e}")
         frame[column] = values.astype(float)
     out: dict[TopicPartition, PartitionWeight] = {}

@@ -160,6 +160,10 @@ WEIGHTS_CASES = {
     "absurd size": (_weights_row(size_bytes=1e300), "size_bytes (1e+300); give a finite number"),
     "infinite growth": (_weights_row(size_growth_bytes_per_day=float("inf")),
                         "size_growth_bytes_per_day (inf); give a finite"),
+    "rate as a string": (_weights_row(bytes_out_per_sec="100"),
+                         "non-numeric or negative bytes_out_per_sec ('100')"),
+    "partition as a string": (_weights_row(partition="3"),
+                              "has partition '3'; partitions are integers"),
 }
 
 
@@ -195,7 +199,7 @@ NAN_WEIGHTS = {
                     "number, or null where nothing was measured"),
     "NaN as text": ("w.json", _json_lines(lambda t: t.replace('"size_bytes": 100.0',
                                                                '"size_bytes": "NaN"')),
-                    "partition t-0 has a non-numeric or negative size_bytes (NaN)"),
+                    "partition t-0 has a non-numeric or negative size_bytes ('NaN')"),
     "NaN in Parquet": ("w.parquet", _parquet_nan("size_growth_bytes_per_day"),
                        "partition t-0 has NaN size_growth_bytes_per_day"),
     "nested 100,000 deep": ("w.json", lambda p: p.write_text("[" * 100_000 + "]" * 100_000),
