@@ -129,7 +129,8 @@ def _quantity(key: str, value: Any, where: str) -> float:
     floor, unit = _FLOORS[key]
     if number < floor:
         raise InputError(f"{where}: {value!r:.40} is implausibly small (under {unit}); "
-                         "check its unit (a bare number is bytes)")
+                         "check its unit" + ("" if key == REQUESTS_KEY
+                                             else " (a bare number is bytes)"))
     why = implausible_capacity(key, number)
     if why:
         raise InputError(f"{where}: {value!r:.40} {why}")

@@ -47,7 +47,10 @@ BAD: list[tuple[Any, str]] = [
     ({"default": {"net_in_bytes_per_sec": "250MB"}}, "is an amount of bytes, but this is a "
                                                      "rate: write 250MB/s"),
     ({"default": {"disk_bytes": "4TB/s"}}, "is a rate, but this is an amount of bytes"),
-    ({"default": {"disk_bytes": 2}}, "2 is implausibly small \\(under 1 MB\\); check its unit"),
+    ({"default": {"disk_bytes": 2}}, "2 is implausibly small \\(under 1 MB\\); check its unit "
+                                     "\\(a bare number is bytes\\)"),
+    ({"default": {"requests_per_sec": 0.5}}, "0.5 is implausibly small \\(under 1/s\\); "
+                                             "check its unit$"),
     ({"brokers": {3: {"net_out_bytes_per_sec": "900B/s"}}}, "under 1 kB/s"),
 ]
 
