@@ -19,6 +19,7 @@ from typing import IO, Any, Protocol
 
 from pydantic import ValidationError
 
+from executor.config import RunHeader
 from executor.gates import NetworkSample
 from executor.milestones import MoveTiming, RunTimeline, milestone
 from executor.plan import ExecutionPlan
@@ -138,7 +139,19 @@ class RunState:
     last_at: float | None = None
     ended_at: float | None = None
     ended_by: int = 0  # the number of the latest end record (0: none)
+    # the cap the run started with (its header's; None if it keeps none), and the caps
+    # resumes set after it (clock time, bytes/s), in order
+    first_cap: float | None = None
+    caps: list[tuple[float, int]] = field(default_factory=list)
     timings: dict[str, MoveTiming] = field(default_factory=dict)
+
+    def cap_at(self, at: float | None = None) -> float | None:
+        """The cap in force at clock time `at` (None: the latest)."""
+        cap = self.first_cap
+        for since, changed in self.caps:
+            if at is None or since <= at:
+                cap = changed
+        return cap
 
     @property
     def timeline(self) -> RunTimeline:
@@ -293,8 +306,10 @@ def fold(run: RunState, record: RunRecord) -> None:
                                      "record before ended already; the journal is corrupt or "
                                      "edited")
             run.outcome, run.end_reason, run.ended_by = outcome, reason, run.records
-        case ResumeRecord():
+        case ResumeRecord(at=at, max_bytes_per_sec=cap):
             run.outcome, run.end_reason = None, ""
+            if cap is not None:
+                run.caps.append((at, cap))
         case NoteRecord(message=message):
             run.notes.append(message)
         case RatesRecord(move=name, throttle=throttle):
@@ -395,7 +410,8 @@ def replay(records: Sequence[Record]) -> RunState:
     if not records:
         raise ExecutionError("journal is empty: the run never started")
     plan = _plan_from_header(records[0])
-    run = RunState(plan, {m.name: MoveRecord() for m in plan.moves}, records=1)
+    run = RunState(plan, {m.name: MoveRecord() for m in plan.moves}, records=1,
+                   first_cap=RunHeader.of(header_settings(records)).cap_bytes_per_sec)
     for record in records[1:]:
         apply_record(run, record)
     return run
@@ -629,9 +645,9 @@ class Journal:
         """Record that the operator cancelled the run, before any move is reverted."""
         self._write(CancelRecord(at))
 
-    def reopen(self, at: float) -> None:
-        """Mark a stopped run as resumed."""
-        self._write(ResumeRecord(at))
+    def reopen(self, at: float, cap: int | None = None) -> None:
+        """Mark a stopped run as resumed, or the cap it goes on under (None: unchanged)."""
+        self._write(ResumeRecord(at, cap))
 
     def throttles(self, move: str, present: bool, at: float) -> None:
         """Record that `move`'s throttles are (about to be) present or are confirmed gone."""

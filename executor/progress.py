@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from executor.config import Event, EventKind
 from executor.state import MoveState
-from executor.timeline import remaining_seconds, run_concurrency, run_header, run_pace, to_copy
+from executor.timeline import remaining_seconds, run_concurrency, run_header, run_settle, to_copy
 
 if TYPE_CHECKING:
     from executor.journal import RunState
@@ -184,7 +184,7 @@ def eta_model(run: RunState, records: list[Record]) -> tuple[dict[str, float], E
     run's concurrency and settle wait from its journal header, and the quota window the run
     waits on)."""
     unfinished = run.unfinished
-    concurrency, settle = run_concurrency(records), run_pace(records)[1]
+    concurrency, settle = run_concurrency(records), run_settle(records)
 
     def seconds(left: Mapping[str, float], rate: float, quota_window: float) -> float:
         # a move leaves `left` as it ends (ProgressState.fold): the rest are still to finish

@@ -176,10 +176,17 @@ class EndRecord:
 
 @dataclass(frozen=True)
 class ResumeRecord:
+    """A run goes on: after its end, or under another cap (`resume --max-mbps`, an `auto`
+    cycle with its own), which views then time and rate the moves after it with."""
+
     at: float
+    max_bytes_per_sec: int | None = None  # the cap from here on; None: unchanged
 
     def to_json(self) -> Record:
-        return {"kind": RecordKind.RESUME.value, "at": self.at}
+        record: Record = {"kind": RecordKind.RESUME.value, "at": self.at}
+        if self.max_bytes_per_sec is not None:
+            record["max_bytes_per_sec"] = self.max_bytes_per_sec
+        return record
 
 
 @dataclass(frozen=True)
@@ -193,6 +200,15 @@ class CancelRecord:
 RunRecord = (StateRecord | RatesRecord | ThrottlesRecord | GuardRecord | RetryRecord
              | NoteRecord | EndRecord | ResumeRecord | CordonRecord | CancelRecord
              | DirThrottleRecord | DirMoveRecord)
+
+
+def _cap(value: object) -> int | None:
+    """A resume's cap: a whole number of bytes per second, at least 1 (or none given)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"cap {str(value)[:40]!r} is not a whole number of bytes/s >= 1")
+    return value
 
 
 def _said(value: object) -> str:
@@ -242,7 +258,7 @@ def parse_record(raw: Mapping[str, Any]) -> RunRecord:
         return EndRecord(outcome=RunOutcome(raw["outcome"]), reason=_said(raw.get("reason", "")),
                          at=at())
     if kind is RecordKind.RESUME:
-        return ResumeRecord(at=at())
+        return ResumeRecord(at=at(), max_bytes_per_sec=_cap(raw.get("max_bytes_per_sec")))
     if kind is RecordKind.CANCEL:
         return CancelRecord(at=at())
     raise UnknownKind(raw.get("kind"))

@@ -162,8 +162,10 @@ class Executor:
         for record in retries:
             sink.append(record)
         executor = cls(ports, config, Journal(run, sink), reporter)
-        if run.outcome is not None:
-            executor.journal.reopen(ports.clock.now())
+        cap = config.max_bytes_per_sec
+        in_force = run.cap_at()
+        if run.outcome is not None or cap != in_force:
+            executor.journal.reopen(ports.clock.now(), None if cap == in_force else cap)
         executor.starter.exposed = exposed_moves(view, pending)
         for warning in window + burst + offline_replicas(view, pending):
             executor._note(warning)

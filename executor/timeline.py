@@ -124,11 +124,10 @@ def remaining_seconds(unfinished: Sequence[Move], left: Mapping[str, float], rat
     return laid_out.eta_seconds, max(0.0, laid_out.eta_seconds - laid_out.copy_seconds)
 
 
-def run_pace(records: Sequence[Record]) -> tuple[float | None, float]:
-    """The run's cap (bytes/s per broker; None if the header has none) and the time after each
-    move that another follows (its gate and election, or the cooldown when that is longer)."""
-    header = run_header(records)
-    return header.cap_bytes_per_sec, max(header.cooldown_seconds, DEFAULT_GAP_SECONDS)
+def run_settle(records: Sequence[Record]) -> float:
+    """The time after each move that another follows (its gate and election, or the run's
+    cooldown when that is longer). The run's cap is its RunState's (`cap_at`)."""
+    return max(run_header(records).cooldown_seconds, DEFAULT_GAP_SECONDS)
 
 
 def run_concurrency(records: Sequence[Record]) -> Concurrency:

@@ -390,8 +390,7 @@ def cancel(
         say(f"asked the executor running on {outcome.journal} to cancel; it reverts the move "
             "in flight and restores throttles (`rebalance status` shows the outcome)")
         return
-    print_summary(outcome.journal, outcome.report.outcome.value, outcome.cap,
-                  outcome.clock.now())
+    print_summary(outcome.journal, outcome.report.outcome.value, outcome.clock.now())
     if outcome.report.throttles_left:
         raise ExecutionError("cancelled, but throttles could not all be restored: run "
                              "`rebalance clear-throttles` once the brokers answer")

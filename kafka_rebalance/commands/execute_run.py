@@ -51,14 +51,14 @@ INTERRUPTED = ("interrupted: the journal {journal} keeps the run (a move in flig
                "flight and restores the throttles.")
 
 
-def print_summary(journal: Path, ending: str, cap: float, now: float) -> None:
+def print_summary(journal: Path, ending: str, now: float) -> None:
     """The end-of-run summary on stdout, from the journal (so it covers the whole run); `now`
     on the clock of the journal's times."""
     from executor.journal import replay
     from kafka_rebalance.commands.run_report import run_summary
 
     run = replay(read_records(journal))
-    console.print(run_summary(run, run.timeline, ending, cap, now),
+    console.print(run_summary(run, run.timeline, ending, now),
                   highlight=False, soft_wrap=True)
 
 
@@ -114,8 +114,7 @@ class RunScreen:
 def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:
     """The summary of a run cut short; a journal that cannot be read must not hide why."""
     try:
-        print_summary(journal, ending, executor.config.max_bytes_per_sec,
-                      executor.ports.clock.now())
+        print_summary(journal, ending, executor.ports.clock.now())
     except RebalanceError as exc:
         note(f"no summary: {exc}")
 
@@ -126,7 +125,7 @@ def conclude(result: RunResult) -> None:
     from executor.records import RunOutcome
 
     report = result.report
-    print_summary(result.journal, report.outcome.value, result.cap, result.clock.now())
+    print_summary(result.journal, report.outcome.value, result.clock.now())
     if report.outcome is RunOutcome.COMPLETED:
         return
     if report.outcome is RunOutcome.CANCELLED and not report.throttles_left:

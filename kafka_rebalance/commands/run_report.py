@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 STATUS_VERSION = 1
 
 
-def _copy_line(run: RunState, times: RunTimeline, cap: float | None) -> str:
-    pace = copy_pace(run, times)
+def _copy_line(run: RunState, times: RunTimeline) -> str:
+    """The mean copy rate, against the cap in force now."""
+    pace, cap = copy_pace(run, times), run.cap_at()
     if pace.rate is None:
         return "no copy has finished yet"
     against = (f" of the {rate_text(cap)} cap ({share_text(pace.rate, cap)})"
@@ -42,8 +43,7 @@ def _copy_line(run: RunState, times: RunTimeline, cap: float | None) -> str:
             f"{rate_text(pace.rate)}{against}")
 
 
-def summary_head(run: RunState, times: RunTimeline, ending: str, cap: float | None,
-                 now: float) -> list[str]:
+def summary_head(run: RunState, times: RunTimeline, ending: str, now: float) -> list[str]:
     """Two or three lines: how the run ended and after how long, moves and bytes, the mean copy
     rate against the cap, and the moves that never started."""
     status = summarize(run)
@@ -52,7 +52,7 @@ def summary_head(run: RunState, times: RunTimeline, ending: str, cap: float | No
     after = f" after {duration_text(elapsed)}" if elapsed is not None else ""
     lines = [f"run {ending}{after}: {done} of {status.total_moves} move(s) done, "
              f"{size_text(status.bytes_done)} of {size_text(status.bytes_total)} moved",
-             _copy_line(run, times, cap)]
+             _copy_line(run, times)]
     if run.guard_steps:
         lowest = (f", down to {rate_text(run.guard_lowest)} at the lowest"
                   if run.guard_lowest else "")
@@ -64,9 +64,10 @@ def summary_head(run: RunState, times: RunTimeline, ending: str, cap: float | No
     return lines
 
 
-def moves_table(run: RunState, times: RunTimeline, cap: float | None, now: float) -> Table:
+def moves_table(run: RunState, times: RunTimeline, now: float) -> Table:
     """One row per move that started: bytes, start (from the run's start), duration, copy time,
-    mean copy rate (share of the cap; only for a copy that ended in place) and state."""
+    mean copy rate (share of the cap in force when it started; only for a copy that ended in
+    place) and state."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for header in ("#", "partition", "bytes", "started", "took", "copy", "mean rate", "state"):
         table.add_column(header, justify="left" if header in ("partition", "state")
@@ -79,6 +80,7 @@ def moves_table(run: RunState, times: RunTimeline, cap: float | None, now: float
         took, copy = timing.seconds(now), timing.copy_seconds
         in_place = run.state_of(move.name) in COPIED  # a copy cut short has no mean rate
         rate = move.bytes_moved / copy if move.bytes_moved and copy and in_place else None
+        cap = run.cap_at(timing.started_at)
         table.add_row(
             str(index), escape(move.name), size_text(move.bytes_moved),
             "+" + duration_text(timing.started_at - origin),
@@ -90,12 +92,11 @@ def moves_table(run: RunState, times: RunTimeline, cap: float | None, now: float
     return table
 
 
-def run_summary(run: RunState, times: RunTimeline, ending: str, cap: float | None,
-                now: float) -> Group:
+def run_summary(run: RunState, times: RunTimeline, ending: str, now: float) -> Group:
     """The end-of-run summary: `summary_head` and, when a move started, `moves_table`."""
-    parts: list[Text | Table] = [Text(line) for line in summary_head(run, times, ending, cap, now)]
+    parts: list[Text | Table] = [Text(line) for line in summary_head(run, times, ending, now)]
     if any(times.of(m.name).started_at is not None for m in run.plan.moves):
-        parts.append(moves_table(run, times, cap, now))
+        parts.append(moves_table(run, times, now))
     return Group(*parts)
 
 
@@ -210,7 +211,7 @@ def status_table(view: StatusView) -> Group:
     if view.state == "interrupted" and times.last_at is not None:
         head.add_row("last record", f"{_local(times.last_at)} "
                                     f"({duration_text(view.now - times.last_at)} ago)")
-    head.add_row("copy rate", escape(_copy_line(view.run, view.times, view.cap)))
+    head.add_row("copy rate", escape(_copy_line(view.run, view.times)))
     head.add_row("ETA", escape(eta_text(view)))
     head.add_row("next", escape(status.next_step_for(view.running)))
     parts: list[Table] = [head]

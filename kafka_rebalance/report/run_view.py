@@ -158,10 +158,7 @@ class RunView:
     guard: tuple[GuardSegment, ...]
     rate_changes: tuple[RateChange, ...]
     notes: tuple[tuple[float, str], ...]
-
-    @property
-    def cap_bytes_per_sec(self) -> float | None:
-        return self.header.cap_bytes_per_sec
+    cap_bytes_per_sec: float | None  # in force at the end (a resume may change the header's)
 
     @property
     def settle_seconds(self) -> float:
@@ -317,4 +314,5 @@ def run_view(records: Sequence[Record], now: float | None = None) -> RunView:
         caps=tuple(sorted(fold.caps, key=lambda c: (c.broker, c.start))),
         copies=tuple(sorted(fold.copies, key=lambda c: (c.broker, c.start))),
         guard=tuple(sorted(fold.guard, key=lambda g: (g.broker, g.start))),
-        rate_changes=tuple(fold.rate_changes), notes=tuple(fold.notes))
+        rate_changes=tuple(fold.rate_changes), notes=tuple(fold.notes),
+        cap_bytes_per_sec=run.cap_at())

@@ -109,12 +109,11 @@ class JournalSettings:
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a run the use case drove ended: the report, its journal, its cap (bytes/s) and the
-    executor's clock, which the journal's times are in."""
+    """How a run the use case drove ended: the report, its journal (which keeps its cap) and
+    the executor's clock, which the journal's times are in."""
 
     report: RunReport
     journal: Path
-    cap: int
     clock: Clock
 
 
@@ -310,7 +309,7 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
                                       run_id=run_id)
             hooks.started(journal, run_id)
             report = _drive(executor, journal, hooks, hold)
-        return RunResult(report, journal, config.max_bytes_per_sec, ready.ports.clock)
+        return RunResult(report, journal, ready.ports.clock)
 
 
 def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
@@ -337,7 +336,7 @@ def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
             executor = Executor.resume(records, sink, ports, config, reporter,
                                        retry_failed=settings.retry_failed)
             report = _drive(executor, path, hooks, hold)
-    return RunResult(report, path, config.max_bytes_per_sec, ports.clock)
+    return RunResult(report, path, ports.clock)
 
 
 def cancel_run(settings: JournalSettings, *, cluster: ClusterAccess,
@@ -361,7 +360,7 @@ def cancel_run(settings: JournalSettings, *, cluster: ClusterAccess,
             hold.started = True
             executor.cancel()
             report = _drive(executor, path, hooks, hold)
-    return RunResult(report, path, config.max_bytes_per_sec, ports.clock)
+    return RunResult(report, path, ports.clock)
 
 
 def clear_run_throttles(settings: JournalSettings, *, cluster: ClusterAccess,

@@ -29,7 +29,7 @@ from executor.milestones import RunTimeline
 from executor.records import Record
 from executor.state import TERMINAL, MoveState
 from executor.status import RunStatus, summarize
-from executor.timeline import Eta, estimate_eta, run_header, run_pace
+from executor.timeline import Eta, estimate_eta, run_header, run_settle
 from kafka_rebalance.core.errors import InputError, MetricsError, RebalanceError
 from kafka_rebalance.files.planfile import read_plan
 from planner.planfile import PlanFile
@@ -81,9 +81,11 @@ class StatusView:
 
 
 def status_view(records: Sequence[Record], journal: str, plan: str | None, running: bool,
-                cap: float | None, settle_seconds: float, now: float) -> StatusView:
-    """The status of the run `records` (a journal accepted by `replay`) at clock time `now`."""
+                settle_seconds: float, now: float) -> StatusView:
+    """The status of the run `records` (a journal accepted by `replay`) at clock time `now`,
+    timed and rated by the cap in force now (a resume may have changed the run's own)."""
     run = replay(records)
+    cap = run.cap_at()
     times = run.timeline
     header = run_header(records)
     eta = estimate_eta(run, times, cap, settle_seconds, now, header.concurrency,
@@ -106,8 +108,7 @@ def run_status(plan_path: Path | None, journal: Path | None,
     else:
         beside = plan_beside(path)
         plan = str(beside) if beside is not None and beside.is_file() else None
-    cap, settle = run_pace(records)
-    view = status_view(records, str(path), plan, journal_in_use(path), cap, settle,
+    view = status_view(records, str(path), plan, journal_in_use(path), run_settle(records),
                        time.time() if now is None else now)
     return view, records
 

@@ -153,6 +153,35 @@ def test_before_any_copy_ends_the_eta_rests_on_the_cap(tmp_path: Path,
             in shown)
 
 
+def test_a_resume_under_a_lower_cap_times_and_rates_what_follows_by_it(
+        tmp_path: Path, rebalance_main: Any) -> None:
+    """`resume --max-mbps 1` after t-0 copied at 80% of the run's 2.5 MB/s: the ETA rests on
+    the new cap, and the table rates t-0 against the cap it copied under."""
+    from executor.records import ResumeRecord
+
+    journal = JournalFile.create(tmp_path / "run.journal", header_record(PLAN, SETTINGS))
+    start = time.time() - 60
+    for at, state in zip((0, 0, 1, 6, 6, 6, 7, 18), DONE_PATH, strict=True):
+        journal.append(state_record("t-0", state, start + at))
+    journal.append(ResumeRecord(start + 20, 1_000_000).to_json())
+    journal.close()
+    doc = status_json(rebalance_main, tmp_path / "run.journal")
+    assert doc["cap_bytes_per_sec"] == 1_000_000
+    assert doc["eta_basis"] == "observed"  # t-0's 2 MB/s; before any copy it would be the cap
+    text = " ".join(rebalance_main("status", "--journal", str(tmp_path / "run.journal")
+                                   ).out.split())
+    assert "mean 2.00 MB/s of the 1.00 MB/s cap (200%)" in text  # against the cap now
+    from rich.console import Console
+
+    from executor.journal import read_journal
+    from kafka_rebalance.commands.run_report import moves_table
+
+    run = read_journal(tmp_path / "run.journal")
+    console = Console(width=200, record=True)
+    console.print(moves_table(run, run.timeline, time.time()))
+    assert "2.00 MB/s (80%)" in console.export_text()  # against the cap it copied under
+
+
 def test_a_run_side_by_side_gets_the_eta_of_its_concurrency(tmp_path: Path,
                                                             rebalance_main: Any) -> None:
     start = time.time() - 60

@@ -271,6 +271,20 @@ def test_a_resume_with_a_lower_cap_slows_the_copy_in_flight_at_once() -> None:
     assert world.admin.copy_rate(copying) <= lower
     assert executor.run().outcome is RunOutcome.COMPLETED
     assert_clean(world, before)
+    # the journal keeps the new cap from the resume on: views rate later moves against it
+    run = replay(world.sink.records)
+    resumed_at = next(r["at"] for r in world.sink.records if r["kind"] == "resume")
+    assert [r.get("max_bytes_per_sec") for r in world.sink.records
+            if r["kind"] == "resume"] == [lower]
+    assert run.cap_at() == lower and run.cap_at(resumed_at - 1) == world.config.max_bytes_per_sec
+
+
+def test_a_resume_under_its_own_cap_records_no_cap() -> None:
+    world = prepared()
+    records = crash(world, 40, after=False)
+    assert Executor.resume(records, world.sink, world.ports(), world.config).run().outcome \
+        is RunOutcome.COMPLETED
+    assert not [r for r in world.sink.records if r["kind"] == "resume"]
 
 
 def test_a_copy_that_ended_while_no_executor_ran_gets_no_made_up_rate() -> None:

@@ -150,6 +150,13 @@ def test_end_and_resume_records(tmp_path: Path) -> None:
     assert read_journal(tmp_path / "j").outcome is RunOutcome.COMPLETED
 
 
+@pytest.mark.parametrize("cap", ["2MB", 0, 1.5, True])
+def test_a_resume_with_a_malformed_cap_is_corruption(cap: object) -> None:
+    resume = {"kind": "resume", "at": 2.0, "max_bytes_per_sec": cap}
+    with pytest.raises(ExecutionError, match=r"record 2 \('resume'\) is malformed \(cap"):
+        replay([header_record(PLAN, {}), resume])
+
+
 def test_a_second_end_without_a_resume_between_is_corruption() -> None:
     header = header_record(PLAN, {})
     end = {"kind": "end", "outcome": "completed", "at": 2.0, "reason": ""}

@@ -96,7 +96,7 @@ def test_a_slow_receiver_gets_a_lower_rate_while_it_copies_and_the_sender_keeps_
     assert world.admin.configs() == before  # restored exactly
     run = replay(json.loads(json.dumps(world.sink.records)))
     assert (run.guard_steps, run.guard_lowest) == (3, CAP // 8)
-    head = summary_head(run, timeline(world.sink.records), "completed", CAP, world.clock.now())
+    head = summary_head(run, timeline(world.sink.records), "completed", world.clock.now())
     assert any(line.startswith("SLO guard: 3 step(s) changed brokers' rates, down to 1.00 MB/s")
                for line in head), head
 
