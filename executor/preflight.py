@@ -91,6 +91,14 @@ def stale_moves(moves: Iterable[Move], view: ClusterView) -> list[str]:
     return problems
 
 
+def no_live_replica(moves: Iterable[Move], view: ClusterView) -> list[TopicPartition]:
+    """The moves' partitions whose every replica is on an offline broker now: no leader to
+    copy from, so their reassignment cannot complete (planner.ordering.stranded)."""
+    live = view.live_broker_ids
+    return [m.key for m in moves
+            if (p := view.partitions.get(m.key)) is not None and not live & set(p.replicas)]
+
+
 def done_not_in_place(moves: Iterable[Move], view: ClusterView) -> list[str]:
     """Moves a journal marks done whose partition does not hold the move's target replicas:
     the journal does not describe this cluster (damaged, or the cluster was put back)."""
@@ -135,6 +143,12 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
     wanted = sorted({b for m in plan.moves for b in m.target} - view.live_broker_ids)
     if wanted:
         problems.append(f"target broker(s) {wanted} are offline or unknown")
+    stranded = no_live_replica(plan.moves if pending is None else pending, view)
+    if stranded:
+        problems.append(f"{len(stranded)} move(s) are of partitions with no live replica "
+                        f"({_names(stranded)}): every replica is on an offline broker, so "
+                        "nothing can copy them; make a new plan (it leaves them in place) or "
+                        "bring a broker of theirs back")
     urp = under_replicated(view.partitions.values(), view.live_broker_ids) - own_in_flight
     if urp and not allow_under_replicated:
         problems.append(f"{len(urp)} partition(s) are under-replicated ({_names(urp)}); "

@@ -79,6 +79,12 @@ def short_of_replicas(topology: Topology) -> dict[TopicPartition, int]:
             for p in topology.partitions if offline.intersection(p.replicas)}
 
 
+def stranded(topology: Topology) -> frozenset[TopicPartition]:
+    """Partitions with no live replica: every replica is on an offline broker, so there is no
+    leader to copy from and a reassignment of them cannot complete until one is back."""
+    return frozenset(key for key, live in short_of_replicas(topology).items() if live == 0)
+
+
 def _similar(order: MoveOrder, head: int, candidate: int) -> bool:
     """Whether `candidate` bytes is close enough to the queue head's to go before it."""
     if order is MoveOrder.SMALLEST_FIRST:

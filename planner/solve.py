@@ -54,6 +54,7 @@ from planner.leader_balance import leader_level, level_leaders
 from planner.leaders import rebalance_leaders
 from planner.lns import improve, rounds_for
 from planner.log_dirs import log_dir_plan
+from planner.ordering import stranded
 from planner.phases import Phases
 from planner.prune import prune_moves
 from planner.repair import check_racks_feasible, repair
@@ -247,7 +248,15 @@ def plan(topology: Topology, goals: Goals, budget: Budget) -> PlanResult:
     """A valid plan towards balance with the fewest bytes moved (see module docstring), and
     on JBOD brokers the log dir of each arriving replica and the moves that level their dirs
     (planner.log_dirs; with --max-bytes 0 or --no-log-dir-moves, placements only)."""
-    result = _plan_brokers(topology, goals, budget)
+    stuck = stranded(topology)
+    if stuck:  # no leader to copy from: they stay (validate.stranded_warning tells it)
+        solvable = replace(topology, partitions=tuple(p for p in topology.partitions
+                                                      if p.key not in stuck))
+        result = _plan_brokers(solvable, goals, budget)
+        result = replace(result, before=topology, after=replace_replicas(
+            topology, {m.key: m.target for m in result.moves}))
+    else:
+        result = _plan_brokers(topology, goals, budget)
     start = time.monotonic()
     dirs = log_dir_plan(topology, result.moves, goals, budget)
     if dirs is None:

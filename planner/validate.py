@@ -17,7 +17,7 @@ from kafka_rebalance.core.names import listed
 from planner.arrays import ClusterArrays, FloatArray, to_arrays
 from planner.balance import WORSE_MARGIN, Targets, deviation, targets_or_average
 from planner.goals import Goals
-from planner.ordering import short_of_replicas
+from planner.ordering import short_of_replicas, stranded
 from planner.result import Move
 from planner.tally import (
     FlatReplicas,
@@ -129,6 +129,7 @@ def validate_plan(before: Topology, after: Topology | Sequence[Move] | Assignmen
     arrays = flatten(before)
     changed = _check_partitions(before, arrays, changes, goals, errors,
                                 errors if untouched_breaks_are_errors else warnings)
+    warnings.extend(stranded_warning(before))
     moved = sum(bytes_moved(p, r) for p, r in changed)
     errors.extend(_onto_cordoned(changed, goals.cordoned_brokers))
     resources: tuple[ResourceReport, ...] = ()
@@ -208,13 +209,26 @@ def exposure_warnings(before: Topology, moves: Sequence[Move]) -> list[str]:
     offline = sorted(b.id for b in before.brokers if not b.alive)
     alive = set(before.broker_ids) - set(offline)
     healed = sum(1 for m in moves if m.key in short and set(m.target) <= alive)
-    last = sorted((k for k, n in short.items() if n <= 1), key=lambda k: (k.topic, k.partition))
-    lone = (f"; {len(last)} are down to one live replica or none "
+    last = sorted((k for k, n in short.items() if n == 1), key=lambda k: (k.topic, k.partition))
+    lone = (f"; {len(last)} are down to one live replica "
             f"({listed([str(k) for k in last], 5)}): one more failure "
             "loses their data, and producers with acks=all wait on them" if last else "")
     return [f"{len(short)} partition(s) have replicas on offline broker(s) {offline}{lone}. "
             f"The plan heals {healed} of them, their moves first, the fewest live replicas "
             "first"]
+
+
+def stranded_warning(before: Topology) -> list[str]:
+    """What the review says of partitions no plan can move: every replica on an offline
+    broker (planner.ordering.stranded). The planner leaves them where they are."""
+    keys = stranded(before)
+    if not keys:
+        return []
+    on = sorted({b for p in before.partitions if p.key in keys for b in p.replicas})
+    names = listed([str(k) for k in sorted(keys, key=lambda k: (k.topic, k.partition))], 5)
+    return [f"{len(keys)} partition(s) have no live replica ({names}): every replica is on "
+            f"offline broker(s) {on}, so no move can copy them and the plan leaves them there; "
+            "they come back with those brokers (and are lost if none comes back)"]
 
 
 def _check_brokers(before: Topology, after: Topology | Sequence[Move] | Assignment,
@@ -250,11 +264,16 @@ def _check_partitions(before: Topology, arrays: FlatReplicas,
     """
     brokers = {b.id: b for b in before.brokers}
     racks, rack_count = _rack_limit(brokers, goals)
+    stuck = stranded(before)
     changed: list[tuple[Partition, tuple[int, ...]]] = []
     for p in before.partitions:
         replicas = changes.get((p.topic, p.partition))
         if replicas is not None:
             changed.append((p, replicas))
+            if p.key in stuck:
+                errors.append(f"partition {p.name}: no live replica to copy from (replicas "
+                              f"{list(p.replicas)} are all on offline brokers), so its "
+                              "reassignment cannot complete; leave it in place")
             errors.extend(_partition_errors(p, replicas, brokers, goals))
             if rack_count:
                 error = _rack_error(p, replicas, racks, rack_count)
@@ -262,8 +281,8 @@ def _check_partitions(before: Topology, arrays: FlatReplicas,
                     errors.append(error)
     for index in _flag_unchanged(before, arrays, racks, rack_count, goals):
         p = before.partitions[index]
-        if (p.topic, p.partition) in changes:
-            continue
+        if (p.topic, p.partition) in changes or p.key in stuck:
+            continue  # (a stranded one is told once, by stranded_warning)
         found = _partition_errors(p, p.replicas, brokers, goals)
         error = _rack_error(p, p.replicas, racks, rack_count) if rack_count else None
         found += [error] if error else []

@@ -157,6 +157,7 @@ def build_plan(topology: Topology, settings: PlanSettings, *, created_at: str | 
         # those goals hold already)
         return make_plan_file(topology, (), goals, budget,
                               SolverInfo(SolverStatus.ALREADY_BALANCED, 0), created_at,
+                              list(current.warnings),
                               log_dirs=log_dir_plan(topology, (), goals, budget))
     result = (solver or load_solver())(topology, goals, budget)
     phases = Phases()

@@ -92,3 +92,17 @@ def test_the_most_exposed_partitions_are_healed_first_whatever_the_plan_order(
                if name == "alter_partition_reassignments"
                and any(t is not None for t in targets.values())]  # type: ignore[attr-defined]
     assert started[:2] == ["rf2", "rf3"], started
+
+
+def test_a_move_of_a_partition_with_no_live_replica_is_refused_before_anything_changes() -> None:
+    """A plan made while broker 5 was alive moves solo-0 off it; 5 then died holding its only
+    replica: no leader can feed the copy, so the run is refused (a new plan leaves it)."""
+    solo = Move("solo", 0, (5,), (3,), 5 * MB)
+    world = make_world([*DRAIN, solo])
+    world.admin.dead.update({DEAD, 5})
+    before = world.admin.configs()
+    with pytest.raises(ExecutionError, match=r"1 move\(s\) are of partitions with no live "
+                                             r"replica \(solo-0\)"):
+        Executor.start(world.plan, world.ports(), world.config, world.open_sink,
+                       reporter=world.reporter)
+    assert world.admin.configs() == before and world.sink.records == []

@@ -290,3 +290,23 @@ def test_a_dead_broker_of_unknown_rack_is_drained_without_a_phantom_rack(
     assert code == 0, error
     plan = json.loads(out.read_text())
     assert plan["partitions"] and all(2 not in p["replicas"] for p in plan["partitions"])
+
+
+@pytest.mark.parametrize("flags", [[], ["--remove-broker", "3"]], ids=["heal", "drain"])
+def test_a_partition_with_no_live_replica_stays_and_is_told(
+        tmp_path: Path, rebalance: Rebalance, flags: list[str]) -> None:
+    """Broker 3 died holding t-1 on 3 and 2 and t-3 alone: t-1 is healed from 2, but t-3 has
+    no leader to copy from, so no plan may move it (its reassignment could never finish)."""
+    doc = snapshot_doc()
+    doc["brokers"][2]["alive"] = False
+    doc["partitions"].append({"topic": "t", "partition": 3, "replicas": [3], "size_bytes": 100,
+                              "bytes_in_per_sec": 10, "bytes_out_per_sec": 10})
+    snap, out = tmp_path / "snap.json", tmp_path / "p.json"
+    snap.write_text(json.dumps(doc))
+    code, error = rebalance("plan", "--snapshot", str(snap), *flags, "--out", str(out))
+    assert code == 0, error
+    moved = {(m["topic"], m["partition"]) for m in json.loads(out.read_text())["moves"]}
+    assert ("t", 1) in moved and ("t", 3) not in moved
+    text = " ".join(error.split())
+    assert "1 partition(s) have no live replica (t-3): every replica is on offline broker(s) " \
+           "[3], so no move can copy them and the plan leaves them there" in text

@@ -88,6 +88,19 @@ def test_offline_broker_is_an_error() -> None:
     assert any("t-0" in e and "offline broker 5" in e for e in report.errors)
 
 
+def test_a_partition_with_no_live_replica_may_stay_but_not_move() -> None:
+    """t-9 lives only on offline broker 5: left alone it is a warning (nothing can copy it),
+    moved it is an error (its reassignment could never complete)."""
+    before = cluster(extra=(Broker(5, "b", CAP, alive=False),))
+    before = replace(before, partitions=(*before.partitions,
+                                         Partition("t", 9, (5,), 100, 10.0, 10.0)))
+    left = validate_plan(before, (), Goals())
+    assert left.errors == ()
+    assert [w for w in left.warnings if "no live replica (t-9)" in w]
+    moved = validate_plan(before, {tp(9): [2]}, Goals())
+    assert any(e.startswith("partition t-9: no live replica to copy from") for e in moved.errors)
+
+
 def test_rack_rule_names_partition_and_rack() -> None:
     report = validate_plan(cluster(), {tp(0): [1, 2], tp(1): [3, 4]}, Goals())
     assert any("t-0" in e and "rack a" in e for e in report.errors)
@@ -283,15 +296,13 @@ def test_a_run_tells_balance_drift_and_refuses_it_only_when_strict() -> None:
 
 
 def test_draining_an_offline_broker_may_worsen_balance_with_a_warning() -> None:
-    """Broker 3 is offline and holds a partition; its drain onto broker 1 leaves disk less
-    level than the live brokers were: a warning, as when brokers are removed (it was a hard
-    violation, so a dead broker could not be drained without --remove-broker)."""
-    brokers = (Broker(1, "a", CAP), Broker(2, "b", CAP), Broker(3, "a", CAP, alive=False),
-               Broker(4, "b", CAP), Broker(5, "a", CAP))
-    parts = (Partition("t", 0, (1, 2), 100), Partition("t", 1, (5, 4), 100),
-             Partition("big", 0, (3,), 300))  # the live brokers are level
-    report = validate_plan(Topology(brokers, parts), [Move("big", 0, (3,), (1,), 300)],
-                           Goals(tolerance=0.1))
+    """Broker 4 is offline; its drain onto broker 3 leaves the live brokers less level than
+    they were: a warning, as when brokers are removed (it was a hard violation, so a dead
+    broker could not be drained without --remove-broker)."""
+    dead = cluster()
+    dead = replace(dead, brokers=(*dead.brokers[:3], Broker(4, "b", CAP, alive=False)))
+    moves = [Move("t", 1, (2, 4), (2, 3), 100), Move("t", 3, (4, 2), (3, 2), 100)]
+    report = validate_plan(dead, moves, Goals(tolerance=0.1))
     assert report.errors == ()
     assert any("forced by draining removed or offline brokers" in w for w in report.warnings)
 
@@ -305,7 +316,7 @@ def test_draining_an_offline_broker_is_never_put_back() -> None:
     brokers = (Broker(1, "a", CAP), Broker(2, "b", CAP), Broker(3, "a", CAP, alive=False),
                Broker(4, "b", CAP), Broker(5, "a", CAP))
     parts = (Partition("t", 0, (1, 2), 100), Partition("t", 1, (5, 4), 100),
-             Partition("big", 0, (3,), 300), Partition("tiny", 0, (3,), 1))
+             Partition("big", 0, (3, 4), 300), Partition("tiny", 0, (3, 2), 1))
     plan = build_plan(Topology(brokers, parts), PlanSettings(goals=Goals(tolerance=0.1),
                                                              budget=Budget(time_limit_s=2)))
     assert {m.name for m in plan.moves} >= {"big-0", "tiny-0"}
@@ -322,7 +333,7 @@ def test_the_review_names_partitions_short_of_live_replicas_and_those_down_to_on
     before = Topology(brokers, parts)
     assert short_of_replicas(before) == {tp(1): 1, tp(2): 1, TopicPartition("u", 0): 0}
     (warning,) = exposure_warnings(before, [Move("t", 1, (4, 3), (5, 3), 10)])
-    assert warning.startswith("3 partition(s) have replicas on offline broker(s) [4]; 3 are "
-                              "down to one live replica or none (t-1, t-2, u-0)")
+    assert warning.startswith("3 partition(s) have replicas on offline broker(s) [4]; 2 are "
+                              "down to one live replica (t-1, t-2)")
     assert "The plan heals 1 of them" in warning
     assert exposure_warnings(cluster(), swap_moves()) == []
