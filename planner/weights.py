@@ -33,10 +33,17 @@ class PartitionWeight:
     requests_per_sec: float | None = None
 
     def projected_size(self, snapshot_size: int, horizon_days: float) -> int:
-        """Size after `horizon_days` of growth (the snapshot's size when none was measured)."""
-        base = snapshot_size if self.size_bytes is None else self.size_bytes
+        """Size after `horizon_days` of growth from the snapshot's size, measured when the
+        plan is made (the weights' size is the history's last sample, older; it stands in
+        only for a snapshot that records none)."""
+        base = snapshot_size if snapshot_size > 0 or self.size_bytes is None else self.size_bytes
         growth = self.size_growth_bytes_per_day or 0.0
         return max(0, round(base + growth * horizon_days))
+
+
+def _far_apart(weighted: float, measured: int) -> bool:
+    """Sizes under half or over twice each other, by more than 1 MB (small segments churn)."""
+    return abs(weighted - measured) > 1e6 and not 0.5 <= weighted / measured <= 2.0
 
 
 def apply_weights(topology: Topology, weights: Mapping[TopicPartition, PartitionWeight],
@@ -52,9 +59,15 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
         raise InputError(f"--horizon {horizon_days:g} is more than {MAX_HORIZON_DAYS} days (ten "
                          "years) ahead: no growth measured today says where a cluster will be "
                          "then; give a horizon in days (e.g. 30)")
+    known = {p.key for p in topology.partitions}
+    if weights and known and known.isdisjoint(weights):
+        raise InputError(f"none of the {len(weights)} weight row(s) names a partition of this "
+                         "cluster: the weights are of another cluster (or its topics were "
+                         "renamed); compute them from this cluster's history")
     parts: list[Partition] = []
     unweighted = 0
     grown = stored = 0  # bytes on disk (every replica): from growth, and in all
+    drifted: list[tuple[Partition, float]] = []  # the weights' size far from the snapshot's
     for p in topology.partitions:
         w = weights.get(p.key)
         if w is None:
@@ -62,6 +75,9 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
             parts.append(p)
             stored += p.size_bytes * len(p.replicas)
             continue
+        if w.size_bytes is not None and p.size_bytes > 0 and _far_apart(w.size_bytes,
+                                                                         p.size_bytes):
+            drifted.append((p, w.size_bytes))
         projected = w.projected_size(p.size_bytes, horizon_days)
         grown += (projected - w.projected_size(p.size_bytes, 0.0)) * len(p.replicas)
         stored += projected * len(p.replicas)
@@ -73,9 +89,15 @@ def apply_weights(topology: Topology, weights: Mapping[TopicPartition, Partition
             else w.bytes_out_per_sec,
             requests_per_sec=p.requests_per_sec if w.requests_per_sec is None
             else w.requests_per_sec))
-    known = {p.key for p in topology.partitions}
     unknown = sum(1 for key in weights if key not in known)
     notes = []
+    if drifted:
+        p, then = max(drifted, key=lambda d: abs(d[1] - d[0].size_bytes))
+        notes.append(f"{len(drifted)} partition(s) had a size in the weights under half or "
+                     f"over twice the snapshot's (e.g. {p.name}: {size_text(then)} in the "
+                     f"weights, {size_text(p.size_bytes)} now): the plan counts the "
+                     "snapshot's; weights from an old history carry old rates too (compute "
+                     "them again)")
     if unweighted:
         notes.append(f"{unweighted} partition(s) have no weight; their snapshot values are used")
     if unknown:

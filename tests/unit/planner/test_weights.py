@@ -47,7 +47,9 @@ def test_apply_projects_sizes_and_replaces_rates(tmp_path: Path) -> None:
     path.write_text("\n".join(json.dumps(r) for r in ROWS))
     weighted, notes = apply_weights(topology(), read_weights(path), horizon_days=3)
     p0, p1, p2 = weighted.partitions
-    assert (p0.size_bytes, p0.bytes_in_per_sec, p0.bytes_out_per_sec) == (1300, 5.0, 7.5)
+    # the snapshot's 10 bytes (measured now; the weights' 1000 are the history's last sample)
+    # and 3 days of the weights' growth
+    assert (p0.size_bytes, p0.bytes_in_per_sec, p0.bytes_out_per_sec) == (310, 5.0, 7.5)
     assert p1.size_bytes == 0  # shrinking below zero is clamped
     assert (p2.size_bytes, p2.bytes_in_per_sec) == (10, 3.0)  # no weight: snapshot values
     assert any("1 partition(s) have no weight" in n for n in notes)
@@ -140,3 +142,25 @@ def test_json_lines_are_held_to_the_snapshots_types(tmp_path: Path, change: dict
                               for i, row in enumerate(ROWS)))
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         read_weights(path)
+
+
+def test_a_size_far_from_the_snapshots_is_told_and_the_snapshots_counts() -> None:
+    """Weights from a history that ended before a topic was recreated: 17 GB in the weights,
+    1 GB now. The plan counts 1 GB and says why the weights look old."""
+    t = Topology((Broker(1, None, Capacity(10**12, 10**9, 10**9)),),
+                 (Partition("t", 0, (1,), 10**9), Partition("t", 1, (1,), 10**9)))
+    weights = {TopicPartition("t", 0): PartitionWeight(1.0, 1.0, 17e9, None),
+               TopicPartition("t", 1): PartitionWeight(1.0, 1.0, 1.5e9, None)}
+    weighted, notes = apply_weights(t, weights)
+    assert [p.size_bytes for p in weighted.partitions] == [10**9, 10**9]
+    assert notes == ("1 partition(s) had a size in the weights under half or over twice the "
+                     "snapshot's (e.g. t-0: 17.0 GB in the weights, 1.00 GB now): the plan counts "
+                     "the snapshot's; weights from an old history carry old rates too (compute "
+                     "them again)",)
+
+
+def test_weights_of_another_cluster_are_refused() -> None:
+    other = {TopicPartition("elsewhere", 0): PartitionWeight(1.0, 1.0, 1.0, None)}
+    with pytest.raises(InputError, match="none of the 1 weight row.s. names a partition of this "
+                                         "cluster"):
+        apply_weights(topology(), other)

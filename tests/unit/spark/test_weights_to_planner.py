@@ -54,7 +54,7 @@ def test_planner_applies_the_job_output_to_a_changed_cluster(
     weighted, notes = apply_weights(_snapshot(), weights, horizon_days=2)
     by_key = {p.key: p for p in weighted.partitions}
     assert (by_key[TopicPartition("007", 0)].bytes_in_per_sec,
-            by_key[TopicPartition("007", 0)].size_bytes) == (5.0, 100)
+            by_key[TopicPartition("007", 0)].size_bytes) == (5.0, 1)  # the snapshot's size
     assert by_key[TopicPartition("idle", 0)].bytes_in_per_sec == 0.0  # measured idle, not unknown
     new = by_key[TopicPartition("new", 0)]  # no weight: the snapshot's values
     assert (new.size_bytes, new.bytes_in_per_sec, new.bytes_out_per_sec) == (77, 4.0, 6.0)
