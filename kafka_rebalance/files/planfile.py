@@ -6,6 +6,7 @@ planfile_schema) names every problem of a damaged or hand-edited file, up to a c
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -238,6 +239,8 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
     if dirs is not None:
         _check_dirs(dirs, moves, {b.id for b in before.brokers}, problems)
     goals, budget = _goals(doc["goals"], problems), _budget(doc.get("budget"), problems)
+    if goals is not None and not problems:
+        _check_targets(moves, before, goals, problems)
     solver = _solver(doc["solver"], problems)
     if problems or goals is None or budget is None or solver is None:
         raise InputError(problems_message(problems))
@@ -304,6 +307,35 @@ def _check_brokers(moves: Sequence[Move], before: ClusterStats, problems: list[s
         problems.extend(f"move {move.name}: broker {broker} is not in the cluster the plan was "
                         f"made for (brokers {sorted(known)})"
                         for broker in sorted(set(move.current + move.target) - known))
+
+
+def _check_targets(moves: Sequence[Move], before: ClusterStats, goals: Goals,
+                   problems: list[str]) -> None:
+    """The hard rules the planner keeps in every target, by the plan's own record of the
+    brokers: no replica on a broker offline or removed then, none added on a cordoned one, no
+    rack over its share. A target that breaks one was edited after planning (the review would
+    show it as planned; only `diff --snapshot` validated it)."""
+    edited = "; the plan was edited: make a new one with `rebalance plan`"
+    brokers = {b.id: b for b in before.brokers}
+    eligible = [b for b in before.brokers if b.alive and b.id not in goals.remove_brokers]
+    racks = {str(b.rack) for b in eligible}
+    rack_count = len(racks) if goals.rack_aware and any(b.rack for b in eligible) else 0
+    for move in moves:
+        gone = [b for b in move.target if b in brokers and (not brokers[b].alive
+                                                             or b in goals.remove_brokers)]
+        if gone:
+            problems.append(f"move {move.name}: target {list(move.target)} keeps a replica on "
+                            f"broker(s) {gone}, offline or removed when it was planned{edited}")
+        onto = sorted(set(move.added_brokers) & goals.cordoned_brokers)
+        if onto:
+            problems.append(f"move {move.name}: adds a replica on cordoned broker(s) "
+                            f"{onto}{edited}")
+        if rack_count and all(b in brokers for b in move.target):
+            per_rack = Counter(str(brokers[b].rack) for b in move.target)
+            rack, held = per_rack.most_common(1)[0]
+            if held > -(-len(move.target) // rack_count):
+                problems.append(f"move {move.name}: target {list(move.target)} puts {held} "
+                                f"replicas in rack {rack} ({rack_count} racks){edited}")
 
 
 def _check_dirs(dirs: DirPlan, moves: Sequence[Move], known: set[int],

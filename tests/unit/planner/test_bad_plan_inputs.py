@@ -80,6 +80,14 @@ PLAN_CASES = {
     "negative move budget": (_section("budget", max_moves=-1),
                              "budget: 'max_moves' must be an integer >= 0"),
     "solver seconds as a string": (_section("solver", seconds="x"), "solver: 'seconds' must be"),
+    # edited targets the planner would never write (the review would show them as planned)
+    "target crowds a rack": (_move(target=[3, 1]), "move t-1: target [3, 1] puts 2 replicas in "
+                                                   "rack a (2 racks); the plan was edited"),
+    "target on an offline broker": (
+        lambda doc: doc["before"]["brokers"][3].update(alive=False),
+        "move t-1: target [3, 4] keeps a replica on broker(s) [4], offline or removed"),
+    "target on a cordoned broker": (_section("goals", cordoned_brokers=[4]),
+                                    "move t-1: adds a replica on cordoned broker(s) [4]"),
 }
 
 

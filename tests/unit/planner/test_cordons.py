@@ -94,7 +94,10 @@ def test_cordon_drained_needs_a_plan_that_drains(tmp_path: Path) -> None:
 
     topology = cluster(set())
     p = topology.partitions[0]
-    move = Move(p.topic, p.partition, p.replicas, (*p.replicas[:-1], 10), p.size_bytes)
+    rack = {b.id: b.rack for b in topology.brokers}
+    spare = next(b.id for b in topology.brokers  # the last replica's rack keeps its share
+                 if rack[b.id] == rack[p.replicas[-1]] and b.id not in p.replicas)
+    move = Move(p.topic, p.partition, p.replicas, (*p.replicas[:-1], spare), p.size_bytes)
     path = tmp_path / "plan.json"
     write_plan(path, make_plan_file(topology, (move,), Goals(), Budget(),
                                     SolverInfo(SolverStatus.FEASIBLE, 0), "2026-01-01T00:00:00"))
