@@ -270,6 +270,8 @@ def _check_partitions(before: Topology, arrays: FlatReplicas,
         replicas = changes.get((p.topic, p.partition))
         if replicas is not None:
             changed.append((p, replicas))
+            if set(replicas) == set(p.replicas) and len(replicas) == len(p.replicas):
+                continue  # a new order only: its set keeps what it broke (judged as unchanged)
             if p.key in stuck:
                 errors.append(f"partition {p.name}: no live replica to copy from (replicas "
                               f"{list(p.replicas)} are all on offline brokers), so its "
@@ -281,8 +283,10 @@ def _check_partitions(before: Topology, arrays: FlatReplicas,
                     errors.append(error)
     for index in _flag_unchanged(before, arrays, racks, rack_count, goals):
         p = before.partitions[index]
-        if (p.topic, p.partition) in changes or p.key in stuck:
-            continue  # (a stranded one is told once, by stranded_warning)
+        order = changes.get((p.topic, p.partition))
+        if p.key in stuck or (order is not None and (set(order) != set(p.replicas)
+                                                     or len(order) != len(p.replicas))):
+            continue  # judged above (a stranded one is told once, by stranded_warning)
         found = _partition_errors(p, p.replicas, brokers, goals)
         error = _rack_error(p, p.replicas, racks, rack_count) if rack_count else None
         found += [error] if error else []

@@ -319,8 +319,9 @@ def _check_targets(moves: Sequence[Move], before: ClusterStats, goals: Goals,
     brokers = {b.id: b for b in before.brokers}
     eligible = [b for b in before.brokers if b.alive and b.id not in goals.remove_brokers]
     racks = {str(b.rack) for b in eligible}
-    rack_count = len(racks) if goals.rack_aware and any(b.rack for b in eligible) else 0
-    for move in moves:
+    rack_count = (len(racks) if goals.rack_aware and any(b.rack is not None for b in eligible)
+                  else 0)
+    for move in (m for m in moves if not m.leadership_only):  # a new order keeps its set
         gone = [b for b in move.target if b in brokers and (not brokers[b].alive
                                                              or b in goals.remove_brokers)]
         if gone:
