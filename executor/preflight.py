@@ -79,13 +79,15 @@ def _names(keys: Iterable[TopicPartition], limit: int = 10) -> str:
 
 
 def stale_moves(moves: Iterable[Move], view: ClusterView) -> list[str]:
-    """Moves whose partition is gone or whose replicas are no longer the plan's current ones."""
+    """Moves whose partition is gone or whose replicas are neither the plan's current ones nor
+    its target (a move found at its target, such as one that failed after its copy ended, runs
+    as a reassignment that changes nothing and finishes its steps)."""
     problems = []
     for m in moves:
         live = view.partitions.get(m.key)
         if live is None:
             problems.append(f"{m.name} (no longer exists)")
-        elif live.replicas != m.current:
+        elif live.replicas not in (m.current, m.target):
             problems.append(f"{m.name} (plan expects {list(m.current)}, "
                             f"cluster has {list(live.replicas)})")
     return problems

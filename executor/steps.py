@@ -68,6 +68,8 @@ REMEMBERED = ("ReplicaNotAvailableError", "NotLeaderOrFollowerError")
 
 # what restore_throttle says of a rate it could not put back because its broker is offline
 OFFLINE_RESTORE = "could not restore (it is offline)"
+READ_BACK_TRIES = 5  # reads of throttles just written before a difference counts
+READ_BACK_PAUSE_SECONDS = 1.0
 
 
 class MoveDriver:
@@ -164,7 +166,19 @@ class MoveDriver:
             admin.alter_topic_configs(topics)
         if brokers:
             admin.alter_broker_configs(brokers)
-        return check_applied(plan, *self.read_throttles(plan))
+        return self._read_back(lambda: check_applied(plan, *self.read_throttles(plan)))
+
+    def _read_back(self, differences: Callable[[], list[str]]) -> list[str]:
+        """`differences` between what was written and what the cluster describes, asked again
+        for a few seconds while there are any: a topic's configs are described by whichever
+        broker answers, which may not have applied the change yet (a restore that alters no
+        broker rate, all kept for the move that took them over, waits on no broker)."""
+        for _ in range(READ_BACK_TRIES - 1):
+            found = differences()
+            if not found:
+                return found
+            self.ports.clock.sleep(READ_BACK_PAUSE_SECONDS)
+        return differences()
 
     def shared_rates(self, move_name: str) -> dict[tuple[int, str], tuple[str | None, int]]:
         """Broker rates other moves of this run have set and not yet put back:
@@ -219,7 +233,8 @@ class MoveDriver:
         if problems or topic_gone:
             return problems
         try:
-            return check_restored(plan, *self.read_throttles(plan), keep)
+            return self._read_back(
+                lambda: check_restored(plan, *self.read_throttles(plan), keep))
         except ClusterError as exc:
             return [f"could not read the restored throttles back ({exc})"]
 

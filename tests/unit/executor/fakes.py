@@ -86,6 +86,10 @@ class FakeAdmin:
     crash_at: int | None = None  # raise Crash on this call number (1-based)
     crash_after_effect: bool = False  # ... after the call took effect instead of before
     completed: list[TopicPartition] = field(default_factory=list)
+    # reads of a topic's configs after each alter that a broker lagging behind answers with
+    # the values from before it (a topic's configs are described by any broker)
+    stale_topic_reads: int = 0
+    _stale: dict[str, tuple[int, dict[str, str]]] = field(default_factory=dict)
     _last: float | None = None
 
     def add(self, topic: str, partition: int, replicas: Sequence[int], size: int) -> None:
@@ -218,8 +222,17 @@ class FakeAdmin:
         str, dict[str, str | None]
     ]:
         ts = list(topics)
-        return self._call("topic_configs", ts, lambda: {  # type: ignore[return-value]
-            t: {n: self.topic_cfg.get(t, {}).get(n) for n in names} for t in ts})
+
+        def read() -> dict[str, dict[str, str | None]]:
+            out = {}
+            for t in ts:
+                left, before = self._stale.get(t, (0, {}))
+                if left:
+                    self._stale[t] = (left - 1, before)
+                values = before if left else self.topic_cfg.get(t, {})
+                out[t] = {n: values.get(n) for n in names}
+            return out
+        return self._call("topic_configs", ts, read)  # type: ignore[return-value]
 
     def alter_broker_configs(self, changes: Mapping[int, ConfigChanges]) -> None:
         def write() -> None:
@@ -233,6 +246,8 @@ class FakeAdmin:
             for t, values in changes.items():
                 if not any(tp.topic == t for tp in self.parts):
                     raise TopicGone(f"topic {t!r} does not exist (while trying to alter configs)")
+                if self.stale_topic_reads:
+                    self._stale[t] = (self.stale_topic_reads, dict(self.topic_cfg.get(t, {})))
                 _alter(self.topic_cfg.setdefault(t, {}), values)
         self._call("alter_topic_configs", {t: dict(v) for t, v in changes.items()}, write)
 

@@ -691,3 +691,39 @@ def test_a_topic_deleted_mid_copy_ends_its_move_and_the_run_goes_on() -> None:
     assert not before_brokers  # no throttle rate of any broker is left behind
     assert all(value is None for configs in world.admin.broker_cfg.values()
                for value in configs.values()), world.admin.broker_cfg
+
+
+def test_a_broker_answering_with_topic_configs_from_before_an_alter_fails_no_move() -> None:
+    """Each alter of a topic's throttle lists is described the old way twice more, as by a
+    broker that has not applied it yet: the read-back asks again and every move completes
+    with nothing left (it failed a finished copy and left its rates)."""
+    world = make_world()
+    world.admin.stale_topic_reads = 2
+    before = world.admin.configs()
+    report = start(world).run()
+    assert report.outcome is RunOutcome.COMPLETED, report.reasons
+    assert world.admin.configs() == before
+
+
+def test_a_failed_move_already_at_its_target_is_retried_in_place() -> None:
+    """A move failed after its copy ended (its throttles could not be read back as restored):
+    `resume --retry-failed` finds its partition at the target and finishes it instead of
+    refusing the cluster as no longer matching the plan."""
+    world = make_world()
+    before = world.admin.configs()
+
+    def lag_from_the_restore(w: World, e: Event) -> None:
+        if e.kind is EventKind.STATE and e.state == S.UNTHROTTLING.value:
+            w.admin.stale_topic_reads = 1000  # every read-back sees the lists still there
+    world.hooks.append(lag_from_the_restore)
+    report = start(world).run()
+    world.hooks.clear()
+    first = world.plan.moves[0]
+    assert report.states[first.name] is S.FAILED, report.states
+    assert world.admin.replicas()[first.name] == first.target
+    world.admin.stale_topic_reads = 0
+    world.admin._stale.clear()
+    report = Executor.resume(world.sink.records, world.sink, world.ports(), world.config,
+                             retry_failed=True).run()
+    assert report.outcome is RunOutcome.COMPLETED, report.reasons
+    assert world.admin.configs() == before
