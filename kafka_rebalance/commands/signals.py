@@ -1,6 +1,8 @@
-"""What Ctrl-C and SIGTERM do while a command works.
+"""What Ctrl-C, SIGTERM and a terminal that goes away do while a command works.
 
-`sigterm_as_ctrl_c`: during a run, SIGTERM ends the command the way Ctrl-C does.
+`sigterm_as_ctrl_c`: during a run, SIGTERM and SIGHUP (the SSH session dropped) end the
+command the way Ctrl-C does, and output whose reader is gone (`| head`, a closed terminal) is
+dropped instead of ending the run between two cluster writes.
 
 `interrupts_end_solving`: during planning, either signal ends the process at once with
 nothing written. The solvers run in C++ threads, where Python's own handler cannot run until a
@@ -12,22 +14,27 @@ process.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any, TextIO, TypeVar
+
+_T = TypeVar("_T")
 
 INTERRUPTED_EXIT_CODE = 130  # 128 + SIGINT, as shells report Ctrl-C
 
 
 @contextmanager
 def sigterm_as_ctrl_c() -> Iterator[None]:
-    """While the block runs, SIGTERM (systemd, `timeout`, kill) is Ctrl-C: the command ends
-    the way it ends on an interrupt (exit 130 and the summary for execute, resume and cancel;
-    a clean cancel for auto) instead of dying mid-move without a word."""
+    """While the block runs, SIGTERM (systemd, `timeout`, kill) and SIGHUP (the terminal or
+    SSH session closed) are Ctrl-C: the command ends the way it ends on an interrupt (exit 130
+    and the summary for execute, resume and cancel; a clean cancel for auto) instead of dying
+    mid-move without a word; and stdout and stderr survive their reader going away."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers belong to the main thread
         return
@@ -35,11 +42,49 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {number: signal.signal(number, interrupt)
+                for number in (signal.SIGTERM, signal.SIGHUP)}
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ReaderMayGo(sys.stdout), _ReaderMayGo(sys.stderr)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        sys.stdout, sys.stderr = streams
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+class _ReaderMayGo:
+    """A text stream whose reader may go away (EPIPE: `| head` exited; EIO: the terminal
+    closed): from then on its file descriptor writes to /dev/null, so what is written is
+    dropped and nothing raises in the middle of a run (the journal and `status` keep what
+    the output said)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(lambda: self._stream.write(text), len(text))
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush, None)
+
+    def _guarded(self, call: Callable[[], _T], otherwise: _T) -> _T:
+        try:
+            return call()
+        except OSError as exc:
+            if exc.errno not in (errno.EPIPE, errno.EIO):
+                raise
+            try:  # the stream's buffer and every later write go nowhere, quietly
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self._stream.fileno())
+                os.close(null)
+            except (OSError, ValueError):
+                pass
+            return otherwise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 @contextmanager

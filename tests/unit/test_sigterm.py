@@ -18,13 +18,36 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
-def test_sigterm_inside_the_run_is_an_interrupt_and_the_old_handler_comes_back() -> None:
-    before = signal.getsignal(signal.SIGTERM)
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_inside_the_run_is_an_interrupt_and_the_old_handler_comes_back(
+        sent: signal.Signals) -> None:
+    """SIGHUP too: an SSH session that drops ends the run as Ctrl-C does (it died at once,
+    with no summary)."""
+    before = signal.getsignal(sent)
     with pytest.raises(KeyboardInterrupt), sigterm_as_ctrl_c():
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), sent)
         time.sleep(5)  # the handler interrupts the sleep
-        pytest.fail("SIGTERM did not interrupt the run")
-    assert signal.getsignal(signal.SIGTERM) is before
+        pytest.fail(f"{sent.name} did not interrupt the run")
+    assert signal.getsignal(sent) is before
+
+
+def test_output_whose_reader_went_away_is_dropped_and_the_run_goes_on() -> None:
+    """`execute ... | head -6`: once head exits, writes fail with EPIPE; inside the run they
+    are dropped (the descriptor then writes to /dev/null) instead of ending it mid-move."""
+    reading, writing = os.pipe()
+    os.close(reading)  # the reader is gone
+    real_stdout = sys.stdout
+    stream = os.fdopen(writing, "w", buffering=1)
+    sys.stdout = stream
+    try:
+        with sigterm_as_ctrl_c():
+            for _ in range(3):
+                print("a progress line", flush=True)  # EPIPE, dropped
+            sys.stdout.flush()
+        print("after the run: /dev/null now", flush=True)
+    finally:
+        sys.stdout = real_stdout
+        stream.close()
 
 
 def _solving(pid: int) -> bool:
