@@ -99,16 +99,17 @@ class RunScreen:
         # the window the run chose from its brokers' own, which the header read by watch()
         # (made before the brokers were asked) may not have held yet
         self.view.state.use_quota_window(executor.config.quota_window)
-        try:
-            with sigterm_as_ctrl_c(), self.view:
-                yield
-        except KeyboardInterrupt:
-            _summary_anyway(executor, journal, "interrupted")
-            say(INTERRUPTED.format(journal=journal), err_console)
-            raise typer.Exit(130) from None
-        except RebalanceError:
-            _summary_anyway(executor, journal, "ended by an error")
-            raise
+        with sigterm_as_ctrl_c():  # (the summary too may go to a terminal that closed)
+            try:
+                with self.view:
+                    yield
+            except KeyboardInterrupt:
+                _summary_anyway(executor, journal, "interrupted")
+                say(INTERRUPTED.format(journal=journal), err_console)
+                raise typer.Exit(130) from None
+            except RebalanceError:
+                _summary_anyway(executor, journal, "ended by an error")
+                raise
 
 
 def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:
