@@ -127,6 +127,8 @@ def conclude(result: RunResult) -> None:
 
     report = result.report
     print_summary(result.journal, report.outcome.value, result.clock.now())
+    for warning in result.warnings:
+        note(warning, label="warning", style="bold red")
     if report.outcome is RunOutcome.COMPLETED:
         return
     if report.outcome is RunOutcome.CANCELLED and not report.throttles_left:

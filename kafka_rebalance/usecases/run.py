@@ -115,6 +115,8 @@ class RunResult:
     report: RunReport
     journal: Path
     clock: Clock
+    # what the operator must know after the summary (a drained broker that still holds data)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -309,7 +311,8 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
                                       run_id=run_id)
             hooks.started(journal, run_id)
             report = _drive(executor, journal, hooks, hold)
-        return RunResult(report, journal, ready.ports.clock)
+        return RunResult(report, journal, ready.ports.clock,
+                         left_on_drained(ready.ports, plan_file, report))
 
 
 def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
@@ -336,7 +339,39 @@ def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
             executor = Executor.resume(records, sink, ports, config, reporter,
                                        retry_failed=settings.retry_failed)
             report = _drive(executor, path, hooks, hold)
-    return RunResult(report, path, ports.clock)
+            from kafka_rebalance.usecases.status import plan_of_run
+
+            plan_file = plan_of_run(path, None, records, [])
+            warnings = left_on_drained(ports, plan_file, report) if plan_file else ()
+    return RunResult(report, path, ports.clock, warnings)
+
+
+def left_on_drained(ports: Ports, plan_file: PlanFile, report: RunReport) -> tuple[str, ...]:
+    """After a completed drain (`plan --remove-broker`), the partitions its brokers still
+    hold: topics made after the plan. The run did what the plan said, but taking the brokers
+    out now would lose them (every replica there) or leave them short."""
+    from executor.records import RunOutcome
+    from kafka_rebalance.core.names import listed
+
+    drained = plan_file.goals.remove_brokers
+    if not drained or report.outcome is not RunOutcome.COMPLETED:
+        return ()
+    try:
+        held = sorted((p for p in ports.admin.partitions() if drained & set(p.replicas)),
+                      key=lambda p: (p.topic, p.partition))
+    except RebalanceError:
+        return ()  # the summary stands; the next plan will see them
+    if not held:
+        return ()
+    only = [f"{p.topic}-{p.partition}" for p in held if set(p.replicas) <= drained]
+    lost = (f"; {len(only)} have every replica there ({listed(only, 5)}) and would be lost"
+            if only else "")
+    ids = ",".join(str(b) for b in sorted(drained))
+    return (f"broker(s) {sorted(drained)} still hold {len(held)} partition(s) the plan did "
+            f"not move ({listed([f'{p.topic}-{p.partition}' for p in held], 5)}), made after "
+            f"it{lost}: before taking the broker(s) out, plan again with --remove-broker "
+            f"{ids} and run that (execute --cordon-drained keeps new topics off them during "
+            "the drain)",)
 
 
 def cancel_run(settings: JournalSettings, *, cluster: ClusterAccess,
