@@ -78,6 +78,18 @@ def _names(keys: Iterable[TopicPartition], limit: int = 10) -> str:
     return listed([str(k) for k in sorted(keys, key=lambda k: (k.topic, k.partition))], limit)
 
 
+def mismatch(moves: Iterable[Move], view: ClusterView) -> list[str]:
+    """The refusal of moves the cluster no longer matches (`stale_moves`), said on its own and
+    before any read of their topics: a topic deleted since the plan, or the plan of another
+    cluster, is a stale plan, not a cluster that cannot be read."""
+    stale = stale_moves(moves, view)
+    if not stale:
+        return []
+    return ["the cluster no longer matches the plan: " + "; ".join(stale[:10])
+            + (f" ... ({len(stale)} moves in all)" if len(stale) > 10 else "")
+            + "; make a new plan"]
+
+
 def stale_moves(moves: Iterable[Move], view: ClusterView) -> list[str]:
     """Moves whose partition is gone or whose replicas are neither the plan's current ones nor
     its target (a move found at its target, such as one that failed after its copy ended, runs
@@ -138,10 +150,7 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
     if foreign:
         problems.append(f"a reassignment is already in progress for {_names(foreign)}; "
                         "wait for it or cancel it first")
-    stale = stale_moves(plan.moves if pending is None else pending, view)
-    if stale:
-        problems.append("the cluster no longer matches the plan: "
-                        + "; ".join(stale) + "; make a new plan")
+    problems.extend(mismatch(plan.moves if pending is None else pending, view))
     wanted = sorted({b for m in plan.moves for b in m.target} - view.live_broker_ids)
     if wanted:
         problems.append(f"target broker(s) {wanted} are offline or unknown")

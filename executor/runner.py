@@ -41,6 +41,7 @@ from executor.preflight import (
     PlanCheck,
     PlanValidator,
     exposed_moves,
+    mismatch,
     offline_replicas,
     onto_cordoned,
     preflight_problems,
@@ -114,6 +115,7 @@ class Executor:
               reporter: Reporter = ignore_events, run_id: str = "") -> Executor:
         """Preflight `plan` (nothing changes if it fails), then create its journal."""
         view = ClusterView.read(ports.admin)
+        require_preflight(mismatch(plan.moves, view))  # before reading their topics
         config, window = _with_quota_window(ports, config, view, plan.moves)
         check = validator(plan) if validator is not None else PlanCheck()
         refused, burst = _receiver_checks(ports, config, view, plan.moves)
@@ -152,8 +154,9 @@ class Executor:
                                  f"{': ' + run.end_reason if run.end_reason else ''}){hint}")
         own = frozenset(m.key for m in run.unfinished if run.state_of(m.name) is not S.PENDING)
         view = ClusterView.read(ports.admin)
-        config, window = _with_quota_window(ports, config, view, run.unfinished)
         pending = run.in_state(frozenset({S.PENDING}))
+        require_preflight(mismatch(pending, view))  # before reading their topics
+        config, window = _with_quota_window(ports, config, view, run.unfinished)
         refused, burst = _receiver_checks(ports, config, view, pending, _own_entries(run))
         require_preflight(preflight_problems(
             ExecutionPlan(tuple(run.unfinished)), view,
@@ -455,6 +458,9 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
             validator: PlanValidator | None = None) -> Preview:
     """What a run would do (for --dry-run), reading the cluster only."""
     view = ClusterView.read(ports.admin)
+    stale = mismatch(plan.moves, view)
+    if stale:  # said on its own, before any read of the moves' topics
+        return Preview(stale, [], [])
     config, window = _with_quota_window(ports, config, view, plan.moves)
     refused, burst = _receiver_checks(ports, config, view, plan.moves)
     check = validator(plan) if validator is not None else PlanCheck()

@@ -107,7 +107,14 @@ def live_topology(ports: Ports, bootstrap: str, capacities: Path | None,
     from topology.live import read_live_topology
     from topology.snapshot import topology_from_dict
 
-    caps = read_capacities(capacities) if capacities else (fallback or EQUAL_CAPACITIES)
+    if capacities:
+        caps = read_capacities(capacities)
+    elif fallback is not None:  # the plan's brokers that this cluster has (preflight tells
+        live = {b.id for b in ports.admin.brokers()}  # a plan of another cluster apart)
+        caps = replace(fallback, brokers={b: v for b, v in fallback.brokers.items()
+                                          if b in live})
+    else:
+        caps = EQUAL_CAPACITIES
     doc = read_live_topology(ports.admin, ports.metrics, caps).document
     return topology_from_dict(doc, caps, f"cluster at {bootstrap}")
 

@@ -282,6 +282,9 @@ def test_adaptive_rate_uses_headroom() -> None:
     (lambda w: w.admin.add("orders", 1, (3, 4), 1), "orders-1 (plan expects [2, 3], cluster has "
                                                      "[3, 4])"),
     (lambda w: w.admin.dead.add(4), "target broker(s) [4] are offline"),
+    # a topic deleted since the plan: a stale plan, said before its configs are read
+    (lambda w: w.admin.delete_topic("events"), "the cluster no longer matches the plan: "
+                                               "events-0 (no longer exists); make a new plan"),
     (lambda w: w.admin.alter_partition_reassignments({TopicPartition("other", 0): [2, 3, 4]}),
      "already in progress for other-0"),
     (lambda w: setattr(w.admin.parts[TopicPartition("other", 0)], "isr", (1, 2)),
