@@ -458,18 +458,17 @@ def preview(plan: ExecutionPlan, ports: Ports, config: ExecutorConfig, *,
             validator: PlanValidator | None = None) -> Preview:
     """What a run would do (for --dry-run), reading the cluster only."""
     view = ClusterView.read(ports.admin)
-    stale = mismatch(plan.moves, view)
-    if stale:  # said on its own, before any read of the moves' topics
-        return Preview(stale, [], [])
-    config, window = _with_quota_window(ports, config, view, plan.moves)
-    refused, burst = _receiver_checks(ports, config, view, plan.moves)
+    # a topic deleted since the plan has no configs to read: preflight says it is stale
+    readable = [m for m in plan.moves if m.key in view.partitions]
+    config, window = _with_quota_window(ports, config, view, readable)
+    refused, burst = _receiver_checks(ports, config, view, readable)
     check = validator(plan) if validator is not None else PlanCheck()
     problems = preflight_problems(
         plan, view, allow_under_replicated=config.allow_under_replicated,
         validation=check.errors) + refused
     journal = Journal(replay([header_record(plan, config.to_journal())]), _NoJournal())
     driver = MoveDriver(ports, config, journal, ignore_events)
-    throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in plan.moves]
+    throttles = [plan_throttle(m, driver.priors(m), driver.rates(m)) for m in readable]
     warnings = [*window, *burst, *check.warnings, *offline_replicas(view, plan.moves),
                 *read_existing_throttles(ports.admin, plan, config.max_bytes_per_sec,
                                          view.live_broker_ids)]

@@ -372,12 +372,8 @@ class KafkaClusterAdmin:
         for resource, future in futures:
             try:
                 out[resource.name] = self._config_result(resource, future, "describe configs")
-            except KafkaException as exc:
-                err = _kafka_error(exc)
-                if (resource.restype == ResourceType.TOPIC and err is not None
-                        and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-                    continue  # a deleted topic has no configs left to read or restore
-                raise
+            except TopicGone:  # (_config_result's name for UNKNOWN_TOPIC_OR_PART)
+                continue  # a deleted topic has no configs left to read or restore
         return out
 
     def _describe(self, resources: list[ConfigResource], names: Sequence[str],
