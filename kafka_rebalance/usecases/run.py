@@ -368,8 +368,9 @@ def left_on_drained(ports: Ports, plan_file: PlanFile, report: RunReport) -> tup
             if only else "")
     ids = ",".join(str(b) for b in sorted(drained))
     return (f"broker(s) {sorted(drained)} still hold {len(held)} partition(s) the plan did "
-            f"not move ({listed([f'{p.topic}-{p.partition}' for p in held], 5)}), made after "
-            f"it{lost}: before taking the broker(s) out, plan again with --remove-broker "
+            f"not move ({listed([f'{p.topic}-{p.partition}' for p in held], 5)}: made after "
+            f"it, or left by it){lost}: before taking the broker(s) out, plan again with "
+            "--remove-broker "
             f"{ids} and run that (execute --cordon-drained keeps new topics off them during "
             "the drain)",)
 

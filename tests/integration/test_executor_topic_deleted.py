@@ -19,6 +19,7 @@ from tests.integration.executor_support import (
     layout,
     make_plan,
     move_in,
+    rebalance,
     replicas_of,
     start_rebalance,
 )
@@ -59,3 +60,52 @@ def test_a_topic_deleted_mid_copy_ends_its_move_and_the_run_goes_on(
     assert not admin.list_partition_reassignments()
     wait_for("the brokers' throttles restored",
              lambda: admin.broker_configs(lay.all_ids, BROKER_THROTTLE_CONFIGS) == before)
+
+
+def test_a_plan_whose_topic_was_deleted_since_is_refused_as_stale(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    """Deleted after the plan was reviewed: the dry run and the run say the plan is stale
+    (exit 6, "make a new plan"), not that Kafka cannot describe a topic (exit 3); nothing is
+    written or changed."""
+    lay = layout(sandbox)
+    gone = create_topic(sandbox, "exec-stale", 1, [lay.leader, lay.follower], 100_000)
+    kept = create_topic(sandbox, "exec-fresh", 1, [lay.leader, lay.follower], 100_000)
+    plan = tmp_path / "plan.json"
+    make_plan(sandbox, plan, [(gone, 0, (lay.leader, lay.spare)),
+                              (kept, 0, (lay.leader, lay.spare))])
+    client = AdminClient({"bootstrap.servers": sandbox.bootstrap})
+    client.delete_topics([gone])[gone].result(60)
+    wait_for("the topic gone from the metadata",
+             lambda: all(p.topic != gone for p in admin.partitions()))
+    before = admin.broker_configs(lay.all_ids, BROKER_THROTTLE_CONFIGS)
+    journal = tmp_path / "run.journal"
+    for extra in (["--dry-run"], []):
+        done = rebalance(*execute_args(sandbox, plan, journal, *extra))
+        said = done.stdout + done.stderr
+        assert done.returncode == 6, said
+        assert f"the cluster no longer matches the plan: {gone}-0 (no longer exists)" in said
+        assert "make a new plan" in said and "Traceback" not in said
+    assert not journal.exists()
+    assert admin.broker_configs(lay.all_ids, BROKER_THROTTLE_CONFIGS) == before
+    assert replicas_of(admin, kept) == {0: (lay.leader, lay.follower)}
+
+
+def test_a_drain_that_completes_tells_what_its_broker_still_holds(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    """A topic made on the drained broker after the drain was planned: the run completes
+    (exit 0) and then says the broker still holds it, with its only replica there."""
+    lay = layout(sandbox)
+    drained = lay.spare
+    topic = create_topic(sandbox, "exec-drained", 1, [lay.leader, drained], 100_000)
+    plan = tmp_path / "plan.json"
+    make_plan(sandbox, plan, [(topic, 0, (lay.leader, lay.follower))],
+              remove=frozenset({drained}))
+    late = create_topic(sandbox, "exec-late", 1, [drained], 10_000)
+    journal = tmp_path / "run.journal"
+    done = rebalance(*execute_args(sandbox, plan, journal))
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 0, said
+    assert replicas_of(admin, topic) == {0: (lay.leader, lay.follower)}
+    # (the hand-made plan leaves the internal topics' replicas there too)
+    assert f"warning: broker(s) [{drained}] still hold " in said, said
+    assert f"1 have every replica there ({late}-0) and would be lost" in said, said

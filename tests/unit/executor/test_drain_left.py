@@ -33,7 +33,8 @@ def test_a_topic_made_after_the_drains_plan_is_told_with_what_it_would_lose() ->
     plan = _plan_of_drain()
     (warning,) = left_on_drained(world.ports(), plan, report)
     assert warning.startswith("broker(s) [4] still hold 2 partition(s) the plan did not move "
-                              "(late-0, late-1), made after it; 1 have every replica there "
+                              "(late-0, late-1: made after it, or left by it); 1 have every "
+                              "replica there "
                               "(late-0) and would be lost: before taking the broker(s) out, "
                               "plan again with --remove-broker 4"), warning
 
