@@ -70,8 +70,11 @@ def moves_table(run: RunState, times: RunTimeline, now: float) -> Table:
     place) and state."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for header in ("#", "partition", "bytes", "started", "took", "copy", "mean rate", "state"):
+        # a long topic name folds onto more lines, never cut, and takes no other column's room
         table.add_column(header, justify="left" if header in ("partition", "state")
-                         else "right", no_wrap=header != "state")
+                         else "right", no_wrap=header != "partition",
+                         overflow="fold" if header == "partition" else "ellipsis",
+                         min_width=len(header))
     origin = times.started_at or 0.0
     for index, move in enumerate(run.plan.moves, start=1):
         timing = times.of(move.name)
@@ -218,7 +221,9 @@ def status_table(view: StatusView) -> Group:
     if status.notable:
         moves = Table(title="Moves in flight or ended early")
         for header in ("#", "partition", "state", "bytes", "throttles left", "reason"):
-            moves.add_column(header)
+            # a long name folds onto more lines, never cut: -0 and -1 must stay apart
+            moves.add_column(header, overflow="fold" if header == "partition" else "ellipsis",
+                             no_wrap=header in ("#", "state", "bytes"))
         for m in status.notable:
             moves.add_row(str(m.index), escape(m.name), m.state.value,
                           size_text(m.bytes_total), "yes" if m.throttles_left else "no",

@@ -124,3 +124,41 @@ def test_show_fits_the_terminal(columns: int) -> None:
                        str(root / "capacities.yaml"))
     assert widest(text) <= columns, text
     assert "…" not in text and "rack-c" in text, text
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_run_summary_names_a_249_character_partition_whole_and_keeps_its_state(
+        columns: int) -> None:
+    """Kafka allows topic names of 249 characters: the summary's table folds them onto more
+    lines instead of cutting them (`LLL…-0` and `LLL…-1` looked the same) or another
+    column (the state, the rate)."""
+    from rich.console import Console
+
+    from executor.journal import header_record, replay, state_record
+    from executor.plan import ExecutionPlan
+    from executor.state import MoveState
+    from kafka_rebalance.commands.run_report import moves_table
+    from planner.result import Move
+
+    name = "t" * 240 + ".a_b-c"
+    plan = ExecutionPlan.of([Move(name, n, (1, 2), (1, 3), 10_000_000) for n in (0, 1)])
+    records = [header_record(plan, {"max_bytes_per_sec": 20_000_000})]
+    at = 1000.0
+    for move in (f"{name}-0", f"{name}-1"):
+        for state in (MoveState.THROTTLING, MoveState.SUBMITTED, MoveState.COPYING,
+                      MoveState.VERIFYING, MoveState.UNTHROTTLING, MoveState.ELECTING,
+                      MoveState.COOLING_DOWN, MoveState.DONE):
+            at += 1
+            records.append(state_record(move, state, at))
+    run = replay(records)
+    console = Console(width=columns, record=True)
+    console.print(moves_table(run, run.timeline, at))
+    lines = console.export_text().splitlines()
+    assert all(len(line) <= columns for line in lines)
+    assert "…" not in console.export_text()
+    start = next(line.index("partition") for line in lines if "partition" in line)
+    column = "".join(line[start:].split(" ")[0] for line in lines
+                     if len(line) > start and line[start] != " ")
+    assert f"{name}-0{name}-1" in column, column
+    assert sum("done" in line for line in lines) == 2
+    assert sum("10.0 MB/s (50%)" in line for line in lines) == 2
