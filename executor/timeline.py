@@ -45,6 +45,9 @@ class CopyPace:
         return self.bytes_copied / self.seconds if self.seconds > 0 else None
 
 
+MIN_OBSERVED_SECONDS = 5.0  # of timed copies before their mean rate times the rest
+
+
 def copy_pace(run: RunState, times: RunTimeline) -> CopyPace:
     """The run's observed copy pace: moves whose data is in place and whose copy was timed."""
     copied, seconds = 0, 0.0
@@ -79,7 +82,10 @@ def estimate_eta(run: RunState, times: RunTimeline, cap: float | None, settle_se
     order, or side by side with the run's concurrency above 1 (or auto). None when nothing is
     left to run or no rate is known."""
     unfinished = run.unfinished
-    rate = copy_pace(run, times).rate
+    pace = copy_pace(run, times)
+    # copies timed for only a few seconds in all (a tiny partition, such as the lease topic's)
+    # measure start-up and polling, not the copy rate
+    rate = pace.rate if pace.seconds >= MIN_OBSERVED_SECONDS else None
     observed = rate is not None
     if rate is None and cap is not None:
         rate = cap * COPY_EFFICIENCY  # what the plan review counts too

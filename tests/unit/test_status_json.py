@@ -209,3 +209,18 @@ def test_the_eta_waits_out_the_quota_window_the_run_chose(tmp_path: Path,
         journal.append(state_record("u-0", S.THROTTLING, time.time() - 1))
         journal.close()
         assert status_json(rebalance_main, path)["eta_seconds"] == pytest.approx(eta, abs=0.05)
+
+
+def test_a_tiny_first_copy_does_not_time_the_rest(tmp_path: Path, rebalance_main: Any) -> None:
+    """The first move copied 10 kB in 1 s (a tiny partition: start-up and polling, not the
+    copy rate): the ETA of the 10 MB left rests on the cap, not on 10 kB/s (hours)."""
+    tiny = ExecutionPlan.of([Move("lease", 0, (1, 2), (1, 3), 10_000),
+                             Move("t", 0, (1, 2), (1, 4), 10 * MB)])
+    journal = JournalFile.create(tmp_path / "run.journal", header_record(tiny, SETTINGS))
+    start = time.time() - 60
+    for at, state in zip((0, 0, 1, 2, 2, 2, 2, 3), DONE_PATH, strict=True):
+        journal.append(state_record("lease-0", state, start + at))
+    journal.close()
+    doc = status_json(rebalance_main, tmp_path / "run.journal")
+    assert doc["eta_basis"] == "cap"
+    assert doc["eta_seconds"] == pytest.approx(10 / (2.5 * 0.9), abs=0.5)
