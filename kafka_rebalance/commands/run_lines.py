@@ -98,7 +98,9 @@ class RunLines:
             seen.quarters = 0
             replicas = (f", replicas {list(move.current)} -> {list(move.target)}"
                         if move is not None else "")
-            what = f"{size} to copy" if event.bytes_total else "leadership only"
+            what = (f"{size} to copy" if event.bytes_total
+                    else "leadership only" if move is not None and move.leadership_only
+                    else "new replicas of an empty partition")
             return f"{name}: started ({what}{replicas})"
         if state == S.COPYING.value:
             seen.copying_at = now

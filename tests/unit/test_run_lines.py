@@ -127,3 +127,15 @@ def test_a_leadership_only_move_is_one_line_when_done() -> None:
     failed.lines(state("t-0", "throttling"), 100.0)
     assert failed.lines(state("t-0", "failed", "election failed"), 101.0) == [
         "[1/2] t-0: FAILED (election failed)"]
+
+
+def test_an_empty_partitions_new_replicas_are_not_called_leadership_only() -> None:
+    """A move of an empty partition to new brokers copies no bytes but is no leadership
+    move: it is throttled and copied like any other."""
+    empty = Move("t", 0, (1, 2), (3, 4), 0)
+    lines = RunLines(2 * MB, moves={"t-0": empty})
+    event = Event(EventKind.STATE, "t-0: throttling", "t-0", 1, 2, 0, 0, "throttling")
+    (started,) = lines.lines(event, 100.0)
+    assert "leadership only" not in started
+    assert started == ("[1/2] t-0: started (new replicas of an empty partition, replicas "
+                       "[1, 2] -> [3, 4])")
