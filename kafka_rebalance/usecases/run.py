@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from executor.config import ExecutorConfig, Ports, Reporter, RunOverrides
 from executor.journal import journal_of
-from kafka_rebalance.core.errors import ExecutionError, InputError, RebalanceError
+from kafka_rebalance.core.errors import ExecutionError, InputError, MetricsError, RebalanceError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.usecases.cluster import (
     ClusterAccess,
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from kafka_rebalance.core.ports import Clock
     from planner.planfile import PlanFile
     from topology.capacities import Capacities
-    from topology.model import Capacity
+    from topology.model import Capacity, Topology
 
 Notify = Callable[[str], None]
 """Tells the operator something beside the run (a note on stderr, in the CLI)."""
@@ -258,7 +258,29 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks,
         if topology.fingerprint() != plan.fingerprint:
             hooks.note("the cluster changed since the plan was made (fingerprint differs); "
                        "preflight checks every move's partition")
+        _require_network_series(ports, config, plan, topology, cluster.prometheus)
         yield _Ready(plan, ports, config, validator)
+
+
+def _require_network_series(ports: Ports, config: ExecutorConfig, plan: ExecutionPlan,
+                            topology: Topology, prometheus: str | None) -> None:
+    """Refuse (MetricsError, exit 4) a Prometheus that answers but has the gate's network
+    series for none of the plan's live brokers: it scrapes another cluster, or the queries
+    name other metrics, and every move would hold for ever. Some brokers without series (one
+    just added, not scraped yet) are the gate's to wait on."""
+    from executor.readings import read_network
+
+    brokers = {b for m in plan.moves for b in (*m.current, *m.target)} & {
+        b.id for b in topology.brokers if b.alive}
+    if not brokers:
+        return
+    seen = read_network(ports.metrics, config.queries, brokers)
+    if not seen.net_in and not seen.net_out:
+        raise MetricsError(
+            f"Prometheus at {prometheus} has no network series for any broker of the plan "
+            f"({sorted(brokers)}) under the gate's queries (net in: "
+            f"{config.queries.render(config.queries.net_in)[:120]}): is it scraping this "
+            "cluster? Check --prometheus, and --queries for exporters with other metric names")
 
 
 def capacities_of_plan(plan_file: PlanFile) -> Capacities | None:
