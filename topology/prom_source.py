@@ -8,6 +8,7 @@ the Prometheus UI to see what is wrong.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -74,8 +75,13 @@ class PrometheusMetrics:
             raise MetricsError(f"cannot reach Prometheus at {self._shown}: "
                                f"{type(exc).__name__}; check --prometheus") from None
         except PrometheusApiClientException as exc:
+            status = re.search(r"HTTP Status Code (\d+)", str(exc))
+            if status and status.group(1) not in ("400", "422"):  # (those are query errors)
+                raise MetricsError(f"{self._shown} answered HTTP {status.group(1)} to "
+                                   "Prometheus' query API (/api/v1/query): is it a Prometheus "
+                                   "server? check --prometheus") from None
             raise MetricsError(f"Prometheus at {self._shown} rejected the query {promql!r}: "
-                               f"{_first_line(exc)}") from None
+                               f"{_first_line(exc)[:300]}") from None
 
     def query(self, promql: str) -> list[tuple[dict[str, str], float]]:
         """Evaluate `promql` now: one (labels, value) per series; NaN/inf samples are dropped."""

@@ -59,3 +59,28 @@ def test_a_template_field_other_than_the_plain_three_is_refused(template: str) -
     """A --queries file is the operator's, but a template is filled, never evaluated."""
     with pytest.raises(ValueError, match="unknown field"):
         render(template, "1m")
+
+
+def test_a_web_server_that_is_not_prometheus_is_named_in_one_short_line() -> None:
+    """A plain HTTP server on the --prometheus port answers 404 with an HTML page: the error
+    says so in one line, not with the page's bytes (it printed 400 characters of HTML)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        with pytest.raises(MetricsError) as caught:
+            PrometheusMetrics(url, timeout_s=5).query("up")
+    finally:
+        server.shutdown()
+    assert str(caught.value) == (f"{url} answered HTTP 404 to Prometheus' query API "
+                                 "(/api/v1/query): is it a Prometheus server? check --prometheus")
