@@ -100,7 +100,7 @@ from topology.history import (
     parse_min_growth_span,
 )
 from topology.model import TOPIC_CHARS, TOPIC_MAX_LENGTH
-from topology.units import duration_text
+from topology.units import MAX_QUANTITY, duration_text
 
 HISTORY_SCHEMA = StructType(
     [
@@ -235,9 +235,10 @@ def _samples(history: DataFrame, params: WeightsParams) -> DataFrame:
 
 
 def _valid_rate(name: str) -> Column:
-    """The rate when it is a finite number >= 0, else null (Spark orders NaN above +inf)."""
+    """The rate when it is a number from 0 to MAX_QUANTITY (what plan --weights reads), else
+    null like a NaN or a negative sample (Spark orders NaN above +inf)."""
     rate = F.col(name).cast(DoubleType())
-    return F.when((rate >= 0) & (rate < F.lit(math.inf)), rate)
+    return F.when((rate >= 0) & (rate <= F.lit(MAX_QUANTITY)), rate)
 
 
 def _valid_size(history: DataFrame) -> Column:

@@ -161,8 +161,8 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
             value = row[column]
             shown = repr(value) if isinstance(value, str) else str(value)  # '5': a string
             raise InputError(f"weights {path}: partition {row['topic']}-{row['partition']} has "
-                             f"a non-numeric or negative {column} ({shown:.40}); give a finite "
-                             f"number up to {MAX_QUANTITY:.0e}")
+                             f"a non-numeric, negative or too large {column} ({shown:.40}); "
+                             f"give a finite number up to {MAX_QUANTITY:.0e}")
         frame[column] = values.astype(float)
     out: dict[TopicPartition, PartitionWeight] = {}
     for topic, number, *values in frame.itertuples(index=False, name=None):

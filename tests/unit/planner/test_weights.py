@@ -74,7 +74,8 @@ def test_a_file_without_rows_is_said_to_be_empty(tmp_path: Path, text: str) -> N
 def test_negative_rate_and_duplicates_are_rejected(tmp_path: Path) -> None:
     path = tmp_path / "w.jsonl"
     path.write_text(json.dumps({**ROWS[0], "bytes_in_per_sec": -1}))
-    with pytest.raises(InputError, match="t-0 has a non-numeric or negative bytes_in_per_sec"):
+    with pytest.raises(InputError, match="t-0 has a non-numeric, negative or too large "
+                                         "bytes_in_per_sec"):
         read_weights(path)
     path.write_text("\n".join(json.dumps(ROWS[0]) for _ in range(2)))
     with pytest.raises(InputError, match="appears more than once"):
@@ -106,7 +107,7 @@ def test_null_fields_keep_the_snapshot_values(tmp_path: Path) -> None:
 def test_non_numeric_value_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "w.jsonl"
     path.write_text(json.dumps({**ROWS[0], "size_bytes": "big"}))
-    with pytest.raises(InputError, match="non-numeric or negative size_bytes"):
+    with pytest.raises(InputError, match="non-numeric, negative or too large size_bytes"):
         read_weights(path)
 
 
@@ -127,8 +128,8 @@ def test_parquet_is_recognized_by_content(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"size_bytes": True}, "non-numeric or negative size_bytes (True)"),
-    ({"bytes_in_per_sec": False}, "non-numeric or negative bytes_in_per_sec (False)"),
+    ({"size_bytes": True}, "non-numeric, negative or too large size_bytes (True)"),
+    ({"bytes_in_per_sec": False}, "non-numeric, negative or too large bytes_in_per_sec (False)"),
     ({"partition": True}, "has partition 'True'"),
     ({"topic": 7}, "topic 7 is not a Kafka topic name"),
     ({"topic": "a b"}, "topic 'a b' is not a Kafka topic name"),

@@ -76,10 +76,11 @@ def test_snapping_uses_the_grid_of_the_notes_start(spark: SparkSession) -> None:
 
 
 def test_counter_glitches_are_missing_samples(spark: SparkSession) -> None:
-    # Negative, NaN and infinite rates are not measurements; neither is a negative size.
-    values = [1.0, 2.0, math.nan, math.inf, -math.inf, -5.0, 3.0, None]
+    # Negative, NaN, infinite and absurd (over 1e24, what plan --weights reads) rates are not
+    # measurements; neither is a negative size.
+    values = [1.0, 2.0, math.nan, math.inf, -math.inf, -5.0, 3.0, None, 1e30]
     rows = [_row(_minute(i), v, v, size) for i, (v, size) in
-            enumerate(zip(values, [10, 15, -1, 25, None, -7, 40, None], strict=True))]
+            enumerate(zip(values, [10, 15, -1, 25, None, -7, 40, None, None], strict=True))]
     got = _weights(spark, rows, WeightsParams(1.0, 60, T0.timestamp())).collect()[0]
     assert (got.bytes_in_per_sec, got.bytes_out_per_sec) == (3.0, 3.0)
     assert got.hourly_bytes_in_per_sec == _hours({0: 3.0})
