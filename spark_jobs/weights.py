@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -76,6 +77,7 @@ from pyspark.sql.types import (
 from kafka_rebalance.core.errors import InputError, RebalanceError
 from spark_jobs.aggregates import KEYS, MICROS_PER_DAY, MICROS_PER_HOUR, per_hour, per_partition
 from spark_jobs.grid import (
+    HistorySpan,
     epoch_micros,
     grid_notes,
     history_span,
@@ -159,6 +161,9 @@ class WeightsParams:
     step_seconds: float | None = None
     grid_start_seconds: float = 0.0
     min_growth_span_seconds: float = 0.0
+    # samples stamped after this (unix seconds; None: now) plus FUTURE_SLACK_SECONDS are left
+    # out: a bad clock's, they would pose as the latest size and bend the growth
+    now_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.quantile <= 1.0:
@@ -289,6 +294,7 @@ def compute(
         history, notes = load_history(spark, history_path, checked)
         validate_history(history)
         span = history_span(history)
+        history, span, ahead = _without_future(history, span, params.now_seconds)
         if notes is None and step_seconds is None:
             on_phase("finding the sampling grid")
         grid = resolve_grid(history, notes, step_seconds, span)
@@ -318,6 +324,11 @@ def compute(
     finally:
         weights.unpersist()
     messages = grid_notes(grid, notes)
+    if ahead:
+        messages.append(f"{ahead} sample(s) are stamped more than "
+                        f"{duration_text(FUTURE_SLACK_SECONDS, compact=True)} after now (a "
+                        "clock set wrong where they were recorded?): left out, so the latest "
+                        "size and the growth come from the rest")
     messages += span_notes(span, params.min_growth_span_seconds, count, without_growth)
     if unnamed:
         messages.append(f"{unnamed} partition(s) of the history have a topic name Kafka does "
@@ -325,6 +336,23 @@ def compute(
                         "other than letters, digits, '.', '_' and '-'): left out, so the "
                         "planner reads the rest")
     return WeightsResult(count, tuple(messages))
+
+
+FUTURE_SLACK_SECONDS = 300.0  # clocks of the recording hosts may run this far ahead
+
+
+def _without_future(history: DataFrame, span: HistorySpan | None, now: float | None
+                    ) -> tuple[DataFrame, HistorySpan | None, int]:
+    """The history without samples stamped after now (+ FUTURE_SLACK_SECONDS), its span, and
+    how many were left out. A pass over the data only when the span reaches past the cut."""
+    cut = (time.time() if now is None else now) + FUTURE_SLACK_SECONDS
+    if span is None or span.last_seconds <= cut:
+        return history, span, 0
+    micros = epoch_micros(history)
+    limit = F.lit(int(cut * 1_000_000))
+    ahead = history.where(micros > limit).count()
+    kept = history.where(micros.isNull() | (micros <= limit))
+    return kept, history_span(kept), ahead
 
 
 def _kafka_topic(topic: Column) -> Column:

@@ -102,3 +102,28 @@ def test_weights_written_before_requests_are_read_as_unmeasured(tmp_path: Path) 
                                "bytes_out_per_sec": 2.0, "size_bytes": 3,
                                "size_growth_bytes_per_day": 0.0}) + "\n")
     assert read_weights(out)[TopicPartition("t", 0)] == PartitionWeight(1.0, 2.0, 3.0, 0.0)
+
+
+def test_samples_stamped_after_now_are_left_out_with_a_note(
+    spark: SparkSession, history_dir: Any, tmp_path: Path
+) -> None:
+    """A recording host's clock 400 days ahead stamped two samples of a small size: they
+    would be the latest size and make the growth negative. They are left out, and said."""
+    from spark_jobs.weights import compute
+
+    day_us = 86_400_000_000
+    ts = [T0_US + i * day_us for i in range(3)] + [T0_US + 400 * day_us, T0_US + 401 * day_us]
+    table = pa.table({
+        "ts": pa.array(ts, pa.timestamp("us", tz="UTC")),
+        "topic": ["t"] * 5, "partition": pa.array([0] * 5, pa.int32()),
+        "bytes_in_per_sec": [1.0] * 5, "bytes_out_per_sec": [1.0] * 5,
+        "size_bytes": pa.array([1000, 2000, 3000, 10, 10], pa.int64()),
+    })
+    out = tmp_path / "w.json"
+    now = T0_US / 1e6 + 3 * 86_400
+    result = compute(spark, str(history_dir([table], notes=None)), str(out),
+                     WeightsParams(0.95, now_seconds=now), step_seconds=86_400)
+    weight = read_weights(out)[TopicPartition("t", 0)]
+    assert (weight.size_bytes, weight.size_growth_bytes_per_day) == (3000.0, 1000.0)
+    assert any(n.startswith("2 sample(s) are stamped more than 5m after now")
+               for n in result.notes), result.notes
