@@ -63,6 +63,7 @@ class HistorySpan:
 
     first_seconds: float
     last_seconds: float
+    times: int = 0  # distinct sample times, about (0: not counted)
 
     @property
     def seconds(self) -> float:
@@ -79,10 +80,11 @@ def epoch_micros(history: DataFrame) -> Column:
 def history_span(history: DataFrame) -> HistorySpan | None:
     """First and last `ts` of the history (one pass over the ts column); None without rows."""
     micros = epoch_micros(history)
-    row = history.select(F.min(micros).alias("first"), F.max(micros).alias("last")).first()
+    row = history.select(F.min(micros).alias("first"), F.max(micros).alias("last"),
+                         F.approx_count_distinct(micros).alias("times")).first()
     if row is None or row["first"] is None:
         return None
-    return HistorySpan(row["first"] / _MICROS, row["last"] / _MICROS)
+    return HistorySpan(row["first"] / _MICROS, row["last"] / _MICROS, int(row["times"]))
 
 
 def spacing_counts(history: DataFrame) -> tuple[list[tuple[int, int]], int]:
@@ -148,6 +150,9 @@ def resolve_grid(history: DataFrame, notes: HistoryNotes | None, step_seconds: f
     return SamplingGrid(step, first, GridSource.DATA, share)
 
 
+FINER_FACTOR = 1.5  # sample times over what the notes' step allows before it is told
+
+
 def _iso(unix_seconds: float) -> str:
     return datetime.fromtimestamp(unix_seconds, tz=UTC).isoformat(timespec="seconds")
 
@@ -172,6 +177,24 @@ def grid_notes(grid: SamplingGrid, notes: HistoryNotes | None) -> list[str]:
         given = duration_text(notes.step_seconds, compact=True)
         return [f"--step {step} replaces the step {given} of the history's _notes.json"]
     return []
+
+
+def finer_than_the_notes(grid: SamplingGrid, span: HistorySpan | None) -> list[str]:
+    """A note when the data has many more sample times than the notes' step allows (files of
+    two exports in one directory, say): the samples within one step count as one, their
+    maximum, which lifts the quantile."""
+    if (grid.source is not GridSource.NOTES or span is None or not grid.step_seconds
+            or span.seconds <= 0):
+        return []
+    allowed = span.seconds / grid.step_seconds + 1
+    if span.times <= FINER_FACTOR * allowed:
+        return []
+    every = duration_text(span.seconds / max(span.times - 1, 1), compact=True)
+    return [f"the history has about {span.times} sample times over "
+            f"{duration_text(span.seconds, compact=True)}, about one every {every}, but its "
+            f"_notes.json says one every {duration_text(grid.step_seconds, compact=True)}: "
+            "the samples within one step count as one (their maximum), which lifts the "
+            "rates; pass --step with the data's step"]
 
 
 def span_notes(span: HistorySpan | None, min_growth_span_seconds: float, partitions: int,

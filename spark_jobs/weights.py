@@ -79,6 +79,7 @@ from spark_jobs.aggregates import KEYS, MICROS_PER_DAY, MICROS_PER_HOUR, per_hou
 from spark_jobs.grid import (
     HistorySpan,
     epoch_micros,
+    finer_than_the_notes,
     grid_notes,
     history_span,
     resolve_grid,
@@ -323,7 +324,7 @@ def compute(
         raise _translated(exc) from None
     finally:
         weights.unpersist()
-    messages = grid_notes(grid, notes)
+    messages = grid_notes(grid, notes) + finer_than_the_notes(grid, span)
     if ahead:
         messages.append(f"{ahead} sample(s) are stamped more than "
                         f"{duration_text(FUTURE_SLACK_SECONDS, compact=True)} after now (a "

@@ -127,3 +127,31 @@ def test_samples_stamped_after_now_are_left_out_with_a_note(
     assert (weight.size_bytes, weight.size_growth_bytes_per_day) == (3000.0, 1000.0)
     assert any(n.startswith("2 sample(s) are stamped more than 5m after now")
                for n in result.notes), result.notes
+
+
+def test_data_sampled_finer_than_its_notes_say_is_told(
+    spark: SparkSession, history_dir: Any, tmp_path: Path
+) -> None:
+    """Samples every 5 minutes for 3 hours under notes saying one an hour: 12 samples fold
+    into each hour's maximum, so the job says the step does not match the data."""
+    from spark_jobs.weights import compute
+
+    five_min_us = 300_000_000
+    n = 37
+    table = pa.table({
+        "ts": pa.array([T0_US + i * five_min_us for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "topic": ["t"] * n, "partition": pa.array([0] * n, pa.int32()),
+        "bytes_in_per_sec": [float(i % 7) for i in range(n)],
+        "bytes_out_per_sec": [1.0] * n, "size_bytes": pa.array([100] * n, pa.int64()),
+    })
+    notes = {"version": 1, "start": "2026-01-05T00:00:00+00:00",
+             "end": "2026-01-05T03:00:00+00:00", "step_seconds": 3600.0}
+    result = compute(spark, str(history_dir([table], notes=notes)), str(tmp_path / "w.json"),
+                     WeightsParams(0.95))
+    assert any(n.startswith("the history has about ") and "sample times over 3h" in n
+               and "but its _notes.json says one every 1h" in n  # (the count is approximate)
+               for n in result.notes), result.notes
+    plain = compute(spark, str(history_dir([table], notes={**notes, "step_seconds": 300.0},
+                                           name="matching")),
+                    str(tmp_path / "w2.json"), WeightsParams(0.95))
+    assert not any("sample times" in n for n in plain.notes), plain.notes
