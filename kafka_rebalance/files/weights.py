@@ -34,6 +34,7 @@ def _is_parquet_file(path: Path) -> bool:
 def _read_frame(path: Path) -> pd.DataFrame:
     if not path.exists():
         raise InputError(f"weights file {path} does not exist")
+    _refuse_other_files(path)
     try:
         if path.is_dir() or _is_parquet_file(path):
             table = pq.read_table(path)
@@ -44,6 +45,23 @@ def _read_frame(path: Path) -> pd.DataFrame:
         raise InputError(f"cannot read weights {path} as Parquet or JSON lines: "
                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                          ) from None
+
+
+def _refuse_other_files(path: Path) -> None:
+    """A history directory, a snapshot or a plan given as --weights, named as what it is."""
+    if path.is_dir() and (path / "_notes.json").is_file():
+        raise InputError(f"weights {path} is a traffic history (`rebalance history export`), "
+                         "not weights: compute them with `rebalance weights --history "
+                         f"{path} --out weights.parquet` and give that file")
+    if path.is_file() and not _is_parquet_file(path):
+        with path.open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+        compact = "".join(head.split())
+        if compact.startswith("{") and any(f'"{key}":' in compact
+                                           for key in ("brokers", "moves", "version")):
+            kind = "plan" if '"moves":' in compact else "snapshot"
+            raise InputError(f"weights {path} looks like a {kind} file, not weights: give the "
+                             "output of `rebalance weights` (JSON lines or Parquet)")
 
 
 def _json_lines(path: Path) -> pd.DataFrame:
@@ -139,9 +157,11 @@ def read_weights(path: Path) -> dict[TopicPartition, PartitionWeight]:
     named = frame["topic"].map(lambda topic: isinstance(topic, str) and is_topic_name(topic))
     if not named.all():
         topic = frame["topic"][~named].iloc[0]
-        shown = repr(topic) if isinstance(topic, str) else str(topic)
-        raise InputError(f"weights {path}: topic {shown:.60} is not a Kafka topic name (a "
-                         "JSON string of letters, digits, '.', '_' and '-')")
+        if not isinstance(topic, str):  # 123 is a fine topic name, but not as a number
+            raise InputError(f"weights {path}: topic {topic!s:.60} is not a JSON string; "
+                             f"write topic names in quotes (\"{topic!s:.60}\")")
+        raise InputError(f"weights {path}: topic {topic!r:.60} is not a Kafka topic name "
+                         "(letters, digits, '.', '_' and '-')")
     numbers = frame["partition"].map(_partition_number)
     bad_partition = numbers.isna()
     if bad_partition.any():

@@ -131,7 +131,7 @@ def test_parquet_is_recognized_by_content(tmp_path: Path) -> None:
     ({"size_bytes": True}, "non-numeric, negative or too large size_bytes (True)"),
     ({"bytes_in_per_sec": False}, "non-numeric, negative or too large bytes_in_per_sec (False)"),
     ({"partition": True}, "has partition 'True'"),
-    ({"topic": 7}, "topic 7 is not a Kafka topic name"),
+    ({"topic": 7}, 'topic 7 is not a JSON string; write topic names in quotes ("7")'),
     ({"topic": "a b"}, "topic 'a b' is not a Kafka topic name"),
 ])
 def test_json_lines_are_held_to_the_snapshots_types(tmp_path: Path, change: dict[str, Any],
@@ -165,3 +165,20 @@ def test_weights_of_another_cluster_are_refused() -> None:
     with pytest.raises(InputError, match=r"none of the 1 weight row\(s\) names a partition "
                                          r"of this cluster"):
         apply_weights(topology(), other)
+
+
+def test_a_history_a_snapshot_or_a_plan_given_as_weights_is_named(tmp_path: Path) -> None:
+    history = tmp_path / "history"
+    history.mkdir()
+    (history / "_notes.json").write_text("{}")
+    with pytest.raises(InputError, match=r"is a traffic history .* compute them with "
+                                         r"`rebalance weights --history"):
+        read_weights(history)
+    snapshot = tmp_path / "cluster.json"
+    snapshot.write_text(json.dumps({"version": 1, "brokers": [], "partitions": []}, indent=2))
+    with pytest.raises(InputError, match="looks like a snapshot file, not weights"):
+        read_weights(snapshot)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [], "moves": []}))
+    with pytest.raises(InputError, match="looks like a plan file, not weights"):
+        read_weights(plan)
