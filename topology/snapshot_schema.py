@@ -286,6 +286,11 @@ def rack_problems(brokers: Sequence[Broker]) -> list[str]:
     """Live brokers must all have a rack or all lack one, as Kafka's own tools require for
     rack-aware assignment ("Not all brokers have rack information"). Dead brokers are left out:
     a live snapshot lists them with no rack, since the cluster no longer says."""
+    padded = [b for b in brokers if b.rack is not None and b.rack != b.rack.strip()]
+    if padded:  # Kafka trims broker.rack: "a " and "a" would read as one rack there, two here
+        return [f"broker {b.id}: rack {b.rack!r} has blanks around it, which Kafka trims from "
+                f"broker.rack (a hand edit?): write {str(b.rack).strip()!r}"
+                for b in padded[:10]]
     live = [b for b in brokers if b.alive]
     rackless = [b.id for b in live if b.rack is None]
     if not rackless or len(rackless) == len(live):

@@ -117,6 +117,9 @@ SNAPSHOT_CASES = {
     "racked and rack-less live brokers": (
         _broker(rack=None), "broker(s) 1 have no rack while the other live brokers do (b): "
                             "Kafka's tools refuse rack-aware assignment"),
+    "rack with a trailing blank": (_broker(rack="b "), "broker 1: rack 'b ' has blanks around "
+                                   "it, which Kafka trims from broker.rack (a hand edit?): "
+                                   "write 'b'"),
     "version true": (_edit(lambda doc: doc.update(version=True)),
                      "unsupported snapshot version True"),
 }
