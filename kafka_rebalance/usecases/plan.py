@@ -204,6 +204,7 @@ def recheck(plan_file: PlanFile, topology: Topology, *, warn: Notify) -> PlanFil
     topology other than the one the plan was made against is told to `warn`."""
     from planner.planfile import make_plan_file
     from planner.validate import exposure_warnings, validate_plan
+    from topology.units import size_text
 
     moved = topology.fingerprint() != plan_file.fingerprint
     report = validate_plan(topology, plan_file.moves, plan_file.goals)
@@ -220,6 +221,15 @@ def recheck(plan_file: PlanFile, topology: Topology, *, warn: Notify) -> PlanFil
     if moved:
         warn("the snapshot's replica placement differs from the one the plan was made against "
              "(fingerprint mismatch)")
+    sizes = {p.key: p.size_bytes for p in topology.partitions}
+    resized = [m for m in plan_file.moves if sizes.get(m.key, m.size_bytes) != m.size_bytes]
+    if resized:
+        most = max(resized, key=lambda m: abs(m.size_bytes - sizes[m.key]))
+        warn(f"{len(resized)} move(s) have another partition size in the plan than in this "
+             f"snapshot (e.g. {most.name}: {size_text(most.size_bytes)} in the plan, "
+             f"{size_text(sizes[most.key])} here): the plan was made from other data (--weights, "
+             "or an older snapshot); its moves, ETA and solver status are the plan's, the "
+             "balance tables this snapshot's")
     report.raise_if_invalid()
     return make_plan_file(topology, plan_file.moves, plan_file.goals, plan_file.budget,
                           plan_file.solver, plan_file.created_at,

@@ -115,6 +115,18 @@ def test_recheck_warns_when_the_placement_differs_and_refuses_a_stale_plan() -> 
         recheck(plan, topology_of(BALANCED), warn=warned.append)
 
 
+def test_recheck_of_a_plan_made_from_other_sizes_says_whose_numbers_are_whose() -> None:
+    """A plan made with --weights (sizes other than the snapshot's): the review recomputed on
+    the snapshot keeps the plan's moves, and says the two sources differ."""
+    plan = build_plan(topology_of(UNBALANCED), SETTINGS, solver=Solver(FILL_BROKER_4))
+    warned: list[str] = []
+    recheck(plan, topology_of(UNBALANCED, {1: 150}), warn=warned.append)
+    assert warned == ["1 move(s) have another partition size in the plan than in this snapshot "
+                      "(e.g. t-1: 100 B in the plan, 150 B here): the plan was made from "
+                      "other data (--weights, or an older snapshot); its moves, ETA and solver "
+                      "status are the plan's, the balance tables this snapshot's"]
+
+
 def test_a_plan_reports_where_its_time_went() -> None:
     """The planner's phases and the use case's (validate, order), each timed once or summed:
     together never more than the whole, and the plan file keeps them."""
