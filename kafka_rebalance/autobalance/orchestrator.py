@@ -221,7 +221,23 @@ def _stale(records: list[Record], ports: Ports) -> str:
 
 def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
                topology: Topology) -> CycleResult:
-    """Plan within the window's byte budget, write the plan, execute it until finish_by."""
+    """Plan within the window's byte budget, write the plan, execute it until finish_by. The
+    cluster's run lease is taken before planning (not for a dry run): a cluster another run
+    holds gets no plan made against its moves in flight, and no plan file left behind."""
+    assert decision.finish_by is not None and decision.max_bytes is not None
+    if settings.dry_run:
+        return _plan_and_run(settings, edge, decision, topology, None)
+    edge.state.ensure()
+    plan_path = edge.state.new_plan_path(datetime.fromtimestamp(edge.ports.clock.now(), UTC))
+    run_id = new_run_id()
+    with edge.lease(run_id, journal_of(plan_path)) as hold:
+        return _plan_and_run(settings, edge, decision, topology, (plan_path, run_id, hold))
+
+
+def _plan_and_run(settings: AutoSettings, edge: Edge, decision: Decision, topology: Topology,
+                  run: tuple[Path, str, LeaseHold] | None) -> CycleResult:
+    """`_rebalance` under the lease (`run`: the plan's path, the run id and the lease hold;
+    None for a dry run, which plans only)."""
     assert decision.finish_by is not None and decision.max_bytes is not None
     budget = Budget(max_bytes=decision.max_bytes, time_limit_s=settings.planner_seconds)
     edge.say(f"planning {len(topology.partitions)} partitions on {len(topology.brokers)} "
@@ -244,12 +260,11 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
         edge.say(f"nothing worth doing: {worth.reason}; no run")
         return CycleResult(decision, skipped=worth.reason)
     edge.say(f"worth running: {worth.reason}")
-    if settings.dry_run:
+    if run is None:
         edge.say(f"dry run: would execute them until {decision.finish_by:%H:%M:%S %Z}; "
                  "nothing changed")
         return CycleResult(decision)
-    edge.state.ensure()
-    plan_path = edge.state.new_plan_path(datetime.fromtimestamp(edge.ports.clock.now(), UTC))
+    plan_path, run_id, hold = run
     write_plan(plan_path, plan_file)
     journal = journal_of(plan_path)
     edge.say(f"wrote {plan_path}; executing (journal {journal.name})")
@@ -260,15 +275,13 @@ def _rebalance(settings: AutoSettings, edge: Edge, decision: Decision,
         sinks.append(JournalFile.create(journal, header))
         return sinks[0]
 
-    run_id = new_run_id()
     try:
-        with edge.lease(run_id, journal) as hold:
-            planned = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint, plan_file.log_dirs)
-            executor = Executor.start(
-                planned, edge.ports, config, open_sink, reporter=edge.reporter,
-                validator=planner_validator(topology, settings.goals, strict_balance=True),
-                run_id=run_id)
-            report = _drive(executor, edge, hold)
+        planned = ExecutionPlan.of(plan_file.moves, plan_file.fingerprint, plan_file.log_dirs)
+        executor = Executor.start(
+            planned, edge.ports, config, open_sink, reporter=edge.reporter,
+            validator=planner_validator(topology, settings.goals, strict_balance=True),
+            run_id=run_id)
+        report = _drive(executor, edge, hold)
     finally:
         for sink in sinks:
             sink.close()

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from executor.config import Event, EventKind
 from executor.journal import read_journal
 from executor.records import RunOutcome
@@ -268,3 +270,24 @@ def test_a_dead_broker_is_drained_after_its_grace_period(tmp_path: Path) -> None
         assert "other-0" in str(exc) and "no replica on a live broker" in str(exc)
     else:
         raise AssertionError("a cluster that lost partitions was planned for")
+
+
+def test_a_cluster_another_run_holds_gets_no_plan(tmp_path: Path) -> None:
+    """The lease is taken before planning: a cluster held by another run is refused before
+    the planner runs on its moves in flight, and no plan file is left in the state dir."""
+    from collections.abc import Iterator
+    from contextlib import contextmanager
+
+    from executor.lease import LeaseHold
+
+    @contextmanager
+    def held_elsewhere(run_id: str, journal: Path) -> Iterator[LeaseHold]:
+        raise ExecutionError("another run holds this cluster: run abc, alive 3 s ago")
+        yield LeaseHold()  # (never reached: a generator for contextmanager)
+
+    _, settings, edge, planner, _ = setup(tmp_path, "daily 13:00-15:00", MONDAY_1344)
+    edge = replace(edge, lease=held_elsewhere)
+    with pytest.raises(ExecutionError, match="another run holds this cluster"):
+        run_cycle(settings, edge)
+    assert planner.budgets == []
+    assert not list(tmp_path.glob("plan-*.json"))
