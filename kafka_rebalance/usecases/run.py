@@ -142,7 +142,8 @@ class ThrottlesCleared:
     moves_checked: int
 
 
-def check_new_journal(path: Path, plan: Path | None = None) -> None:
+def check_new_journal(path: Path, plan: Path | None = None,
+                      planned: ExecutionPlan | None = None) -> None:
     """A new run's journal must not exist yet and its directory must (checked before the
     cluster is contacted; creating it later refuses the same way). A path that is a
     directory, the plan itself or any other file is refused as a wrong path, not taken for
@@ -161,9 +162,15 @@ def check_new_journal(path: Path, plan: Path | None = None) -> None:
         if not _looks_like_journal(path):
             raise InputError(f"--journal {shown} exists and is not a run journal; it is never "
                              "overwritten: choose another --journal path")
+        other = planned is not None and _of_another_plan(path, planned)
         ended = _ended(path)
+        if other:
+            raise ExecutionError(f"journal {shown} holds a run of another plan"
+                                 + (f" that ended ({ended})" if ended else "")
+                                 + "; it is never overwritten: give this run another "
+                                 "--journal path")
         if ended:
-            raise ExecutionError(f"journal {shown} holds a run of this path that ended "
+            raise ExecutionError(f"journal {shown} holds a run of this plan that ended "
                                  f"({ended}); it is kept as that run's record: to run the plan "
                                  "again, give another --journal path (or move that journal "
                                  "away)")
@@ -188,6 +195,19 @@ def _cannot_create_in(directory: Path) -> str:
             return ""
     except OSError as exc:
         return exc.strerror or str(exc)
+
+
+def _of_another_plan(path: Path, planned: ExecutionPlan) -> bool:
+    """True when the journal's header keeps another plan id than `planned`'s ('' headers and
+    unreadable journals count as not another: the other messages name them)."""
+    from executor.journal import read_records
+
+    try:
+        records = read_records(path)
+    except RebalanceError:
+        return False
+    plan_id = records[0].get("plan_id") if records else None
+    return isinstance(plan_id, str) and plan_id != planned.plan_id
 
 
 def _ended(path: Path) -> str:
@@ -318,7 +338,7 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
     plan_file, plan = _read_plan(settings)
     if not plan.moves and (plan.log_dirs is None or not plan.log_dirs.moves):
         return None  # nothing to do: the cluster is not contacted
-    check_new_journal(settings.journal, settings.plan)
+    check_new_journal(settings.journal, settings.plan, plan)
     with _ready(settings, cluster, hooks, plan_file, plan) as ready:
         run_id = new_run_id()
         config, journal = ready.config, settings.journal

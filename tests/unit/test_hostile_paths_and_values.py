@@ -105,6 +105,30 @@ def test_a_journal_path_that_is_no_journal_is_named_for_what_it_is(tmp_path: Pat
     assert not list(tmp_path.glob(".rebalance-probe-*"))  # the probe leaves nothing behind
 
 
+def test_a_journal_of_another_plan_is_named_so() -> None:
+    """Two plans given one --journal: the second is told the journal holds another plan's
+    run (it said 'a run of this path that ended', which reads as this plan's)."""
+    import tempfile
+
+    from executor.journal import JournalFile, end_record, header_record
+    from executor.plan import ExecutionPlan
+    from executor.records import RunOutcome
+    from planner.result import Move
+
+    first = ExecutionPlan.of([Move("t", 0, (1, 2), (1, 3), 10)])
+    second = ExecutionPlan.of([Move("t", 1, (1, 2), (1, 4), 10)])
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "shared.journal"
+        journal = JournalFile.create(path, header_record(first, {}))
+        journal.append(end_record(RunOutcome.COMPLETED, 1.0))
+        journal.close()
+        with pytest.raises(ExecutionError, match=r"holds a run of another plan that ended "
+                                                 r"\(completed\); it is never overwritten"):
+            check_new_journal(path, None, second)
+        with pytest.raises(ExecutionError, match="holds a run of this plan that ended"):
+            check_new_journal(path, None, first)
+
+
 def test_a_journal_in_a_directory_no_file_can_be_created_in_is_refused_first() -> None:
     """Before the cluster is contacted (as root too, whom permission bits do not stop)."""
     with pytest.raises(InputError, match="cannot create a file in /proc"):
