@@ -186,6 +186,27 @@ def _reflow(text: str) -> str:
     return re.sub(r"(?<=[^\s\x08])\n(?=[^\s\x08])", " ", inspect.cleandoc(text))
 
 
+try:  # Typer 0.2x carries its own copy of Click
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover (older Typer on Click itself)
+    from click.exceptions import UsageError  # type: ignore[no-redef,import-not-found]
+
+
+class _CauseFirst(UsageError):
+    """A bad flag or command said as every other error is: `error: ...` first, then where the
+    help is (Click led with the usage line and said the error three lines down)."""
+
+    def __init__(self, cause: UsageError) -> None:
+        super().__init__(cause.format_message(), cause.ctx)
+        self.exit_code = cause.exit_code
+
+    def show(self, file: Any = None) -> None:
+        stream = file if file is not None else sys.stderr
+        stream.write(f"error: {self.format_message()}\n")
+        if self.ctx is not None:
+            stream.write(f"Try '{self.ctx.command_path} --help' for help.\n")
+
+
 class RebalanceGroup(TyperGroup):
     """The `rebalance` group: Typer's, with every command's help tidied once it is built."""
 
@@ -194,6 +215,18 @@ class RebalanceGroup(TyperGroup):
         _HELP.commands.clear()  # the texts of this group's commands only
         _HELP.params.clear()
         tidy_help(self)
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except UsageError as exc:
+            raise _CauseFirst(exc) from None
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except UsageError as exc:
+            raise _CauseFirst(exc) from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         from kafka_rebalance.files.outputs import refuse_directory_paths

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,3 +138,20 @@ def test_plan_refuses_a_request_tolerance_out_of_range_and_writes_nothing(
                             "1.5", "--out", str(out))
     assert (code, "--request-balance must be between 0 and 1" in error) == (2, True), error
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("args", "first"), [
+    (["plan", "--horizon", "0x10", "--snapshot", "x.json", "--out", "p.json"],
+     "error: Invalid value for '--horizon'"),
+    (["plann"], "error: No such command 'plann'. Did you mean 'plan'?"),
+    (["--bogus"], "error: No such option: --bogus"),
+    (["sandbox", "up", "--brokers", "0"], "error: Invalid value for '--brokers'"),
+])
+def test_a_bad_flag_or_command_says_the_error_first(rebalance_main: Any, args: list[str],
+                                                    first: str) -> None:
+    """As every other error: the cause on the first line (Click led with its usage line and
+    said the error three lines down), then where the help is; exit 2."""
+    result = rebalance_main(*args)
+    assert result.code == 2
+    assert result.err_lines[0].startswith(first), result.err
+    assert result.err_lines[1].startswith("Try 'rebalance"), result.err
