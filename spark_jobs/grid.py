@@ -64,6 +64,8 @@ class HistorySpan:
     first_seconds: float
     last_seconds: float
     times: int = 0  # distinct sample times, about (0: not counted)
+    # rows whose partition is no Kafka partition number (negative, or over 2^31 - 1)
+    unplaceable: int = 0
 
     @property
     def seconds(self) -> float:
@@ -80,11 +82,15 @@ def epoch_micros(history: DataFrame) -> Column:
 def history_span(history: DataFrame) -> HistorySpan | None:
     """First and last `ts` of the history (one pass over the ts column); None without rows."""
     micros = epoch_micros(history)
+    partition = F.col("partition")
+    bad = partition.isNotNull() & ~partition.between(0, MAX_PARTITION)
     row = history.select(F.min(micros).alias("first"), F.max(micros).alias("last"),
-                         F.approx_count_distinct(micros).alias("times")).first()
+                         F.approx_count_distinct(micros).alias("times"),
+                         F.sum(F.when(bad, 1).otherwise(0)).alias("bad")).first()
     if row is None or row["first"] is None:
         return None
-    return HistorySpan(row["first"] / _MICROS, row["last"] / _MICROS, int(row["times"]))
+    return HistorySpan(row["first"] / _MICROS, row["last"] / _MICROS, int(row["times"]),
+                       int(row["bad"] or 0))
 
 
 def spacing_counts(history: DataFrame) -> tuple[list[tuple[int, int]], int]:
@@ -150,6 +156,7 @@ def resolve_grid(history: DataFrame, notes: HistoryNotes | None, step_seconds: f
     return SamplingGrid(step, first, GridSource.DATA, share)
 
 
+MAX_PARTITION = 2**31 - 1  # Kafka's partition numbers are int32
 FINER_FACTOR = 1.5  # sample times over what the notes' step allows before it is told
 
 

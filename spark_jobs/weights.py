@@ -77,6 +77,7 @@ from pyspark.sql.types import (
 from kafka_rebalance.core.errors import InputError, RebalanceError
 from spark_jobs.aggregates import KEYS, MICROS_PER_DAY, MICROS_PER_HOUR, per_hour, per_partition
 from spark_jobs.grid import (
+    MAX_PARTITION,
     HistorySpan,
     epoch_micros,
     finer_than_the_notes,
@@ -145,7 +146,6 @@ _ACCEPTED_TYPES: dict[str, tuple[type[DataType], ...]] = {
     "size_bytes": _NUMBER,
     REQUESTS: _NUMBER,  # optional
 }
-_MAX_PARTITION = 2**31 - 1
 _MAX_SIZE = 9.2e18  # below 2^63: larger floating sizes are not a long, so not a size
 
 
@@ -227,7 +227,7 @@ def _samples(history: DataFrame, params: WeightsParams) -> DataFrame:
         micros = _snapped(micros, params.step_seconds, params.grid_start_seconds)
     partition = F.col("partition")
     placeable = (F.col("ts").isNotNull() & F.col("topic").isNotNull()
-                 & partition.between(0, _MAX_PARTITION))
+                 & partition.between(0, MAX_PARTITION))
     return history.where(placeable).select(
         F.col("topic"),
         partition.cast(IntegerType()).alias("partition"),
@@ -325,6 +325,9 @@ def compute(
     finally:
         weights.unpersist()
     messages = grid_notes(grid, notes) + finer_than_the_notes(grid, span)
+    if span is not None and span.unplaceable:
+        messages.append(f"{span.unplaceable} row(s) of the history have a partition number "
+                        f"Kafka cannot have (negative, or over {MAX_PARTITION}): left out")
     if ahead:
         messages.append(f"{ahead} sample(s) are stamped more than "
                         f"{duration_text(FUTURE_SLACK_SECONDS, compact=True)} after now (a "

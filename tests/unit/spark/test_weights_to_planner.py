@@ -155,3 +155,22 @@ def test_data_sampled_finer_than_its_notes_say_is_told(
                                            name="matching")),
                     str(tmp_path / "w2.json"), WeightsParams(0.95))
     assert not any("sample times" in n for n in plain.notes), plain.notes
+
+
+def test_rows_of_no_kafka_partition_are_counted_when_left_out(
+    spark: SparkSession, history_dir: Any, tmp_path: Path
+) -> None:
+    from spark_jobs.weights import compute
+
+    table = pa.table({
+        "ts": pa.array([T0_US, T0_US + MINUTE_US, T0_US + 2 * MINUTE_US],
+                       pa.timestamp("us", tz="UTC")),
+        "topic": ["t", "t", "t"], "partition": pa.array([0, -1, 2**40], pa.int64()),
+        "bytes_in_per_sec": [1.0, 1.0, 1.0], "bytes_out_per_sec": [1.0, 1.0, 1.0],
+        "size_bytes": pa.array([10, 10, 10], pa.int64()),
+    })
+    result = compute(spark, str(history_dir([table], notes=None)), str(tmp_path / "w.json"),
+                     WeightsParams(0.95), step_seconds=60)
+    assert result.partitions == 1
+    assert ("2 row(s) of the history have a partition number Kafka cannot have (negative, or "
+            "over 2147483647): left out") in result.notes, result.notes
