@@ -239,6 +239,8 @@ def eta_text(plan: PlanFile, rate_bytes_per_sec: float) -> str:
 def _one_at_a_time_parts(eta: PlanEta) -> str:
     """What the one-at-a-time ETA is made of: start-up, copying, the waits between moves."""
     one = eta.one_at_a_time
+    if one.eta_seconds <= 0:
+        return "nothing to move"  # (a start-up in it read as 4 s making up 0 s)
     return (f"{duration_text(one.start_seconds)} start-up + "
             f"{duration_text(one.copy_seconds)} copying at {COPY_EFFICIENCY:.0%} of the rate + "
             f"{duration_text(eta.between_moves_seconds)} of gates and waits between moves")

@@ -168,3 +168,18 @@ def test_a_bad_bootstrap_is_refused_before_kafka_is_contacted(
                                  "in 1..65535; give HOST:PORT[,HOST:PORT...], e.g. "
                                  "localhost:9092 or [::1]:9092"]
     assert not out.exists()
+
+
+def test_an_empty_plan_is_timed_as_nothing_to_move(tmp_path: Path,
+                                                   rebalance_main: RebalanceMain) -> None:
+    """A cluster without partitions: the ETA says nothing to move, not '0s (4s start-up +
+    0s copying ...)'."""
+    doc = json.loads((Path(__file__).parents[2] / "examples" / "cluster.json").read_text())
+    doc["partitions"] = []
+    snapshot = tmp_path / "empty.json"
+    snapshot.write_text(json.dumps(doc))
+    result = rebalance_main("plan", "--snapshot", str(snapshot), "--out", str(tmp_path / "p.json"))
+    assert result.code == 0, result.err
+    text = " ".join(result.out.split())
+    assert "ETA, one at a time │ 0s (nothing to move)" in text, text
+    assert "start-up" not in text
