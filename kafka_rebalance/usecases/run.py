@@ -279,7 +279,27 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks,
             hooks.note("the cluster changed since the plan was made (fingerprint differs); "
                        "preflight checks every move's partition")
         _require_network_series(ports, config, plan, topology, cluster.prometheus)
+        above = _cap_above_the_network(config, plan)
+        if above:
+            hooks.note(above)
         yield _Ready(plan, ports, config, validator)
+
+
+def _cap_above_the_network(config: ExecutorConfig, plan: ExecutionPlan) -> str:
+    """What to say when --max-mbps is above the network capacity of every broker the plan
+    copies into (by the capacities in force: the file's or the plan's): the throttle then
+    holds nothing back ('' otherwise, or when no capacity is known)."""
+    from topology.units import rate_text
+
+    receivers = {b for m in plan.moves for b in m.added_brokers} & set(config.capacities)
+    if not receivers:
+        return ""
+    fastest = max(config.capacities[b].net_in_bytes_per_sec for b in receivers)
+    if config.max_bytes_per_sec <= fastest:
+        return ""
+    return (f"--max-mbps is {rate_text(config.max_bytes_per_sec)}, above the network capacity "
+            f"of every broker the plan copies into (at most {rate_text(fastest)}): the "
+            "throttle holds nothing back; is the unit right (MB/s)?")
 
 
 def _require_network_series(ports: Ports, config: ExecutorConfig, plan: ExecutionPlan,

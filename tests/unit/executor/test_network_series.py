@@ -30,3 +30,17 @@ def test_a_broker_not_scraped_yet_is_left_to_the_gate() -> None:
     world.metrics.unscraped = {4}  # just added
     _require_network_series(world.ports(), world.config, world.plan, _topology(),
                             "http://prometheus:9090")
+
+
+def test_a_cap_above_every_receivers_network_is_told() -> None:
+    from dataclasses import replace
+
+    from kafka_rebalance.usecases.run import _cap_above_the_network
+
+    world = make_world()
+    caps = {b: Capacity(1e12, 50e6, 50e6) for b in (1, 2, 3, 4)}
+    fast = replace(world.config, max_bytes_per_sec=100_000 * 10**6, capacities=caps)
+    said = _cap_above_the_network(fast, world.plan)
+    assert said.startswith("--max-mbps is 100 GB/s, above the network capacity of every "
+                           "broker the plan copies into (at most 50.0 MB/s)"), said
+    assert _cap_above_the_network(replace(fast, max_bytes_per_sec=40 * 10**6), world.plan) == ""
