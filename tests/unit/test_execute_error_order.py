@@ -27,7 +27,7 @@ from planner.result import Move, SolverStatus
 from topology.model import Topology
 from topology.snapshot import topology_from_dict
 
-CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}
+CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 10_000_000, "net_out_bytes_per_sec": 10_000_000}
 CONN = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1", "--max-mbps", "5",
         "--rate-window", "30s"]
 
