@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -243,7 +244,20 @@ def _check_brokers(before: Topology, after: Topology | Sequence[Move] | Assignme
                       "a plan may only change replica lists")
 
 
-def _rack_limit(brokers: Mapping[int, Broker], goals: Goals) -> tuple[dict[int, str], int]:
+class RackedBroker(Protocol):
+    """What the rack rule reads of a broker: the model's Broker, or a plan file's record."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def rack(self) -> str | None: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+
+def rack_limit(brokers: Mapping[int, RackedBroker], goals: Goals) -> tuple[dict[int, str], int]:
     """Rack of each broker, and the number of racks of eligible brokers (0: racks not set)."""
     if not goals.rack_aware or all(b.rack is None for b in brokers.values()):
         return {}, 0
@@ -263,15 +277,15 @@ def _check_partitions(before: Topology, arrays: FlatReplicas,
     What they break goes to `untouched`.
     """
     brokers = {b.id: b for b in before.brokers}
-    racks, rack_count = _rack_limit(brokers, goals)
+    racks, rack_count = rack_limit(brokers, goals)
     stuck = stranded(before)
     changed: list[tuple[Partition, tuple[int, ...]]] = []
     for p in before.partitions:
         replicas = changes.get((p.topic, p.partition))
         if replicas is not None:
             changed.append((p, replicas))
-            if set(replicas) == set(p.replicas) and len(replicas) == len(p.replicas):
-                continue  # a new order only: its set keeps what it broke (judged as unchanged)
+            if _reorder_only(p, replicas):
+                continue  # its set keeps what it broke: judged as unchanged, below
             if p.key in stuck:
                 errors.append(f"partition {p.name}: no live replica to copy from (replicas "
                               f"{list(p.replicas)} are all on offline brokers), so its "
@@ -284,8 +298,7 @@ def _check_partitions(before: Topology, arrays: FlatReplicas,
     for index in _flag_unchanged(before, arrays, racks, rack_count, goals):
         p = before.partitions[index]
         order = changes.get((p.topic, p.partition))
-        if p.key in stuck or (order is not None and (set(order) != set(p.replicas)
-                                                     or len(order) != len(p.replicas))):
+        if p.key in stuck or (order is not None and not _reorder_only(p, order)):
             continue  # judged above (a stranded one is told once, by stranded_warning)
         found = _partition_errors(p, p.replicas, brokers, goals)
         error = _rack_error(p, p.replicas, racks, rack_count) if rack_count else None
@@ -310,19 +323,34 @@ def _flag_unchanged(before: Topology, arrays: FlatReplicas, racks: Mapping[int, 
     return [int(i) for i in np.flatnonzero(flagged)]
 
 
-def _rack_error(p: Partition, replicas: tuple[int, ...], racks: Mapping[int, str],
-                rack_count: int) -> str | None:
+def _reorder_only(p: Partition, replicas: tuple[int, ...]) -> bool:
+    """`replicas` are `p`'s own in another order (a leadership move: Move.leadership_only)."""
+    return len(replicas) == len(p.replicas) and set(replicas) == set(p.replicas)
+
+
+def crowded_rack(replicas: Sequence[int], racks: Mapping[int, str],
+                 rack_count: int) -> tuple[str, int, int] | None:
+    """The first rack (by name) holding more of `replicas` than its share with `rack_count`
+    racks: (rack, replicas it holds, the share); None when none does, or a replica's broker
+    has no known rack (an unknown broker, reported apart)."""
     if not all(r in racks for r in replicas):
-        return None  # unknown broker: reported already
+        return None
     limit = math.ceil(len(replicas) / rack_count)
     per_rack: dict[str, int] = {}
     for r in replicas:
         per_rack[racks[r]] = per_rack.get(racks[r], 0) + 1
     crowded = sorted(rack for rack, n in per_rack.items() if n > limit)
-    if not crowded:
+    return (crowded[0], per_rack[crowded[0]], limit) if crowded else None
+
+
+def _rack_error(p: Partition, replicas: tuple[int, ...], racks: Mapping[int, str],
+                rack_count: int) -> str | None:
+    found = crowded_rack(replicas, racks, rack_count)
+    if found is None:
         return None
-    return (f"partition {p.name}: rack {crowded[0]} holds {per_rack[crowded[0]]} of its "
-            f"replicas {list(replicas)} (at most {limit} with {rack_count} racks)")
+    rack, held, limit = found
+    return (f"partition {p.name}: rack {rack} holds {held} of its replicas {list(replicas)} "
+            f"(at most {limit} with {rack_count} racks)")
 
 
 def _partition_errors(p: Partition, replicas: tuple[int, ...], brokers: Mapping[int, Broker],

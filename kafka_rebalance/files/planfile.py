@@ -6,7 +6,6 @@ planfile_schema) names every problem of a damaged or hand-edited file, up to a c
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,7 @@ from planner.planfile_schema import (
 )
 from planner.result import Move, SolverStatus
 from planner.spread import Crowding
+from planner.validate import crowded_rack, rack_limit
 from topology.documents import bulk_objects, parse_json, read_text, write_json_atomic
 from topology.model import RESOURCES, Capacity, Load, is_kafka_id, is_topic_name
 from topology.schema import Labeler, Loc, describe, near_misses
@@ -317,10 +317,7 @@ def _check_targets(moves: Sequence[Move], before: ClusterStats, goals: Goals,
     show it as planned; only `diff --snapshot` validated it)."""
     edited = "; the plan was edited: make a new one with `rebalance plan`"
     brokers = {b.id: b for b in before.brokers}
-    eligible = [b for b in before.brokers if b.alive and b.id not in goals.remove_brokers]
-    racks = {str(b.rack) for b in eligible}
-    rack_count = (len(racks) if goals.rack_aware and any(b.rack is not None for b in eligible)
-                  else 0)
+    racks, rack_count = rack_limit(brokers, goals)  # the validator's rule, on the file's record
     for move in (m for m in moves if not m.leadership_only):  # a new order keeps its set
         gone = [b for b in move.target if b in brokers and (not brokers[b].alive
                                                              or b in goals.remove_brokers)]
@@ -331,12 +328,11 @@ def _check_targets(moves: Sequence[Move], before: ClusterStats, goals: Goals,
         if onto:
             problems.append(f"move {move.name}: adds a replica on cordoned broker(s) "
                             f"{onto}{edited}")
-        if rack_count and all(b in brokers for b in move.target):
-            per_rack = Counter(str(brokers[b].rack) for b in move.target)
-            rack, held = per_rack.most_common(1)[0]
-            if held > -(-len(move.target) // rack_count):
-                problems.append(f"move {move.name}: target {list(move.target)} puts {held} "
-                                f"replicas in rack {rack} ({rack_count} racks){edited}")
+        crowded = crowded_rack(move.target, racks, rack_count) if rack_count else None
+        if crowded is not None:
+            rack, held, _ = crowded
+            problems.append(f"move {move.name}: target {list(move.target)} puts {held} "
+                            f"replicas in rack {rack} ({rack_count} racks){edited}")
 
 
 def _check_dirs(dirs: DirPlan, moves: Sequence[Move], known: set[int],
