@@ -150,11 +150,12 @@ def preflight_problems(plan: ExecutionPlan, view: ClusterView, *,
     if foreign:
         problems.append(f"a reassignment is already in progress for {_names(foreign)}; "
                         "wait for it or cancel it first")
-    problems.extend(mismatch(plan.moves if pending is None else pending, view))
+    waiting = plan.moves if pending is None else pending
+    problems.extend(mismatch(waiting, view))
     wanted = sorted({b for m in plan.moves for b in m.target} - view.live_broker_ids)
     if wanted:
         problems.append(f"target broker(s) {wanted} are offline or unknown")
-    stranded = no_live_replica(plan.moves if pending is None else pending, view)
+    stranded = no_live_replica(waiting, view)
     if stranded:
         problems.append(f"{len(stranded)} move(s) are of partitions with no live replica "
                         f"({_names(stranded)}): every replica is on an offline broker, so "
