@@ -22,6 +22,7 @@ from pyspark.sql.types import LongType, TimestampNTZType
 
 from spark_jobs.weights_io import HistoryNotes
 from topology.history import MIN_GROWTH_SPAN_SECONDS
+from topology.model import INT32_MAX
 from topology.units import duration_text
 
 _MICROS = 1_000_000
@@ -83,7 +84,7 @@ def history_span(history: DataFrame) -> HistorySpan | None:
     """First and last `ts` of the history (one pass over the ts column); None without rows."""
     micros = epoch_micros(history)
     partition = F.col("partition")
-    bad = partition.isNotNull() & ~partition.between(0, MAX_PARTITION)
+    bad = partition.isNotNull() & ~partition.between(0, INT32_MAX)
     row = history.select(F.min(micros).alias("first"), F.max(micros).alias("last"),
                          F.approx_count_distinct(micros).alias("times"),
                          F.sum(F.when(bad, 1).otherwise(0)).alias("bad")).first()
@@ -156,7 +157,6 @@ def resolve_grid(history: DataFrame, notes: HistoryNotes | None, step_seconds: f
     return SamplingGrid(step, first, GridSource.DATA, share)
 
 
-MAX_PARTITION = 2**31 - 1  # Kafka's partition numbers are int32
 FINER_FACTOR = 1.5  # sample times over what the notes' step allows before it is told
 
 

@@ -77,7 +77,6 @@ from pyspark.sql.types import (
 from kafka_rebalance.core.errors import InputError, RebalanceError
 from spark_jobs.aggregates import KEYS, MICROS_PER_DAY, MICROS_PER_HOUR, per_hour, per_partition
 from spark_jobs.grid import (
-    MAX_PARTITION,
     HistorySpan,
     epoch_micros,
     finer_than_the_notes,
@@ -103,7 +102,7 @@ from topology.history import (
     parse_duration,
     parse_min_growth_span,
 )
-from topology.model import TOPIC_CHARS, TOPIC_MAX_LENGTH
+from topology.model import INT32_MAX, TOPIC_CHARS, TOPIC_MAX_LENGTH
 from topology.units import MAX_QUANTITY, duration_text
 
 HISTORY_SCHEMA = StructType(
@@ -227,7 +226,7 @@ def _samples(history: DataFrame, params: WeightsParams) -> DataFrame:
         micros = _snapped(micros, params.step_seconds, params.grid_start_seconds)
     partition = F.col("partition")
     placeable = (F.col("ts").isNotNull() & F.col("topic").isNotNull()
-                 & partition.between(0, MAX_PARTITION))
+                 & partition.between(0, INT32_MAX))
     return history.where(placeable).select(
         F.col("topic"),
         partition.cast(IntegerType()).alias("partition"),
@@ -327,7 +326,7 @@ def compute(
     messages = grid_notes(grid, notes) + finer_than_the_notes(grid, span)
     if span is not None and span.unplaceable:
         messages.append(f"{span.unplaceable} row(s) of the history have a partition number "
-                        f"Kafka cannot have (negative, or over {MAX_PARTITION}): left out")
+                        f"Kafka cannot have (negative, or over {INT32_MAX}): left out")
     if ahead:
         messages.append(f"{ahead} sample(s) are stamped more than "
                         f"{duration_text(FUTURE_SLACK_SECONDS, compact=True)} after now (a "
