@@ -147,7 +147,7 @@ def _data_files(directory: Path) -> list[Path]:
     return found
 
 
-def _check_footer(path: Path) -> tuple[tuple[str, ...], bool, int]:
+def _check_footer(path: Path, directory: Path) -> tuple[tuple[str, ...], bool, int]:
     """The file's column layout, whether its ts is in nanoseconds, and its row count."""
     try:
         metadata = pq.read_metadata(path)
@@ -164,7 +164,8 @@ def _check_footer(path: Path) -> tuple[tuple[str, ...], bool, int]:
                 continue
             raise HistoryInputError(
                 f"history file {path} has no column {name!r} (columns: "
-                f"{', '.join(schema.names) or 'none'}); expected {', '.join(COLUMNS)}")
+                f"{', '.join(schema.names) or 'none'}); expected {', '.join(COLUMNS)}"
+                + _hive_hint(path.relative_to(directory), name))
         data_type = schema.field(name).type
         check, wanted = _ARROW_CHECKS[name]
         if not check(data_type):
@@ -175,6 +176,16 @@ def _check_footer(path: Path) -> tuple[tuple[str, ...], bool, int]:
     ts_column = metadata.schema.column(metadata.schema.names.index("ts"))
     nanos = schema.field("ts").type.unit == "ns" and ts_column.physical_type == "INT64"
     return tuple(layout), nanos, metadata.num_rows
+
+
+def _hive_hint(relative: Path, column: str) -> str:
+    """What to do when a missing column is a directory name (`topic=orders/part-0.parquet`):
+    a Hive-partitioned layout, whose values this reader does not take from paths."""
+    if not any(part.startswith(f"{column}=") for part in relative.parts[:-1]):
+        return ""
+    return (f"; its directory names carry {column!r} ({relative.parent}), a Hive-partitioned "
+            "layout this reader does not read: write every column into the files "
+            "(as `rebalance history export` does)")
 
 
 def check_local_history(directory: Path) -> CheckedHistory:
@@ -197,7 +208,7 @@ def check_local_history(directory: Path) -> CheckedHistory:
     layouts: dict[tuple[tuple[str, ...], bool], list[str]] = {}
     rows = 0
     for path in files:
-        layout, nanos, count = _check_footer(path)
+        layout, nanos, count = _check_footer(path, directory)
         rows += count
         layouts.setdefault((layout, nanos), []).append(str(path))
     if rows == 0:

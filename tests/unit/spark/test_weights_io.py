@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
@@ -185,3 +186,17 @@ def test_main_reports_the_error(history_dir: Any, tmp_path: Path,
     directory = history_dir([GOOD], notes="{}")
     assert main(["--history", str(directory), "--out", str(tmp_path / "w.json")]) == 2
     assert "version None" in capsys.readouterr().err
+
+
+def test_a_hive_partitioned_history_is_named_as_such(tmp_path: Path) -> None:
+    directory = tmp_path / "hive"
+    (directory / "topic=t").mkdir(parents=True)
+    pq.write_table(_table([0, 1], [1.0, 2.0], drop="topic"),
+                   directory / "topic=t" / "part-0.parquet")
+    message = _error(directory)
+    assert "has no column 'topic'" in message
+    assert "Hive-partitioned layout this reader does not read" in message
+
+
+def test_a_missing_column_in_a_plain_layout_gets_no_hive_hint(history_dir: Any) -> None:
+    assert "Hive" not in _error(history_dir([_table([2], [1.0], drop="topic")]))
