@@ -37,7 +37,6 @@ from planner.planfile_schema import (
     GoalsEntry,
     LeaderBalanceEntry,
     PlanDocument,
-    ReassignmentEntry,
     SolverEntry,
     SpreadEntry,
     StatsEntry,
@@ -231,7 +230,7 @@ def _plan_file(doc: PlanDocument) -> PlanFile:
     problems: list[str] = []
     moves = moves_from_entries(doc["moves"], problems)
     _check_bytes(doc, moves, problems)
-    _check_partitions(doc["partitions"], moves, problems)
+    _check_partitions(doc, moves, problems)
     before = _stats(doc["before"])
     _check_brokers(moves, before, problems)
     log_dirs = doc.get("log_dirs")
@@ -278,20 +277,22 @@ def _check_bytes(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) 
                         f"{sum(m.bytes_moved for m in moves)}{edited}")
 
 
-def _check_partitions(entries: Sequence[ReassignmentEntry], moves: Sequence[Move],
-                      problems: list[str]) -> None:
-    """Kafka's `partitions` must list exactly the moves' targets."""
+def _check_partitions(doc: PlanDocument, moves: Sequence[Move], problems: list[str]) -> None:
+    """Kafka's `partitions` must list exactly the moves' targets (a move refused on its own,
+    such as a target repeating a broker, has its problem said already)."""
     targets = {(m.topic, m.partition): m.target for m in moves}
+    refused = {(e["topic"], e["partition"]) for e in doc["moves"]} - set(targets)
     if len(targets) != len(moves):
         problems.append("moves: a partition is moved more than once")
     seen: set[tuple[str, int]] = set()
-    for index, entry in enumerate(entries):
+    for index, entry in enumerate(doc["partitions"]):
         key, name = (entry["topic"], entry["partition"]), f"{entry['topic']}-{entry['partition']}"
         where = f"partitions[{index}]: partition {name}"
         if key in seen:
             problems.append(f"{where} is listed twice")
         elif key not in targets:
-            problems.append(f"{where} has no entry in 'moves'")
+            if key not in refused:
+                problems.append(f"{where} has no entry in 'moves'")
         elif targets[key] != tuple(entry["replicas"]):
             problems.append(f"{where} replicas {entry['replicas']} do not match its entry in "
                             "'moves'")

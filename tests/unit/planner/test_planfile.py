@@ -101,6 +101,15 @@ def test_malformed_plans_are_rejected(path: str, value: Any, message: str) -> No
         plan_from_dict(mutate(path, value))
 
 
+def test_a_refused_move_is_the_only_problem_its_partition_entry_gets() -> None:
+    doc = mutate("moves.0.target", [2, 2])
+    doc["partitions"][0]["replicas"] = [2, 2]
+    with pytest.raises(InputError) as caught:
+        plan_from_dict(doc)
+    assert "repeats a broker" in str(caught.value)
+    assert "no entry in 'moves'" not in str(caught.value)
+
+
 def test_partitions_must_cover_every_move() -> None:
     doc = plan_to_dict(sample_plan())
     doc["partitions"] = doc["partitions"][:1]
