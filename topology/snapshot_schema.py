@@ -290,7 +290,14 @@ def rack_problems(brokers: Sequence[Broker]) -> list[str]:
     if padded:  # Kafka trims broker.rack: "a " and "a" would read as one rack there, two here
         return [f"broker {b.id}: rack {b.rack!r} has blanks around it, which Kafka trims from "
                 f"broker.rack (a hand edit?): write {str(b.rack).strip()!r}"
+                if str(b.rack).strip() else
+                f"broker {b.id}: rack {b.rack!r} is blank (a hand edit?): write the rack's name, "
+                "or null for a broker without one"
                 for b in padded[:10]]
+    empty = [b.id for b in brokers if b.rack == ""]
+    if empty:  # shown as nothing in every table, it reads as "no rack" while counting as one
+        return [f"broker(s) {', '.join(map(str, empty[:10]))}: rack '' is empty (a hand edit?): "
+                "write the rack's name, or null for a broker without one"]
     live = [b for b in brokers if b.alive]
     rackless = [b.id for b in live if b.rack is None]
     if not rackless or len(rackless) == len(live):

@@ -120,6 +120,10 @@ SNAPSHOT_CASES = {
     "rack with a trailing blank": (_broker(rack="b "), "broker 1: rack 'b ' has blanks around "
                                    "it, which Kafka trims from broker.rack (a hand edit?): "
                                    "write 'b'"),
+    "rack of blanks": (_broker(rack="  "), "broker 1: rack '  ' is blank (a hand edit?): write "
+                       "the rack's name, or null for a broker without one"),
+    "empty rack": (_broker(rack=""), "broker(s) 1: rack '' is empty (a hand edit?): write the "
+                   "rack's name, or null for a broker without one"),
     "version true": (_edit(lambda doc: doc.update(version=True)),
                      "unsupported snapshot version True"),
 }
