@@ -43,14 +43,14 @@ from kafka_rebalance.commands.execute_cmd import (
     SloProduce,
     SloUrp,
 )
-from kafka_rebalance.commands.execute_setup import slo_from_flags
 from kafka_rebalance.commands.render import console, note
 from kafka_rebalance.commands.run_lines import RunLines
-from kafka_rebalance.commands.signals import sigterm_as_ctrl_c
 from kafka_rebalance.core.errors import ExecutionError, InputError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.usecases.auto import LoopSettings, run_auto
 from kafka_rebalance.usecases.cluster import ClusterAccess
+from kafka_rebalance.usecases.run_settings import slo_from_flags
+from kafka_rebalance.usecases.signals import sigterm_as_ctrl_c
 
 if TYPE_CHECKING:
     from executor.config import Event
@@ -115,7 +115,7 @@ def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: floa
     from kafka_rebalance.autobalance.cycle import Pace
     from kafka_rebalance.autobalance.orchestrator import AutoSettings
     from kafka_rebalance.autobalance.windows import parse_schedule
-    from kafka_rebalance.commands.execute_setup import config_from_flags
+    from kafka_rebalance.usecases.run_settings import config_from_flags
     from planner.goals import Budget, Goals
 
     if max_mbps <= 0:
@@ -132,7 +132,7 @@ def _with_queries(settings: AutoSettings, rate_window: str,
                   queries_file: Path | None) -> tuple[AutoSettings, bool]:
     """The gate's queries from --queries / --rate-window, and whether the rate window is to
     come from the scrape interval ('auto', which the use case asks Prometheus for)."""
-    from kafka_rebalance.commands.execute_setup import read_queries
+    from kafka_rebalance.usecases.run_settings import read_queries
 
     queries, derive = read_queries(rate_window, queries_file)
     return replace(settings, executor=replace(settings.executor, queries=queries)), derive

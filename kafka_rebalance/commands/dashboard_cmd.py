@@ -11,11 +11,11 @@ from typing import Annotated, Any
 import typer
 
 from kafka_rebalance.commands.execute_cmd import QueriesFile
-from kafka_rebalance.commands.execute_setup import read_queries
 from kafka_rebalance.commands.render import FORCE_HELP, say
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.files.outputs import Output, check_output
 from kafka_rebalance.report.dashboard import DASHBOARD_UID, dashboard, to_json
+from kafka_rebalance.usecases.run_settings import read_queries
 from topology.documents import write_json_atomic
 
 

@@ -31,14 +31,6 @@ from executor.slo import (
 )
 from kafka_rebalance.commands.execute_render import preview_table
 from kafka_rebalance.commands.execute_run import RunScreen, conclude, print_summary
-from kafka_rebalance.commands.execute_setup import (
-    check_metrics_port,
-    config_from_flags,
-    new_cap,
-    parse_finish_by,
-    read_queries,
-    slo_from_flags,
-)
 from kafka_rebalance.commands.render import console, note, notes_held, say
 from kafka_rebalance.commands.report_cmd import (
     HtmlOption,
@@ -58,6 +50,14 @@ from kafka_rebalance.usecases.run import (
     preview_run,
     resume_run,
     start_run,
+)
+from kafka_rebalance.usecases.run_settings import (
+    check_metrics_port,
+    config_from_flags,
+    new_cap,
+    parse_finish_by,
+    read_queries,
+    slo_from_flags,
 )
 
 if TYPE_CHECKING:

@@ -26,7 +26,6 @@ from kafka_rebalance.commands.render import (
     say,
 )
 from kafka_rebalance.commands.report_cmd import HtmlOption, check_html, write_plan_html
-from kafka_rebalance.commands.signals import interrupts_end_solving
 from kafka_rebalance.core.errors import InputError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.files.outputs import (
@@ -42,6 +41,7 @@ from kafka_rebalance.usecases.plan import (
     read_cluster,
     recheck,
 )
+from kafka_rebalance.usecases.signals import interrupts_end_solving
 from planner.goals import Budget, Goals
 from planner.ordering import MoveOrder
 from planner.result import SolverStatus
@@ -76,7 +76,7 @@ RateMbps = Annotated[float, typer.Option(
 
 def check_review_flags(rate_mbps: float, show_moves: int) -> None:
     """--max-mbps (the ETA's copy rate) and --show-moves, checked before any file is read."""
-    from kafka_rebalance.commands.execute_setup import check_mbps
+    from kafka_rebalance.usecases.run_settings import check_mbps
 
     check_mbps(rate_mbps)
     if show_moves < 0:

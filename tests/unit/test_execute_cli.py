@@ -26,8 +26,8 @@ from executor.plan import ExecutionPlan
 from executor.progress import ETA_EVERY_S, ProgressState, progress_of
 from executor.state import MoveState
 from kafka_rebalance.commands.execute_render import render_progress
-from kafka_rebalance.commands.execute_setup import config_from_flags, parse_finish_by
 from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.usecases.run_settings import config_from_flags, parse_finish_by
 from planner.result import Move
 
 runner = CliRunner()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_rebalance.commands.signals import sigterm_as_ctrl_c
+from kafka_rebalance.usecases.signals import sigterm_as_ctrl_c
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

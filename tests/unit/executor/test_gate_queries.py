@@ -11,8 +11,8 @@ from executor.config import ExecutorConfig, RunOverrides
 from executor.journal import header_record
 from executor.plan import ExecutionPlan
 from executor.readings import GateQueries, window_for_scrape_interval
-from kafka_rebalance.commands.execute_setup import read_queries
 from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.usecases.run_settings import read_queries
 from planner.result import Move
 
 

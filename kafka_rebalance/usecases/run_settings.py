@@ -1,7 +1,8 @@
-"""Flags of the execute family of commands: the journal's path, the executor's own /metrics, a new
-run's ExecutorConfig (`config_from_flags`), a resumed run's new cap, the --finish-by time and the
-gate's queries. (The run use cases are `kafka_rebalance.usecases.run`; which settings a resumed run
-keeps is `ExecutorConfig.from_journal`.)"""
+"""Settings of the execute family of commands, from their flags: the journal's path, the
+executor's own /metrics, a new run's ExecutorConfig (`config_from_flags`), a resumed run's new
+cap, the --finish-by time and the gate's queries. (The run use cases are
+`kafka_rebalance.usecases.run`; which settings a resumed run keeps is
+`ExecutorConfig.from_journal`.)"""
 
 from __future__ import annotations
 
