@@ -7,7 +7,6 @@ commands start fast).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,6 @@ from rich.markup import escape
 
 from kafka_rebalance.commands.render import FORCE_HELP, console, err_console, note, say
 from kafka_rebalance.files.outputs import (
-    Output,
     check_new_directory,
     check_output,
     no_empty_directory_left,
@@ -30,6 +28,7 @@ from kafka_rebalance.usecases.history import (
     check_weights_settings,
     compute_weights,
     export_history_window,
+    weights_output,
 )
 
 history_app = typer.Typer(
@@ -104,37 +103,6 @@ def job_status() -> Iterator[JobStatus]:
     status = JobStatus()
     with status.progress:
         yield status
-
-
-def is_weights_output(path: Path) -> bool:
-    """A weights output of this tool: a directory holding only what a Spark write leaves, or a
-    file with the weights columns (its Parquet schema, or its first JSON line)."""
-    from planner.weights import WEIGHT_COLUMNS
-    from spark_jobs.weights_io import replaceable_output
-
-    if path.is_dir():
-        return replaceable_output(path)
-    return set(WEIGHT_COLUMNS) <= _columns(path)
-
-
-def _columns(path: Path) -> set[str]:
-    """Column names of a Parquet file, or keys of the first line of a JSON lines file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        with path.open("rb") as fh:
-            if fh.read(4) == b"PAR1":
-                return set(pq.read_schema(path).names)
-            fh.seek(0)
-            first = json.loads(fh.readline(1 << 20).decode("utf-8"))
-    except (OSError, ValueError, RecursionError, pa.ArrowException):
-        return set()
-    return {str(key) for key in first} if isinstance(first, dict) else set()
-
-
-def weights_output(path: Path) -> Output:
-    return Output(path, "--out", "weights file", is_weights_output)
 
 
 def weights(

@@ -1,6 +1,7 @@
 """Traffic history in, placement weights out: export per-partition rates and sizes from
 Prometheus over a window (`export_history_window`), and compute the weights the planner reads
-from such a history with Spark (`compute_weights`).
+from such a history with Spark (`compute_weights`), over an --out that is new or a weights
+output of this tool (`weights_output`).
 
 Both check their settings before anything starts (a bad flag changes nothing on disk), and
 report progress through the callbacks they are given; nothing here prints. pandas, Arrow,
@@ -9,6 +10,7 @@ the Prometheus client and PySpark are imported where they are used.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.files.outputs import Output
 
 if TYPE_CHECKING:
     from spark_jobs.weights import WeightsParams, WeightsResult
@@ -158,3 +161,34 @@ def compute_weights(settings: WeightsSettings, checked: CheckedWeights,
                        checked.history, checked.step_s, on_phase=on_phase)
     finally:
         spark.stop()
+
+
+def is_weights_output(path: Path) -> bool:
+    """A weights output of this tool: a directory holding only what a Spark write leaves, or a
+    file with the weights columns (its Parquet schema, or its first JSON line)."""
+    from planner.weights import WEIGHT_COLUMNS
+    from spark_jobs.weights_io import replaceable_output
+
+    if path.is_dir():
+        return replaceable_output(path)
+    return set(WEIGHT_COLUMNS) <= _columns(path)
+
+
+def _columns(path: Path) -> set[str]:
+    """Column names of a Parquet file, or keys of the first line of a JSON lines file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        with path.open("rb") as fh:
+            if fh.read(4) == b"PAR1":
+                return set(pq.read_schema(path).names)
+            fh.seek(0)
+            first = json.loads(fh.readline(1 << 20).decode("utf-8"))
+    except (OSError, ValueError, RecursionError, pa.ArrowException):
+        return set()
+    return {str(key) for key in first} if isinstance(first, dict) else set()
+
+
+def weights_output(path: Path) -> Output:
+    return Output(path, "--out", "weights file", is_weights_output)

@@ -16,10 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_rebalance.commands import history_cmd, sandbox_cmd
+from kafka_rebalance.commands import sandbox_cmd
 from kafka_rebalance.core.errors import ClusterError, MetricsError, SandboxError
 from kafka_rebalance.files import outputs
 from kafka_rebalance.usecases import plan as plan_usecase
+from kafka_rebalance.usecases.history import is_weights_output
 
 Rebalance = Callable[..., tuple[int, str]]
 
@@ -212,10 +213,10 @@ def test_weights_outputs_are_recognized(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist([{"ts": 1, "topic": "t", "partition": 0}]), history)
     other = tmp_path / "o.json"
     other.write_text('{"topic": "t"}\n')
-    assert [history_cmd.is_weights_output(p) for p in (parquet, lines, spark_dir)] == [True] * 3
-    assert [history_cmd.is_weights_output(p) for p in (history, other)] == [False, False]
+    assert [is_weights_output(p) for p in (parquet, lines, spark_dir)] == [True] * 3
+    assert [is_weights_output(p) for p in (history, other)] == [False, False]
     (spark_dir / "README").write_text("mine")
-    assert not history_cmd.is_weights_output(spark_dir)
+    assert not is_weights_output(spark_dir)
 
 
 def test_history_export_refuses_a_used_directory_before_prometheus(
