@@ -17,16 +17,15 @@ from rich.table import Table
 
 from kafka_rebalance.commands.render import console, err_console, note, say
 from kafka_rebalance.core.errors import InputError, SandboxError
-from kafka_rebalance.core.names import listed
 from kafka_rebalance.sandbox import cluster, teardown
 from kafka_rebalance.sandbox.config import DEFAULT_BASE_PORT, METRIC_NAMES
 from kafka_rebalance.sandbox.links import LOOPBACK
 from kafka_rebalance.sandbox.state import (
     CAPACITIES_FILE,
     SandboxInfo,
-    is_sandbox_dir,
+    check_up_dir,
+    next_broker_id,
     read_state,
-    replaced_entries,
 )
 from topology.units import size_text
 
@@ -48,20 +47,6 @@ def _progress(message: str) -> None:
     err_console.print(f"[dim]{escape(message)}...[/]", highlight=False)
 
 
-def check_up_dir(sandbox_dir: Path, force: bool) -> None:
-    """`up` needs a directory (made if missing); in one that is not a sandbox yet it would
-    overwrite or delete what it names (logs/, broker-N/, prometheus.yml, ...): only with
-    --force. Checked before anything is started, downloaded or written."""
-    if sandbox_dir.exists() and not sandbox_dir.is_dir():
-        raise InputError(f"--dir {sandbox_dir} is a file, not a directory; give a directory "
-                         "for the sandbox (it is created if missing)")
-    clash = replaced_entries(sandbox_dir)
-    if clash and not force and not is_sandbox_dir(sandbox_dir.resolve()):
-        raise InputError(f"--dir {sandbox_dir} is not a sandbox but holds {listed(clash, 5)}, "
-                         "which `up` would overwrite or delete; choose another --dir, or pass "
-                         "--force")
-
-
 def _dir_flag(sandbox_dir: Path) -> list[str]:
     """`--dir D` for commands printed for the user, unless D is where they look by default."""
     if sandbox_dir.resolve() == cluster.default_dir().resolve():
@@ -75,7 +60,7 @@ def next_commands(info: SandboxInfo, sandbox_dir: Path) -> list[tuple[str, str]]
     dir_flag = _dir_flag(sandbox_dir)
     racks = Counter(b.rack for b in info.brokers)
     rack = min(racks, key=lambda name: (racks[name], name))
-    new_id = max(b.id for b in info.brokers) + 1
+    new_id = next_broker_id(info)
     servers = ["--bootstrap", info.bootstrap, "--prometheus", info.prometheus_url]
     lines = [
         (["sandbox", "produce", "orders", "--mb", "100", "--partitions", "12", *dir_flag],

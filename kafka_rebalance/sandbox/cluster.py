@@ -36,6 +36,7 @@ from kafka_rebalance.sandbox.state import (
     RESET_DIRS,
     BrokerInfo,
     SandboxInfo,
+    next_broker_id,
     read_state,
     state_path,
     write_marker,
@@ -383,7 +384,7 @@ def add_broker(sandbox_dir: Path, rack: str,
     """Start one more broker (next id) on rack; it registers with no replicas (other brokers
     may be down: the replacement of a dead one)."""
     info = running(sandbox_dir, brokers_may_be_down=True)
-    broker_id = max(b.id for b in info.brokers) + 1
+    broker_id = next_broker_id(info)
     ports = config.PortPlan(info.base_port)
     broker = BrokerInfo(id=broker_id, rack=rack, port=ports.broker(broker_id),
                         metrics_port=ports.metrics(broker_id), pid=0)

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kafka_rebalance.core.errors import SandboxError
+from kafka_rebalance.core.errors import InputError, SandboxError
+from kafka_rebalance.core.names import listed
 from kafka_rebalance.sandbox.links import LOOPBACK, LinkInfo, link_from_dict, link_to_dict
 
 STATE_FILE = "state.json"
@@ -183,6 +184,25 @@ def read_marker(sandbox_dir: Path) -> Marker | None:
 def is_sandbox_dir(sandbox_dir: Path) -> bool:
     """True when a sandbox was started in sandbox_dir (running or stopped since)."""
     return (sandbox_dir / MARKER_FILE).is_file() or state_path(sandbox_dir).is_file()
+
+
+def check_up_dir(sandbox_dir: Path, force: bool) -> None:
+    """`up` needs a directory (made if missing); in one that is not a sandbox yet it would
+    overwrite or delete what it names (logs/, broker-N/, prometheus.yml, ...): only with
+    --force. Checked before anything is started, downloaded or written."""
+    if sandbox_dir.exists() and not sandbox_dir.is_dir():
+        raise InputError(f"--dir {sandbox_dir} is a file, not a directory; give a directory "
+                         "for the sandbox (it is created if missing)")
+    clash = replaced_entries(sandbox_dir)
+    if clash and not force and not is_sandbox_dir(sandbox_dir.resolve()):
+        raise InputError(f"--dir {sandbox_dir} is not a sandbox but holds {listed(clash, 5)}, "
+                         "which `up` would overwrite or delete; choose another --dir, or pass "
+                         "--force")
+
+
+def next_broker_id(info: SandboxInfo) -> int:
+    """The id `add-broker` gives the next broker."""
+    return max(b.id for b in info.brokers) + 1
 
 
 def state_path(sandbox_dir: Path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_rebalance.commands.sandbox_cmd import check_up_dir, next_commands
+from kafka_rebalance.commands.sandbox_cmd import next_commands
 from kafka_rebalance.core.errors import InputError, SandboxError
 from kafka_rebalance.sandbox import cluster, teardown
 from kafka_rebalance.sandbox.produce import (
@@ -24,6 +24,7 @@ from kafka_rebalance.sandbox.state import (
     MARKER_FILE,
     BrokerInfo,
     SandboxInfo,
+    check_up_dir,
     is_sandbox_dir,
     write_marker,
     write_state,
