@@ -8,12 +8,14 @@ change day a window is an hour longer or shorter in real time. Pure: no clock, n
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from kafka_rebalance.core.errors import InputError
+from kafka_rebalance.core.names import visible
 
 DAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _DAY_ALIASES = {"daily": range(7), "everyday": range(7), "weekdays": range(5),
@@ -75,6 +77,33 @@ class Span:
 
 def _hhmm(minutes: int) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def resolve_zone(name: str | None) -> tzinfo:
+    """--timezone as an IANA zone; without it the machine's zone (TZ, then /etc/localtime)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    if name is not None:
+        try:  # OSError: a zone directory (Europe) or a name too long for a file
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            raise InputError(f"--timezone {visible(name)[:80]!r}: not an IANA timezone name "
+                             "(e.g. UTC, Europe/Berlin, America/New_York)") from None
+    env = os.environ.get("TZ", "").lstrip(":")
+    if env:
+        try:
+            return ZoneInfo(env)
+        except (ZoneInfoNotFoundError, ValueError, OSError):
+            # windows read in another zone than the operator's shell would start moves at the
+            # wrong hour: a POSIX rule (CET-1CEST,...) or a typo is refused, not guessed
+            raise InputError(f"TZ={visible(env)[:80]!r} is not an IANA timezone name, so the "
+                             "windows' zone is unknown; give --timezone (e.g. Europe/Berlin) "
+                             "or set TZ to such a name") from None
+    try:
+        with open("/etc/localtime", "rb") as local:
+            return ZoneInfo.from_file(local, key="localtime")
+    except (OSError, ValueError):
+        return datetime.now().astimezone().tzinfo or UTC
 
 
 def parse_schedule(specs: Iterable[str], zone: tzinfo) -> Schedule:

@@ -8,16 +8,15 @@ timestamped line on stdout; SIGTERM cancels a run in flight like Ctrl-C.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import replace
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from executor.config import DEFAULT_GATE_TIMEOUT_SECONDS
+from executor.config import DEFAULT_GATE_TIMEOUT_SECONDS, MB
 from executor.slo import (
     DEFAULT_EVERY_SECONDS,
     DEFAULT_FETCH_P99_MS,
@@ -26,6 +25,7 @@ from executor.slo import (
     DEFAULT_UNDER_REPLICATED,
 )
 from kafka_rebalance.autobalance.healing import DEFAULT_GRACE_SECONDS
+from kafka_rebalance.autobalance.windows import resolve_zone
 from kafka_rebalance.commands.execute_cmd import (
     Bootstrap,
     CommandConfig,
@@ -45,7 +45,7 @@ from kafka_rebalance.commands.execute_cmd import (
 )
 from kafka_rebalance.commands.render import console, note
 from kafka_rebalance.commands.run_lines import RunLines
-from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.core.errors import ExecutionError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.usecases.auto import LoopSettings, run_auto
 from kafka_rebalance.usecases.cluster import ClusterAccess
@@ -55,35 +55,6 @@ from kafka_rebalance.usecases.signals import sigterm_as_ctrl_c
 if TYPE_CHECKING:
     from executor.config import Event
     from kafka_rebalance.autobalance.orchestrator import AutoSettings, CycleResult
-
-MB = 1_000_000
-
-
-def resolve_zone(name: str | None) -> tzinfo:
-    """--timezone as an IANA zone; without it the machine's zone (TZ, then /etc/localtime)."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    if name is not None:
-        try:  # OSError: a zone directory (Europe) or a name too long for a file
-            return ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            raise InputError(f"--timezone {visible(name)[:80]!r}: not an IANA timezone name "
-                             "(e.g. UTC, Europe/Berlin, America/New_York)") from None
-    env = os.environ.get("TZ", "").lstrip(":")
-    if env:
-        try:
-            return ZoneInfo(env)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            # windows read in another zone than the operator's shell would start moves at the
-            # wrong hour: a POSIX rule (CET-1CEST,...) or a typo is refused, not guessed
-            raise InputError(f"TZ={visible(env)[:80]!r} is not an IANA timezone name, so the "
-                             "windows' zone is unknown; give --timezone (e.g. Europe/Berlin) "
-                             "or set TZ to such a name") from None
-    try:
-        with open("/etc/localtime", "rb") as local:
-            return ZoneInfo.from_file(local, key="localtime")
-    except (OSError, ValueError):
-        return datetime.now().astimezone().tzinfo or UTC
 
 
 class Lines:
@@ -118,8 +89,6 @@ def _settings(windows: list[str], zone: tzinfo, max_mbps: float, tolerance: floa
     from kafka_rebalance.usecases.run_settings import config_from_flags
     from planner.goals import Budget, Goals
 
-    if max_mbps <= 0:
-        raise InputError(f"--max-mbps must be positive, got {max_mbps}")
     Budget(time_limit_s=time_limit)  # --time-limit checked now, not at the first plan
     schedule = parse_schedule(windows, zone)
     config = config_from_flags(max_mbps=max_mbps, cooldown=cooldown, gate_timeout=gate_timeout,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafka_rebalance.autobalance.statedir import StateDir, state_lock
-from kafka_rebalance.commands.auto_cmd import resolve_zone
+from kafka_rebalance.autobalance.windows import resolve_zone
 from kafka_rebalance.core.errors import ExecutionError, InputError
 from kafka_rebalance.files.weights import read_weights
 from kafka_rebalance.usecases.run import check_new_journal
