@@ -31,9 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.arrays import NET_OUT, ClusterArrays, FloatArray, IntArray
+from planner.arrays import NET_OUT, ClusterArrays, FloatArray, IntArray, to_arrays
+from planner.goals import Goals
 from planner.leader_balance import FairLeaders, led, switch_keeps_spread
 from planner.state import SolverState, sessions_on_worst
+from topology.model import Topology
 
 # Requests within this share of a broker's request capacity of its fair share are in band.
 IMMATERIAL_REQUESTS = 0.01
@@ -441,3 +443,15 @@ def level_requests(state: SolverState, tolerance: float, deadline: float,
         return _session(req, broker, deadline) if time.monotonic() < deadline else 0
 
     return sessions_on_worst(req.penalties, session, max_sessions)
+
+
+def request_spread(topology: Topology) -> tuple[float, float] | None:
+    """Max and min over the fair share (by request capacity) of the requests the brokers that
+    may lead serve; None when the snapshot has no request rates."""
+    if not any(p.requests_per_sec for p in topology.partitions):
+        return None
+    arrays = to_arrays(topology, Goals(rack_aware=False))
+    fair = FairRequests.of(arrays, 0.0).fair
+    lead = arrays.eligible & (fair > 0)
+    ratio = served(arrays, arrays.replicas)[lead] / fair[lead]
+    return float(ratio.max()), float(ratio.min())

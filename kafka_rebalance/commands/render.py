@@ -156,23 +156,9 @@ def spread_table(topology: Topology) -> Table:
     for res, rb in balance(topology).items():
         table.add_row(_RESOURCE_TITLES[res], f"{rb.average:.1%}",
                       f"{rb.max_over_avg:.3f}", f"{rb.min_over_avg:.3f}")
+    from planner.requests import request_spread
+
     requests = request_spread(topology)
     if requests is not None:  # only snapshots with request rates
         table.add_row("requests", "-", f"{requests[0]:.3f}", f"{requests[1]:.3f}")
     return table
-
-
-def request_spread(topology: Topology) -> tuple[float, float] | None:
-    """Max and min over the fair share (by request capacity) of the requests the brokers that
-    may lead serve; None when the snapshot has no request rates."""
-    from planner.arrays import to_arrays
-    from planner.goals import Goals
-    from planner.requests import FairRequests, served
-
-    if not any(p.requests_per_sec for p in topology.partitions):
-        return None
-    arrays = to_arrays(topology, Goals(rack_aware=False))
-    fair = FairRequests.of(arrays, 0.0).fair
-    lead = arrays.eligible & (fair > 0)
-    ratio = served(arrays, arrays.replicas)[lead] / fair[lead]
-    return float(ratio.max()), float(ratio.min())
