@@ -19,7 +19,7 @@ from rich.text import Text
 from kafka_rebalance.core.errors import RebalanceError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.layout import WIDE, fit
-from topology.load import balance, broker_loads
+from topology.load import balance
 from topology.model import RESOURCES, Resource, Topology
 from topology.units import size_text
 
@@ -116,14 +116,10 @@ def topology_table(topology: Topology, title: str = "Brokers",
 
 def _topology_table(topology: Topology, title: str, amounts: bool,
                     leaders: bool) -> Table:
-    loads = broker_loads(topology)
+    from planner.tally import tally
+
+    counts = tally(topology)
     bal = balance(topology)
-    replicas = {b.id: 0 for b in topology.brokers}
-    leading = dict(replicas)
-    for p in topology.partitions:
-        leading[p.replicas[0]] += 1
-        for r in p.replicas:
-            replicas[r] += 1
     table = Table(title=escape(title) + ("" if amounts else " (utilization)"))
     for header in ("rack", "broker", "replicas", *(["leaders"] if leaders else [])):
         table.add_column(header, justify="right" if header != "rack" else "left",
@@ -135,9 +131,9 @@ def _topology_table(topology: Topology, title: str, amounts: bool,
                          no_wrap=True)
     for rack in topology.racks:
         for b in (b for b in topology.brokers if b.rack == rack):
-            load = loads[b.id]
+            load = counts.load(b.id)
             row = [escape(str(rack)), str(b.id) + ("" if b.alive else " (offline)"),
-                   str(replicas[b.id]), *([str(leading[b.id])] if leaders else [])]
+                   str(counts.replicas(b.id)), *([str(counts.leaders(b.id))] if leaders else [])]
             for res in RESOURCES:
                 util = bal[res].utilization.get(b.id)
                 if amounts:
