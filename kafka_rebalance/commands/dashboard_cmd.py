@@ -3,10 +3,9 @@ uses (its defaults, or a --queries file for an exporter that names series differ
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -14,18 +13,9 @@ from kafka_rebalance.commands.execute_cmd import QueriesFile
 from kafka_rebalance.commands.render import FORCE_HELP, say
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.files.outputs import Output, check_output
-from kafka_rebalance.report.dashboard import DASHBOARD_UID, dashboard, to_json
+from kafka_rebalance.report.dashboard import dashboard, is_dashboard_file, to_json
 from kafka_rebalance.usecases.run_settings import read_queries
 from topology.documents import write_json_atomic
-
-
-def is_dashboard_file(path: Path) -> bool:
-    """A dashboard this tool wrote: a JSON object with its uid."""
-    try:
-        doc: Any = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and doc.get("uid") == DASHBOARD_UID
 
 
 def dashboard_cmd(

@@ -38,6 +38,7 @@ from kafka_rebalance.usecases.plan import (
     PlanSettings,
     build_demotion,
     build_plan,
+    check_plan_journal,
     read_cluster,
     recheck,
 )
@@ -115,22 +116,6 @@ def _say_outcome(plan_file: PlanFile, out: Path | None) -> None:
     shown = visible(str(out))  # a newline in a path is shown, not obeyed
     say(f"Wrote {len(plan_file.moves)} move(s) to {shown}; review it again with "
         f"`rebalance diff {visible(shlex.quote(str(out)))}`.")  # pasted as it is shown
-
-
-def check_plan_journal(path: Path) -> None:
-    """A plan must not be written where a run's journal (PLAN.json.journal) still exists:
-    `execute` of the new plan would be refused, and the old run would lose its plan's name."""
-    from executor.journal import find_journal, journal_in_use
-
-    journal = find_journal(path, None)
-    if not journal.exists():
-        return
-    running = " and an executor is running on it" if journal_in_use(journal) else ""
-    raise InputError(
-        f"--out {path}: the journal {journal} of a run of that plan exists{running}, so "
-        f"`rebalance execute {path}` would be refused; write the plan to another --out, or "
-        f"finish (`rebalance resume`) or cancel (`rebalance cancel`) that run and move "
-        f"{journal} away (`rebalance status --journal {journal}` shows where it stands)")
 
 
 def plan(

@@ -13,12 +13,24 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from executor.readings import GateQueries
 from topology import promql
 
 DASHBOARD_UID = "kafka-rebalance"
+
+
+def is_dashboard_file(path: Path) -> bool:
+    """A dashboard this tool wrote: a JSON object with its uid."""
+    try:
+        doc: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("uid") == DASHBOARD_UID
+
+
 WINDOW_VAR = "$window"
 BROKER_VAR = "$broker"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}

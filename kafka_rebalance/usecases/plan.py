@@ -2,8 +2,9 @@
 
 `read_cluster` loads the topology (a snapshot file or the live cluster), applies the weights
 and checks the brokers to add or remove against it; `build_plan` solves, validates and orders,
-and never returns a plan the validator rejects. The solver and the validator (numpy, OR-Tools)
-are imported where they are used, so that `rebalance` starts fast for the other commands.
+and never returns a plan the validator rejects; `check_plan_journal` refuses an --out whose run
+journal still exists. The solver and the validator (numpy, OR-Tools) are imported where they are
+used, so that `rebalance` starts fast for the other commands.
 """
 
 from __future__ import annotations
@@ -235,3 +236,19 @@ def recheck(plan_file: PlanFile, topology: Topology, *, warn: Notify) -> PlanFil
                           plan_file.solver, plan_file.created_at,
                           [*exposure_warnings(topology, plan_file.moves), *report.warnings],
                           log_dirs=plan_file.log_dirs)
+
+
+def check_plan_journal(path: Path) -> None:
+    """A plan must not be written where a run's journal (PLAN.json.journal) still exists:
+    `execute` of the new plan would be refused, and the old run would lose its plan's name."""
+    from executor.journal import find_journal, journal_in_use
+
+    journal = find_journal(path, None)
+    if not journal.exists():
+        return
+    running = " and an executor is running on it" if journal_in_use(journal) else ""
+    raise InputError(
+        f"--out {path}: the journal {journal} of a run of that plan exists{running}, so "
+        f"`rebalance execute {path}` would be refused; write the plan to another --out, or "
+        f"finish (`rebalance resume`) or cancel (`rebalance cancel`) that run and move "
+        f"{journal} away (`rebalance status --journal {journal}` shows where it stands)")
