@@ -44,9 +44,9 @@ from kafka_rebalance.commands.execute_cmd import (
     SloUrp,
 )
 from kafka_rebalance.commands.render import console, note
-from kafka_rebalance.commands.run_lines import RunLines
 from kafka_rebalance.core.errors import ExecutionError
 from kafka_rebalance.core.names import visible
+from kafka_rebalance.report.run_lines import RunLines
 from kafka_rebalance.usecases.auto import LoopSettings, run_auto
 from kafka_rebalance.usecases.cluster import ClusterAccess
 from kafka_rebalance.usecases.run_settings import slo_from_flags
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
 class Lines:
     """One timestamped line per event, worded as `execute` words its run in a log
-    (kafka_rebalance.commands.run_lines: a move started, copied at what rate against the cap,
+    (kafka_rebalance.report.run_lines: a move started, copied at what rate against the cap,
     the gate's verdict when it changes, done), without copy progress: the auto use case's
     output (`kafka_rebalance.usecases.auto.AutoOutput`)."""
 

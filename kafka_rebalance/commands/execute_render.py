@@ -4,7 +4,7 @@ and the end-of-run report lines.
 The progress view is an executor Reporter: it folds events into the run's progress
 (executor.progress) and renders it (move i of n, bytes moved of total, current rate against
 the cap, ETA, gate state). It prints one line per
-change (kafka_rebalance.commands.run_lines): on a terminal above a rich Live panel, in a pipe or a
+change (kafka_rebalance.report.run_lines): on a terminal above a rich Live panel, in a pipe or a
 log alone, with a line at each quarter of a copy instead of the panel.
 """
 
@@ -23,8 +23,8 @@ from rich.text import Text
 from executor.config import Event
 from executor.progress import Flight, ProgressState
 from executor.state import MoveState
-from kafka_rebalance.commands.run_lines import RunLines
 from kafka_rebalance.core.names import listed
+from kafka_rebalance.report.run_lines import RunLines
 from topology.units import duration_text, rate_text, size_text
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The run as a log (kafka_rebalance.commands.run_lines): events that repeat every poll add a line
+"""The run as a log (kafka_rebalance.report.run_lines): events that repeat every poll add a line
 only when something changed, in human units; a resumed move is timed from the journal."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from executor.config import Event, EventKind
 from executor.decide import COPY_ENDED_UNSEEN
 from executor.milestones import MoveTiming, RunTimeline
-from kafka_rebalance.commands.run_lines import RunLines
+from kafka_rebalance.report.run_lines import RunLines
 from planner.result import Move
 
 MB = 1_000_000
