@@ -1,12 +1,16 @@
-"""A run's status from its journal alone (for `rebalance status`, even while a run is going)."""
+"""A run's status from its journal alone (for `rebalance status`, even while a run is going):
+the counts (`summarize`) and the whole view `status` shows (`status_view`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from executor.journal import RunState
-from executor.records import RunOutcome
-from executor.state import MoveState
+from executor.journal import RunState, replay
+from executor.milestones import RunTimeline
+from executor.records import Record, RunOutcome
+from executor.state import TERMINAL, MoveState
+from executor.timeline import Eta, estimate_eta, run_header
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +91,56 @@ def throttles_left(run: RunState) -> tuple[str, ...]:
     moves = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
     brokers = sorted(run.dir_throttles)
     return moves + ((f"the log-dir throttle of broker(s) {brokers}",) if brokers else ())
+
+
+@dataclass(frozen=True)
+class StatusView:
+    """Everything `status` shows, from the journal's records and whether an executor holds
+    the journal now."""
+
+    journal: str
+    plan: str | None
+    running: bool
+    run: RunState
+    status: RunStatus
+    times: RunTimeline
+    eta: Eta | None
+    cap: float | None
+    now: float
+
+    @property
+    def state(self) -> str:
+        """completed / stopped / cancelled, or running / interrupted while it has no end."""
+        if self.status.outcome is not None:
+            return self.status.outcome.value
+        return "running" if self.running else "interrupted"
+
+    @property
+    def elapsed(self) -> float | None:
+        """From the first record to the end, to now while running, or to the last record of
+        a run no executor holds (the time since then is not the run's)."""
+        times = self.times
+        if times.ended_at is None and not self.running and times.last_at is not None:
+            return times.elapsed(times.last_at)
+        return times.elapsed(self.now)
+
+    @property
+    def in_flight(self) -> list[tuple[int, str, MoveState, int, float | None]]:
+        """(index, name, state, bytes, started_at) of the moves between pending and an end."""
+        return [(i, m.name, self.run.state_of(m.name), m.bytes_moved,
+                 self.times.of(m.name).started_at)
+                for i, m in enumerate(self.run.plan.moves, start=1)
+                if self.run.state_of(m.name) not in TERMINAL | {MoveState.PENDING}]
+
+
+def status_view(records: Sequence[Record], journal: str, plan: str | None, running: bool,
+                settle_seconds: float, now: float) -> StatusView:
+    """The status of the run `records` (a journal accepted by `replay`) at clock time `now`,
+    timed and rated by the cap in force now (a resume may have changed the run's own)."""
+    run = replay(records)
+    cap = run.cap_at()
+    times = run.timeline
+    header = run_header(records)
+    eta = estimate_eta(run, times, cap, settle_seconds, now, header.concurrency,
+                       header.quota_window_seconds)
+    return StatusView(journal, plan, running, run, summarize(run), times, eta, cap, now)

@@ -302,7 +302,7 @@ def status(plan_path: PlanArg = None, journal: JournalOpt = None,
     executor is running on it, moves and bytes done, the move in flight, and an ETA."""
     import json
 
-    from kafka_rebalance.commands.run_report import status_document, status_table
+    from kafka_rebalance.report.run_status import status_document, status_table
     from kafka_rebalance.usecases.status import run_status
 
     path = find_journal(plan_path, journal)

@@ -55,7 +55,7 @@ def print_summary(journal: Path, ending: str, now: float) -> None:
     """The end-of-run summary on stdout, from the journal (so it covers the whole run); `now`
     on the clock of the journal's times."""
     from executor.journal import replay
-    from kafka_rebalance.commands.run_report import run_summary
+    from kafka_rebalance.report.run_status import run_summary
 
     run = replay(read_records(journal))
     console.print(run_summary(run, run.timeline, ending, now),

@@ -13,23 +13,18 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from executor.journal import (
-    RunState,
     find_journal,
     journal_in_use,
     plan_beside,
     read_records,
-    replay,
     runs_plan,
 )
-from executor.milestones import RunTimeline
 from executor.records import Record
-from executor.state import TERMINAL, MoveState
-from executor.status import RunStatus, summarize
-from executor.timeline import Eta, estimate_eta, run_header, run_settle
+from executor.status import StatusView, status_view
+from executor.timeline import run_settle
 from kafka_rebalance.core.errors import InputError, MetricsError, RebalanceError
 from kafka_rebalance.files.planfile import read_plan
 from planner.planfile import PlanFile
@@ -38,59 +33,6 @@ from planner.planfile import PlanFile
 MEASURED_POINTS = 600
 
 Series = dict[int, list[tuple[float, float]]]
-
-
-@dataclass(frozen=True)
-class StatusView:
-    """Everything `status` shows, from the journal's records and whether an executor holds
-    the journal now."""
-
-    journal: str
-    plan: str | None
-    running: bool
-    run: RunState
-    status: RunStatus
-    times: RunTimeline
-    eta: Eta | None
-    cap: float | None
-    now: float
-
-    @property
-    def state(self) -> str:
-        """completed / stopped / cancelled, or running / interrupted while it has no end."""
-        if self.status.outcome is not None:
-            return self.status.outcome.value
-        return "running" if self.running else "interrupted"
-
-    @property
-    def elapsed(self) -> float | None:
-        """From the first record to the end, to now while running, or to the last record of
-        a run no executor holds (the time since then is not the run's)."""
-        times = self.times
-        if times.ended_at is None and not self.running and times.last_at is not None:
-            return times.elapsed(times.last_at)
-        return times.elapsed(self.now)
-
-    @property
-    def in_flight(self) -> list[tuple[int, str, MoveState, int, float | None]]:
-        """(index, name, state, bytes, started_at) of the moves between pending and an end."""
-        return [(i, m.name, self.run.state_of(m.name), m.bytes_moved,
-                 self.times.of(m.name).started_at)
-                for i, m in enumerate(self.run.plan.moves, start=1)
-                if self.run.state_of(m.name) not in TERMINAL | {MoveState.PENDING}]
-
-
-def status_view(records: Sequence[Record], journal: str, plan: str | None, running: bool,
-                settle_seconds: float, now: float) -> StatusView:
-    """The status of the run `records` (a journal accepted by `replay`) at clock time `now`,
-    timed and rated by the cap in force now (a resume may have changed the run's own)."""
-    run = replay(records)
-    cap = run.cap_at()
-    times = run.timeline
-    header = run_header(records)
-    eta = estimate_eta(run, times, cap, settle_seconds, now, header.concurrency,
-                       header.quota_window_seconds)
-    return StatusView(journal, plan, running, run, summarize(run), times, eta, cap, now)
 
 
 def run_status(plan_path: Path | None, journal: Path | None,

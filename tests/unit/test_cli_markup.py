@@ -19,7 +19,7 @@ from executor.progress import ProgressState
 from executor.records import RunOutcome
 from executor.runner import RunReport
 from executor.state import MoveState
-from executor.status import MoveStatus, RunStatus
+from executor.status import MoveStatus, RunStatus, StatusView
 from executor.throttle import ThrottlePlan, ThrottlePriors
 from kafka_rebalance.commands import render
 from kafka_rebalance.commands.execute_render import (
@@ -27,10 +27,9 @@ from kafka_rebalance.commands.execute_render import (
     render_progress,
     report_lines,
 )
-from kafka_rebalance.commands.run_report import status_table
 from kafka_rebalance.commands.sandbox_cmd import _brokers_table
+from kafka_rebalance.report.run_status import status_table
 from kafka_rebalance.sandbox.state import BrokerInfo, SandboxInfo
-from kafka_rebalance.usecases.status import StatusView
 
 Rebalance = Callable[..., tuple[int, str]]
 CAP = {"disk_bytes": 1000, "net_in_bytes_per_sec": 1000, "net_out_bytes_per_sec": 1000}

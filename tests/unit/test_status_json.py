@@ -174,7 +174,7 @@ def test_a_resume_under_a_lower_cap_times_and_rates_what_follows_by_it(
     from rich.console import Console
 
     from executor.journal import read_journal
-    from kafka_rebalance.commands.run_report import moves_table
+    from kafka_rebalance.report.run_status import moves_table
 
     run = read_journal(tmp_path / "run.journal")
     console = Console(width=200, record=True)

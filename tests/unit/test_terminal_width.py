@@ -137,7 +137,7 @@ def test_the_run_summary_names_a_249_character_partition_whole_and_keeps_its_sta
     from executor.journal import header_record, replay, state_record
     from executor.plan import ExecutionPlan
     from executor.state import MoveState
-    from kafka_rebalance.commands.run_report import moves_table
+    from kafka_rebalance.report.run_status import moves_table
     from planner.result import Move
 
     name = "t" * 240 + ".a_b-c"

@@ -18,8 +18,8 @@ from executor.runner import Executor
 from executor.slo import SloPolicy, SloReading, breaches
 from executor.throttle import FOLLOWER_RATE, LEADER_RATE
 from executor.timeline import timeline
-from kafka_rebalance.commands.run_report import summary_head
 from kafka_rebalance.core.ports import PartitionInfo
+from kafka_rebalance.report.run_status import summary_head
 from planner.result import Move
 from tests.unit.executor.fakes import MB, World, make_world
 from topology.model import TopicPartition

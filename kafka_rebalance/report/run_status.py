@@ -3,7 +3,8 @@
 Every run of `execute`, `resume` or `cancel` ends with a summary however it ends: elapsed time,
 bytes moved, the mean copy rate against the cap, and a table of the moves that started. `status`
 shows where a run stands, with an ETA, as text or as a stable JSON document (`--json`), from
-the view the status use case builds (`kafka_rebalance.usecases.status`).
+the view the status use case builds (`kafka_rebalance.usecases.status`: an
+`executor.status.StatusView`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from executor.timeline import COPIED, copy_pace
 from topology.units import duration_text, rate_text, share_text, size_text
 
 if TYPE_CHECKING:
-    from kafka_rebalance.usecases.status import StatusView
+    from executor.status import StatusView
 
 STATUS_VERSION = 1
 
