@@ -35,13 +35,12 @@ from kafka_rebalance.commands.render import (
     err_console,
     note,
     say,
-    spread_table,
     stdout_width,
-    topology_table,
 )
 from kafka_rebalance.commands.sandbox_cmd import app as sandbox_app
 from kafka_rebalance.core.errors import RebalanceError
 from kafka_rebalance.core.names import visible
+from kafka_rebalance.report.cluster_tables import spread_table, topology_table
 from kafka_rebalance.usecases.signals import INTERRUPTED_EXIT_CODE
 from topology.capacities import read_capacities
 from topology.snapshot import read_snapshot

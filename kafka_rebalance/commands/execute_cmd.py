@@ -29,7 +29,6 @@ from executor.slo import (
     DEFAULT_PRODUCE_P99_MS,
     DEFAULT_UNDER_REPLICATED,
 )
-from kafka_rebalance.commands.execute_render import preview_table
 from kafka_rebalance.commands.execute_run import RunScreen, conclude, print_summary
 from kafka_rebalance.commands.render import console, note, notes_held, say
 from kafka_rebalance.commands.report_cmd import (
@@ -39,6 +38,7 @@ from kafka_rebalance.commands.report_cmd import (
     write_status_html,
 )
 from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.report.run_progress import preview_table
 from kafka_rebalance.usecases.cluster import ClusterAccess
 from kafka_rebalance.usecases.run import (
     CancelAsked,

@@ -16,9 +16,9 @@ import typer
 from executor.config import Reporter
 from executor.journal import read_records
 from executor.progress import progress_of
-from kafka_rebalance.commands.execute_render import ProgressView, report_lines
 from kafka_rebalance.commands.render import NoteHold, console, err_console, note, say
 from kafka_rebalance.core.errors import ExecutionError, RebalanceError
+from kafka_rebalance.report.run_progress import ProgressView, report_lines
 from kafka_rebalance.usecases.run_settings import both, serve_metrics
 from kafka_rebalance.usecases.signals import sigterm_as_ctrl_c
 

@@ -22,12 +22,12 @@ from executor.state import MoveState
 from executor.status import MoveStatus, RunStatus, StatusView
 from executor.throttle import ThrottlePlan, ThrottlePriors
 from kafka_rebalance.commands import render
-from kafka_rebalance.commands.execute_render import (
+from kafka_rebalance.commands.sandbox_cmd import _brokers_table
+from kafka_rebalance.report.run_progress import (
     preview_table,
     render_progress,
     report_lines,
 )
-from kafka_rebalance.commands.sandbox_cmd import _brokers_table
 from kafka_rebalance.report.run_status import status_table
 from kafka_rebalance.sandbox.state import BrokerInfo, SandboxInfo
 

@@ -25,8 +25,8 @@ from executor.journal import (
 from executor.plan import ExecutionPlan
 from executor.progress import ETA_EVERY_S, ProgressState, progress_of
 from executor.state import MoveState
-from kafka_rebalance.commands.execute_render import render_progress
 from kafka_rebalance.core.errors import ExecutionError, InputError
+from kafka_rebalance.report.run_progress import render_progress
 from kafka_rebalance.usecases.run_settings import config_from_flags, parse_finish_by
 from planner.result import Move
 
@@ -216,7 +216,7 @@ def test_progress_view_on_a_terminal_and_in_a_pipe() -> None:
 
     from rich.console import Console
 
-    from kafka_rebalance.commands.execute_render import ProgressView
+    from kafka_rebalance.report.run_progress import ProgressView
 
     for terminal in (True, False):
         out = io.StringIO()

@@ -215,7 +215,7 @@ def test_auto_finds_a_rebalance_due_and_worth_running_for_requests() -> None:
 
 
 def test_show_adds_a_requests_row_only_for_snapshots_with_request_rates() -> None:
-    from kafka_rebalance.commands.render import spread_table
+    from kafka_rebalance.report.cluster_tables import spread_table
     from planner.requests import request_spread
 
     assert request_spread(chatty_on_one_broker()) == (4000 / 1010, 10 / 1010)

@@ -1,5 +1,5 @@
-"""Rendering for `rebalance execute` and friends: the live progress view, the dry-run preview
-and the end-of-run report lines.
+"""A run on the terminal for `rebalance execute` and friends: the live progress view, the dry-run
+preview and the end-of-run report lines.
 
 The progress view is an executor Reporter: it folds events into the run's progress
 (executor.progress) and renders it (move i of n, bytes moved of total, current rate against
