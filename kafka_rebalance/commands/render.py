@@ -1,4 +1,5 @@
-"""Rich rendering helpers shared by the commands (tables, human-readable units, notes).
+"""How the commands print: the consoles (sized for a terminal, a pipe or a log), `say`, `note`,
+notes held while a live view runs, and the --force help they share.
 
 Every string from a user or a cluster (paths, rack and topic names, messages) reaches rich
 escaped (`rich.markup.escape`) or as plain text (`say`, `note`, `Text`): a rack named "[/]x"
