@@ -60,7 +60,7 @@ Exit codes (an error is one line on stderr; --debug adds the traceback):
   5    no valid plan: infeasible, or the plan fails validation
   6    the executor refused to start a run or stopped it, or a journal is damaged (status too)
   7    the sandbox could not be started, found or stopped
-  8    the run was cancelled as asked (`rebalance cancel`), throttles restored
+  8    the run was cancelled as asked (`rebalance cancel`), throttles restored, no move failed
   70   unexpected internal error
   130  interrupted (Ctrl-C or SIGTERM)""")
 

@@ -78,6 +78,13 @@ class RunReport:
     def done(self) -> int:
         return sum(1 for s in self.states.values() if s is S.DONE)
 
+    @property
+    def cancelled_cleanly(self) -> bool:
+        """Cancelled as asked (`rebalance cancel`, Ctrl-C in auto, SIGTERM), no move failed and
+        no throttle left: not an error, though not a completed run either."""
+        return (self.outcome is RunOutcome.CANCELLED and not self.throttles_left
+                and S.FAILED not in self.states.values())
+
 
 class Executor:
     """Runs one journaled plan against the ports."""

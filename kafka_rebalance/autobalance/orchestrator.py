@@ -133,10 +133,7 @@ class CycleResult:
     @property
     def cancelled_cleanly(self) -> bool:
         """The run was cancelled as asked, no move failed and no throttle is left."""
-        report = self.report
-        return (report is not None and report.outcome is RunOutcome.CANCELLED
-                and not report.throttles_left
-                and MoveState.FAILED not in report.states.values())
+        return self.report is not None and self.report.cancelled_cleanly
 
 
 def run_cycle(settings: AutoSettings, edge: Edge) -> CycleResult:

@@ -122,7 +122,8 @@ def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:
 
 def conclude(result: RunResult) -> None:
     """The summary, then the exit: 0 completed, CANCELLED_EXIT_CODE cancelled as asked (throttles
-    restored), an ExecutionError (exit code 6) for a run that stopped or left throttles."""
+    restored, no move failed), an ExecutionError (exit code 6) for a run that stopped, failed a move
+    or left throttles."""
     from executor.records import RunOutcome
 
     report = result.report
@@ -131,6 +132,6 @@ def conclude(result: RunResult) -> None:
         note(warning, label="warning", style="bold red")
     if report.outcome is RunOutcome.COMPLETED:
         return
-    if report.outcome is RunOutcome.CANCELLED and not report.throttles_left:
+    if report.cancelled_cleanly:
         raise typer.Exit(CANCELLED_EXIT_CODE)
     raise ExecutionError("\n".join(report_lines(report)))

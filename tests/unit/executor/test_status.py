@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from executor.config import Event, EventKind
 from executor.journal import replay
 from executor.records import RunOutcome
-from executor.runner import Executor
+from executor.runner import Executor, RunReport
 from executor.state import MoveState
 from executor.status import summarize
 from tests.unit.executor.fakes import MB, World, make_world
@@ -49,3 +51,17 @@ def test_the_next_step_of_an_unfinished_run_follows_whether_an_executor_holds_it
     assert unfinished.next_step_for(False).startswith("`rebalance resume` continues the "
                                                       "interrupted run")
     assert unfinished.next_step_for(None).startswith("if no executor is running")
+
+
+@pytest.mark.parametrize(("outcome", "states", "left", "clean"), [
+    (RunOutcome.CANCELLED, {"a": MoveState.DONE, "b": MoveState.CANCELLED}, (), True),
+    (RunOutcome.CANCELLED, {"a": MoveState.FAILED, "b": MoveState.CANCELLED}, (), False),
+    (RunOutcome.CANCELLED, {"a": MoveState.CANCELLED}, ("a",), False),
+    (RunOutcome.STOPPED, {"a": MoveState.CANCELLED}, (), False),
+    (RunOutcome.COMPLETED, {"a": MoveState.DONE}, (), False),
+])
+def test_a_run_is_cancelled_cleanly_only_as_asked_with_nothing_failed_or_left(
+        outcome: RunOutcome, states: dict[str, MoveState], left: tuple[str, ...],
+        clean: bool) -> None:
+    """What execute, resume and auto exit 8 for (not an error, not a completed run)."""
+    assert RunReport(outcome, states, {}, left).cancelled_cleanly is clean
