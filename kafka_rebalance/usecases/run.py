@@ -279,9 +279,9 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks,
             hooks.note("the cluster changed since the plan was made (fingerprint differs); "
                        "preflight checks every move's partition")
         _require_network_series(ports, config, plan, topology, cluster.prometheus)
-        above = _cap_above_the_network(config, plan)
-        if above:
-            hooks.note(above)
+        for odd in (_cap_above_the_network(config, plan), _cap_far_below_the_plan(config, plan)):
+            if odd:
+                hooks.note(odd)
         yield _Ready(plan, ports, config, validator)
 
 
@@ -300,6 +300,24 @@ def _cap_above_the_network(config: ExecutorConfig, plan: ExecutionPlan) -> str:
     return (f"--max-mbps is {rate_text(config.max_bytes_per_sec)}, above the network capacity "
             f"of every broker the plan copies into (at most {rate_text(fastest)}): the "
             "throttle holds nothing back; is the unit right (MB/s)?")
+
+
+# A run this long at the cap is more likely a unit slip (--max-mbps is MB/s) than meant.
+SLOW_RUN_SECONDS = 7 * 24 * 3600.0
+
+
+def _cap_far_below_the_plan(config: ExecutorConfig, plan: ExecutionPlan) -> str:
+    """What to say when the plan's bytes, copied one at a time at --max-mbps, take more than a
+    week ('' otherwise): the run is accepted, but the cap may not be the one meant."""
+    from topology.units import duration_text, rate_text, size_text
+
+    total = sum(m.bytes_moved for m in plan.moves)
+    seconds = total / config.max_bytes_per_sec
+    if seconds <= SLOW_RUN_SECONDS:
+        return ""
+    return (f"--max-mbps is {rate_text(config.max_bytes_per_sec)}: the plan's "
+            f"{size_text(total)} take {duration_text(seconds)} at it one move at a time; is "
+            "the unit right (MB/s, 10^6 bytes per second)?")
 
 
 def _require_network_series(ports: Ports, config: ExecutorConfig, plan: ExecutionPlan,

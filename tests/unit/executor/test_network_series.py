@@ -44,3 +44,20 @@ def test_a_cap_above_every_receivers_network_is_told() -> None:
     assert said.startswith("--max-mbps is 100 GB/s, above the network capacity of every "
                            "broker the plan copies into (at most 50.0 MB/s)"), said
     assert _cap_above_the_network(replace(fast, max_bytes_per_sec=40 * 10**6), world.plan) == ""
+
+
+def test_a_cap_that_makes_the_run_last_weeks_is_told() -> None:
+    from dataclasses import replace
+
+    from kafka_rebalance.usecases.run import _cap_far_below_the_plan
+
+    world = make_world()
+    total = sum(m.bytes_moved for m in world.plan.moves)
+    week = 7 * 24 * 3600
+    slow = replace(world.config, max_bytes_per_sec=total / (2 * week))  # a unit slip's pace
+    said = _cap_far_below_the_plan(slow, world.plan)
+    assert said.startswith("--max-mbps is "), said
+    assert said.endswith("take 14d 00h 00m at it one move at a time; is the unit right (MB/s, "
+                         "10^6 bytes per second)?"), said
+    assert _cap_far_below_the_plan(replace(slow, max_bytes_per_sec=total / (week - 60)),
+                                   world.plan) == ""
