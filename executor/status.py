@@ -48,10 +48,10 @@ class RunStatus:
     def next_step_for(self, running: bool | None) -> str:
         """What an operator should do next, knowing whether an executor holds the journal
         (None: not known)."""
-        if self.outcome is RunOutcome.COMPLETED:
-            return "nothing: every move is done"
         if self.throttles_left and self.outcome is not None:
             return "run `rebalance clear-throttles` (throttles may be left on the brokers)"
+        if self.outcome is RunOutcome.COMPLETED:
+            return "nothing: every move is done"
         if self.outcome is None and running:
             return ("nothing: an executor is running this run (`rebalance cancel` asks it to "
                     "revert)")

@@ -28,7 +28,12 @@ from executor.gates import GateReading, NetworkSample, gate_decision, start_deci
 from executor.journal import Journal, MoveRecord
 from executor.readings import read_gate, read_network, read_traffic
 from executor.slo import guarded
-from executor.state import REASSIGNMENT_MAY_BE_IN_FLIGHT, MoveState, can_transition
+from executor.state import (
+    REASSIGNMENT_MAY_BE_IN_FLIGHT,
+    TERMINAL,
+    MoveState,
+    can_transition,
+)
 from executor.throttle import (
     BROKER_THROTTLE_CONFIGS,
     FOLLOWER_RATE,
@@ -180,12 +185,20 @@ class MoveDriver:
             self.ports.clock.sleep(READ_BACK_PAUSE_SECONDS)
         return differences()
 
-    def shared_rates(self, move_name: str) -> dict[tuple[int, str], tuple[str | None, int]]:
-        """Broker rates other moves of this run have set and not yet put back:
-        (broker, config) -> (the value before the run, the rate in force)."""
+    def shared_rates(self, move_name: str, *, with_ended: bool = False
+                     ) -> dict[tuple[int, str], tuple[str | None, int]]:
+        """Broker rates other moves of this run have set and will put back themselves:
+        (broker, config) -> (the value before the run, the rate in force). A move that has
+        ended holds nothing: what its restore could not put back (a rate on a broker that was
+        offline) is `clear-throttles`' to put back, and a rate it left to a move still going
+        is that move's to put back now (else each would leave it to the other, on live
+        brokers, in a run that completes). `with_ended`: ended moves' rates too, for the value
+        before the run a new move is to put back (a rate left is not the operator's)."""
+        run = self.journal.run
         shared: dict[tuple[int, str], tuple[str | None, int]] = {}
-        for name, record in self.journal.run.moves.items():
-            if name == move_name or not record.throttles_left or record.throttle is None:
+        for name, record in run.moves.items():
+            if (name == move_name or not record.throttles_left or record.throttle is None
+                    or (run.state_of(name) in TERMINAL and not with_ended)):
                 continue
             plan = record.throttle
             for b, rates in plan.broker_rates.items():
@@ -370,7 +383,7 @@ class MoveDriver:
         brokers = sorted((set(move.current) | set(move.added_brokers)) & self._live())
         values = admin.broker_configs(brokers, BROKER_THROTTLE_CONFIGS)
         topic = admin.topic_configs([move.topic], TOPIC_THROTTLE_CONFIGS).get(move.topic, {})
-        shared = self.shared_rates(move.name)
+        shared = self.shared_rates(move.name, with_ended=True)
 
         def prior(b: int, config: str) -> str | None:
             held = shared.get((b, config))

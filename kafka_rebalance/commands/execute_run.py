@@ -122,15 +122,16 @@ def _summary_anyway(executor: Executor, journal: Path, ending: str) -> None:
 
 def conclude(result: RunResult) -> None:
     """The summary, then the exit: 0 completed, CANCELLED_EXIT_CODE cancelled as asked (throttles
-    restored, no move failed), an ExecutionError (exit code 6) for a run that stopped, failed a move
-    or left throttles."""
+    restored, no move failed), an ExecutionError (exit code 6) for a run that stopped or failed a
+    move, and for one that left throttles (every move done, but a broker that was offline kept
+    a rate until `clear-throttles`)."""
     from executor.records import RunOutcome
 
     report = result.report
     print_summary(result.journal, report.outcome.value, result.clock.now())
     for warning in result.warnings:
         note(warning, label="warning", style="bold red")
-    if report.outcome is RunOutcome.COMPLETED:
+    if report.outcome is RunOutcome.COMPLETED and not report.throttles_left:
         return
     if report.cancelled_cleanly:
         raise typer.Exit(CANCELLED_EXIT_CODE)

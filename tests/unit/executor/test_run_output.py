@@ -192,3 +192,25 @@ def test_an_interrupted_run_prints_the_summary_so_far(
     assert re.match(r"run interrupted after \d+s: 0 of 2 move\(s\) done", out[0]), out
     assert table_rows(result.out)["t-0"][-1] == "copying"
     assert "rebalance resume" in result.err and "error" not in result.err.lower()
+
+
+def test_a_run_that_completes_with_a_rate_left_on_an_offline_broker_is_no_success(
+        cluster: list[Hook], tmp_path: Path, rebalance_main: Any) -> None:
+    """t-1 keeps its replica on broker 2, which dies as the copy ends: every move is done,
+    but 2's rate waits for `clear-throttles` once it is back. That is told, and the exit is 6,
+    not 0 (a script that trusts exit 0 would leave the throttle)."""
+    from topology.model import TopicPartition
+
+    def kill_kept_broker(world: World, journal: Path, event: Event) -> None:
+        if event.kind is EventKind.STATE and event.message == "t-1: verifying" \
+                and 2 not in world.admin.dead:
+            world.admin.dead.add(2)
+            part = world.admin.parts[TopicPartition("t", 1)]
+            part.isr, part.leader = (4,), 4
+    cluster.append(kill_kept_broker)
+    result = rebalance_main("execute", str(tmp_path / "plan.json"), *FLAGS)
+    assert result.code == 6, result.err
+    assert re.match(r"run completed after \d+s: 2 of 2 move\(s\) done", result.out), result.out
+    assert "throttles may be left by t-1: run `rebalance clear-throttles`" in result.err
+    status = rebalance_main("status", str(tmp_path / "plan.json"))
+    assert "clear-throttles" in status.out, status.out

@@ -215,6 +215,12 @@ def test_a_kept_replicas_broker_dying_as_the_copy_ends_leaves_the_move_done_and_
     assert any("broker(s) [2] kept their replica but are out of sync" in r for r in said), said
     assert any("broker 2: could not restore (it is offline): the partition is in place" in r
                for r in said), said
+    # events-0 took broker 4 over from orders-1 and shares broker 3 with it: it put their
+    # rates back as it ended (orders-1, ended, holds none), so only the dead broker's is left
+    broker_cfg, topic_cfg = world.admin.configs()
+    assert {b: v for b, v in broker_cfg.items() if b != 2} == {
+        b: v for b, v in before[0].items() if b != 2}
+    assert topic_cfg == before[1]
     world.admin.dead.clear()  # the broker is back: clear what was left
     assert clear_throttles_from(world.sink.records, world.sink, world.ports(),
                                 world.config) == []
