@@ -191,7 +191,7 @@ class Executor:
         """An executor over a journal, without preflight, ready to `cancel()`."""
         run = replay(records)
         if not run.unfinished and not run.dirs_left:
-            left = [m.name for m in run.plan.moves if run.moves[m.name].throttles_left]
+            left = throttles_left(run)
             hint = (f"; throttles of {', '.join(left)} may be left: `rebalance clear-throttles`"
                     if left else "")
             raise ExecutionError(f"nothing to cancel: the run ended ({run.outcome or 'done'})"
@@ -384,18 +384,26 @@ class Executor:
         completed drain leaves them cordoned (they are empty, about to be decommissioned)."""
         priors = self.run_state.cordons
         if outcome is RunOutcome.CANCELLED:
-            try:
-                self.ports.admin.alter_broker_configs(
-                    {b: {CORDONED_LOG_DIRS: value} for b, value in sorted(priors.items())})
-            except ClusterError as exc:
-                self._note(f"could not restore cordoned.log.dirs on broker(s) "
-                           f"{sorted(priors)}: {exc}; set it back by hand (kafka-configs)")
-                return
-            self.journal.cordon(priors, False, self.ports.clock.now())
-            self._note(f"restored cordoned.log.dirs on broker(s) {sorted(priors)}")
+            problem = restore_cordons(self.run_state, self.journal, self.ports)
+            self._note(problem or f"restored cordoned.log.dirs on broker(s) {sorted(priors)}")
         elif outcome is RunOutcome.COMPLETED:
             self._note(f"broker(s) {sorted(priors)} stay cordoned: drained; lift it with "
                        "kafka-configs --delete-config cordoned.log.dirs if they stay in service")
+
+
+def restore_cordons(run: RunState, journal: Journal, ports: Ports) -> str:
+    """Put the drained brokers' cordoned.log.dirs back as the run found them (journaled once
+    done); why it could not be ('' when done). A broker offline now keeps the run's cordon
+    until `clear-throttles` is run again once it is back."""
+    priors = run.cordons
+    try:
+        ports.admin.alter_broker_configs(
+            {b: {CORDONED_LOG_DIRS: value} for b, value in sorted(priors.items())})
+    except ClusterError as exc:
+        return (f"could not restore cordoned.log.dirs on broker(s) {sorted(priors)}: {exc}; "
+                "`rebalance clear-throttles` puts it back once they answer")
+    journal.cordon(priors, False, ports.clock.now())
+    return ""
 
 
 def _restore_left_by_failures(run: RunState, sink: JournalSink, ports: Ports,
@@ -546,6 +554,9 @@ def clear_throttles(run: RunState, journal: Journal, driver: MoveDriver) -> list
             journal.throttles(move.name, False, driver.ports.clock.now())
     if run.dir_throttles:
         problems.extend(_clear_dir_throttle(run, journal, driver))
+    if run.cordons and run.outcome is RunOutcome.CANCELLED:  # (a drain done keeps its cordon)
+        problem = restore_cordons(run, journal, driver.ports)
+        problems.extend([problem] if problem else [])
     return problems
 
 

@@ -87,10 +87,13 @@ def summarize(run: RunState) -> RunStatus:
 
 
 def throttles_left(run: RunState) -> tuple[str, ...]:
-    """What may still hold a throttle the run set: moves by name, and the log-dir throttle."""
+    """What may still hold a config the run set: moves by name, the log-dir throttle, and the
+    drain's cordon once the run was cancelled (a drain done keeps it on purpose)."""
     moves = tuple(m.name for m in run.plan.moves if run.moves[m.name].throttles_left)
     brokers = sorted(run.dir_throttles)
-    return moves + ((f"the log-dir throttle of broker(s) {brokers}",) if brokers else ())
+    cordoned = sorted(run.cordons) if run.outcome is RunOutcome.CANCELLED else []
+    return (moves + ((f"the log-dir throttle of broker(s) {brokers}",) if brokers else ())
+            + ((f"the drain's cordon on broker(s) {cordoned}",) if cordoned else ()))
 
 
 @dataclass(frozen=True)

@@ -64,3 +64,34 @@ def test_a_cancel_after_a_crash_puts_the_value_back_from_the_journal() -> None:
     again.cancel()
     assert again.run().outcome is RunOutcome.CANCELLED
     assert world.admin.broker_cfg[4][CORDON] == "/data/disk2"
+
+
+def test_a_cordon_a_cancel_could_not_put_back_is_told_and_clear_throttles_puts_it_back(
+) -> None:
+    """The drained broker is offline when the cancel ends: its cordon stays, the run is no
+    clean cancel, status says to run clear-throttles, and that puts the value back once the
+    broker answers (a broker in service would otherwise take no new replica, silently)."""
+    from executor.runner import clear_throttles_from
+    from executor.status import summarize
+
+    world = drain_world("/data/disk2")
+
+    def kill_and_cancel(w: World, e: Event) -> None:
+        if e.kind is EventKind.PROGRESS:
+            w.admin.dead.add(4)
+            w.sink.cancel = True
+    world.hooks.append(kill_and_cancel)
+    report = start(world).run()
+    assert report.outcome is RunOutcome.CANCELLED and not report.cancelled_cleanly
+    assert "the drain's cordon on broker(s) [4]" in report.throttles_left
+    assert any("`rebalance clear-throttles` puts it back once they answer" in m
+               for m in world.messages(EventKind.NOTE)), world.messages(EventKind.NOTE)
+    assert world.admin.broker_cfg[4][CORDON] == "*"
+    status = summarize(replay(world.sink.records))
+    assert "clear-throttles" in status.next_step
+    world.admin.dead.clear()  # back in service
+    assert clear_throttles_from(world.sink.records, world.sink, world.ports(),
+                                world.config) == []
+    assert world.admin.broker_cfg[4][CORDON] == "/data/disk2"
+    assert replay(world.sink.records).cordons == {}
+    assert "clear-throttles" not in summarize(replay(world.sink.records)).next_step
