@@ -41,7 +41,11 @@ from kafka_rebalance.commands.sandbox_cmd import app as sandbox_app
 from kafka_rebalance.core.errors import RebalanceError
 from kafka_rebalance.core.names import visible
 from kafka_rebalance.report.cluster_tables import spread_table, topology_table
-from kafka_rebalance.usecases.signals import INTERRUPTED_EXIT_CODE
+from kafka_rebalance.usecases.signals import (
+    INTERRUPTED_EXIT_CODE,
+    output_may_close,
+    reader_may_go,
+)
 from topology.capacities import read_capacities
 from topology.snapshot import read_snapshot
 
@@ -288,13 +292,14 @@ def show(
 app.command(name="plan")(plan_cmd.plan)
 app.command(name="diff")(plan_cmd.diff)
 app.command(name="snapshot")(snapshot_cmd.snapshot)
-app.command(name="execute")(execute_cmd.execute)
+# the commands that change the cluster run to their end (and exit code) if their reader goes
+app.command(name="execute")(reader_may_go(execute_cmd.execute))
 app.command(name="status")(execute_cmd.status)
-app.command(name="cancel")(execute_cmd.cancel)
-app.command(name="resume")(execute_cmd.resume)
-app.command(name="clear-throttles")(execute_cmd.clear_throttles)
+app.command(name="cancel")(reader_may_go(execute_cmd.cancel))
+app.command(name="resume")(reader_may_go(execute_cmd.resume))
+app.command(name="clear-throttles")(reader_may_go(execute_cmd.clear_throttles))
 app.command(name="weights")(history_cmd.weights)
-app.command(name="auto")(auto_cmd.auto)
+app.command(name="auto")(reader_may_go(auto_cmd.auto))
 app.command(name="dashboard")(dashboard_cmd.dashboard_cmd)
 app.add_typer(history_cmd.history_app, name="history")
 
@@ -336,13 +341,16 @@ def main() -> None:
     try:
         app()
     except RebalanceError as exc:
-        report_error(str(exc), exc)
+        with output_may_close():  # a reader gone by now must not turn the code into 1
+            report_error(str(exc), exc)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted", markup=False, highlight=False)
+        with output_may_close():
+            err_console.print("interrupted", markup=False, highlight=False)
         sys.exit(INTERRUPTED_EXIT_CODE)
     except Exception as exc:  # the last resort: no stack trace for a user
-        report_error(unexpected_message(exc), exc)
+        with output_may_close():
+            report_error(unexpected_message(exc), exc)
         sys.exit(UNEXPECTED_EXIT_CODE)
 
 

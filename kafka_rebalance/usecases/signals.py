@@ -1,8 +1,8 @@
 """What Ctrl-C, SIGTERM and a terminal that goes away do while a command works.
 
 `sigterm_as_ctrl_c`: during a run, SIGTERM and SIGHUP (the SSH session dropped) end the
-command the way Ctrl-C does, and output whose reader is gone (`| head`, a closed terminal) is
-dropped instead of ending the run between two cluster writes.
+command the way Ctrl-C does; `output_may_close` (also part of it): output whose reader is gone
+(`| head`, a closed terminal) is dropped instead of ending the run between two cluster writes.
 
 `interrupts_end_solving`: during planning, either signal ends the process at once with
 nothing written. The solvers run in C++ threads, where Python's own handler cannot run until a
@@ -15,6 +15,7 @@ process.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import signal
 import sys
@@ -22,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar, cast
 
 _T = TypeVar("_T")
 
@@ -44,14 +45,43 @@ def sigterm_as_ctrl_c() -> Iterator[None]:
 
     previous = {number: signal.signal(number, interrupt)
                 for number in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        with output_may_close():
+            yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def reader_may_go(command: _F) -> _F:
+    """`command` run inside `output_may_close` (its signature kept, for typer)."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with output_may_close():
+            return command(*args, **kwargs)
+
+    return cast(_F, run)
+
+
+@contextmanager
+def output_may_close() -> Iterator[None]:
+    """While the block runs, stdout and stderr survive their reader going away (`| head`, a
+    closed terminal): what is written then is dropped. For the whole of a command that
+    changes the cluster, from its first line to its summary, so that the run and its exit code
+    are what they would be with the reader still there."""
+    if isinstance(sys.stdout, _ReaderMayGo) and isinstance(sys.stderr, _ReaderMayGo):
+        yield
+        return
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _ReaderMayGo(sys.stdout), _ReaderMayGo(sys.stderr)
     try:
         yield
     finally:
         sys.stdout, sys.stderr = streams
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 class _ReaderMayGo:

@@ -85,3 +85,18 @@ def test_an_interrupt_while_planning_ends_it_at_once_and_writes_nothing(
     assert child.returncode == 128 + sent, stdout + stderr
     assert "interrupted: the plan was not made; nothing was written" in stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_refusal_keeps_its_exit_code_when_the_reader_is_gone() -> None:
+    """`execute MISSING.json ... 2>&1 | head -c0`: the error line has nowhere to go, and the
+    exit code is still the refusal's (2), not 1 from rich's broken-pipe exit."""
+    reading, writing = os.pipe()
+    os.close(reading)
+    try:
+        done = subprocess.run([sys.executable, "-c", "import cli; cli.main()", "execute",
+                               str(ROOT / "no-such-plan.json"), "--bootstrap", "127.0.0.1:1",
+                               "--prometheus", "http://127.0.0.1:1", "--max-mbps", "1"],
+                              stdout=writing, stderr=writing, cwd=ROOT, timeout=60)
+    finally:
+        os.close(writing)
+    assert done.returncode == 2

@@ -214,3 +214,31 @@ def test_a_run_that_completes_with_a_rate_left_on_an_offline_broker_is_no_succes
     assert "throttles may be left by t-1: run `rebalance clear-throttles`" in result.err
     status = rebalance_main("status", str(tmp_path / "plan.json"))
     assert "clear-throttles" in status.out, status.out
+
+
+def test_a_run_whose_reader_goes_at_once_still_runs_to_its_end_and_exit_code(
+        cluster: list[Hook], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`execute ... 2>&1 | head -c0`: the reader is gone before the first line. The run still
+    moves every partition and exits 0 (it had stopped before its first move with exit 1,
+    rich's own answer to a broken pipe), and its journal tells the whole run."""
+    import os
+    import sys
+
+    import cli
+
+    reading, writing = os.pipe()
+    os.close(reading)  # the reader is gone
+    closed = os.fdopen(writing, "w", buffering=1)
+    monkeypatch.setattr(sys, "argv", ["rebalance", "execute", str(tmp_path / "plan.json"),
+                                      *FLAGS])
+    monkeypatch.setattr(sys, "stdout", closed)
+    monkeypatch.setattr(sys, "stderr", closed)
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main()
+    finally:
+        monkeypatch.undo()
+        closed.close()
+    assert exit_info.value.code in (0, None)
+    run = read_journal(tmp_path / "plan.json.journal")
+    assert run.outcome is RunOutcome.COMPLETED
