@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from kafka_rebalance.core.ports import Clock
     from planner.planfile import PlanFile
     from topology.capacities import Capacities
-    from topology.model import Capacity, Topology
+    from topology.model import Capacity
 
 Notify = Callable[[str], None]
 """Tells the operator something beside the run (a note on stderr, in the CLI)."""
@@ -278,7 +278,8 @@ def _ready(settings: StartSettings, cluster: ClusterAccess, hooks: RunHooks,
         if topology.fingerprint() != plan.fingerprint:
             hooks.note("the cluster changed since the plan was made (fingerprint differs); "
                        "preflight checks every move's partition")
-        _require_network_series(ports, config, plan, topology, cluster.prometheus)
+        _require_network_series(ports, config, plan, {b.id for b in topology.brokers if b.alive},
+                                cluster.prometheus)
         for odd in (_cap_above_the_network(config, plan), _cap_far_below_the_plan(config, plan)):
             if odd:
                 hooks.note(odd)
@@ -321,15 +322,14 @@ def _cap_far_below_the_plan(config: ExecutorConfig, plan: ExecutionPlan) -> str:
 
 
 def _require_network_series(ports: Ports, config: ExecutorConfig, plan: ExecutionPlan,
-                            topology: Topology, prometheus: str | None) -> None:
+                            live: set[int], prometheus: str | None) -> None:
     """Refuse (MetricsError, exit 4) a Prometheus that answers but has the gate's network
     series for none of the plan's live brokers: it scrapes another cluster, or the queries
     name other metrics, and every move would hold for ever. Some brokers without series (one
     just added, not scraped yet) are the gate's to wait on."""
     from executor.readings import read_network
 
-    brokers = {b for m in plan.moves for b in (*m.current, *m.target)} & {
-        b.id for b in topology.brokers if b.alive}
+    brokers = {b for m in plan.moves for b in (*m.current, *m.target)} & live
     if not brokers:
         return
     seen = read_network(ports.metrics, config.queries, brokers)
@@ -383,14 +383,23 @@ def start_run(settings: StartSettings, *, cluster: ClusterAccess,
         header = header_record(ready.plan, config.to_journal())
         reporter = hooks.watch(replay([header]), config.max_bytes_per_sec,
                                ready.ports.clock.now, [header])
+        opened: list[JournalFile] = []
+
+        def create(header: Record) -> JournalFile:
+            opened.append(JournalFile.create(journal, header))
+            return opened[-1]
+
         with cluster_lease(cluster.bootstrap, cluster.command_config, run_id, journal,
                            settings.take_over_lease, hooks.note) as hold:
-            executor = Executor.start(ready.plan, ready.ports, config,
-                                      lambda header: JournalFile.create(journal, header),
-                                      validator=ready.validator, reporter=reporter,
-                                      run_id=run_id)
-            hooks.started(journal, run_id)
-            report = _drive(executor, journal, hooks, hold)
+            try:
+                executor = Executor.start(ready.plan, ready.ports, config, create,
+                                          validator=ready.validator, reporter=reporter,
+                                          run_id=run_id)
+                hooks.started(journal, run_id)
+                report = _drive(executor, journal, hooks, hold)
+            finally:  # its lock goes with the run, also in a process that runs on (auto)
+                for sink in opened:
+                    sink.close()
         return RunResult(report, journal, ready.ports.clock,
                          left_on_drained(ready.ports, plan_file, report))
 
@@ -414,8 +423,10 @@ def resume_run(settings: ResumeSettings, *, cluster: ClusterAccess,
                         hooks.note) as (ports, hold):
             if config.adaptive and cluster.capacities is not None:
                 config = replace(config, capacities=_capacities(ports, cluster.capacities))
-            reporter = hooks.watch(replay(records), config.max_bytes_per_sec, ports.clock.now,
-                                   records)
+            run = replay(records)
+            _require_network_series(ports, config, run.plan, {b.id for b in ports.admin.brokers()},
+                                    cluster.prometheus)
+            reporter = hooks.watch(run, config.max_bytes_per_sec, ports.clock.now, records)
             executor = Executor.resume(records, sink, ports, config, reporter,
                                        retry_failed=settings.retry_failed)
             report = _drive(executor, path, hooks, hold)

@@ -38,6 +38,7 @@ MOVES = (Move("t", 0, (1, 2), (1, 3), 10 * MB), Move("t", 1, (2, 1), (2, 4), 4 *
 FLAGS = ["--bootstrap", "127.0.0.1:1", "--prometheus", "http://127.0.0.1:1", "--max-mbps", "2",
          "--rate-window", "30s"]
 TIME = re.compile(r"^\d\d:\d\d:\d\d ")
+REAL_SERIES_CHECK = run_usecase._require_network_series
 
 Hook = Callable[[World, Path, Event], None]
 
@@ -242,3 +243,26 @@ def test_a_run_whose_reader_goes_at_once_still_runs_to_its_end_and_exit_code(
     assert exit_info.value.code in (0, None)
     run = read_journal(tmp_path / "plan.json.journal")
     assert run.outcome is RunOutcome.COMPLETED
+
+
+def test_a_resume_with_a_prometheus_of_another_cluster_is_refused_at_once(
+        cluster: list[Hook], tmp_path: Path, rebalance_main: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `execute` is: exit 4 before anything changes, not a hold for ever ("metrics
+    unavailable ... will retry") on a URL that will never answer for this cluster."""
+    worlds: list[World] = []
+
+    def ctrl_c(world: World, journal: Path, event: Event) -> None:
+        worlds.append(world)
+        if event.kind is EventKind.PROGRESS and event.bytes_done >= 4 * MB:
+            raise KeyboardInterrupt
+    cluster.append(ctrl_c)
+    assert rebalance_main("execute", str(tmp_path / "plan.json"), *FLAGS).code == 130
+    cluster.clear()
+    monkeypatch.setattr(run_usecase, "_require_network_series", REAL_SERIES_CHECK)
+    worlds[0].metrics.unscraped = {1, 2, 3, 4}  # series for none of this cluster's brokers
+    before = read_journal(tmp_path / "plan.json.journal").records
+    result = rebalance_main("resume", str(tmp_path / "plan.json"), *FLAGS[:4])
+    assert result.code == 4, result.err
+    assert "no network series for any broker of the plan" in result.err
+    assert read_journal(tmp_path / "plan.json.journal").records == before
