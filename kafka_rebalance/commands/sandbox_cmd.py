@@ -20,6 +20,7 @@ from kafka_rebalance.core.errors import InputError, SandboxError
 from kafka_rebalance.sandbox import cluster, teardown
 from kafka_rebalance.sandbox.config import DEFAULT_BASE_PORT, METRIC_NAMES
 from kafka_rebalance.sandbox.links import LOOPBACK
+from kafka_rebalance.sandbox.ports import ephemeral_overlap
 from kafka_rebalance.sandbox.state import (
     CAPACITIES_FILE,
     SandboxInfo,
@@ -159,6 +160,9 @@ def up(
         running_as = f"{info.link_mbps} Mbit/s links" if info.link_mbps else "loopback"
         note(f"the sandbox in {info.dir} already runs on {running_as}: --link-mbps "
              f"{link_mbps} is not applied (`rebalance sandbox down` first to change it)")
+    overlap = ephemeral_overlap(info)
+    if overlap:
+        note(overlap)
     steps = next_commands(info, target)
     if as_json:
         _print_json({**info.summary(), "already_running": result.already_running,

@@ -40,6 +40,21 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+def ephemeral_overlap(info: SandboxInfo) -> str:
+    """What to say when the sandbox's ports reach the kernel's ephemeral range ('' when they
+    do not): a client socket may take one of them, and a broker killed and started again can
+    find its port held for a minute (a socket connected to itself in TIME-WAIT)."""
+    low = _ephemeral_low()
+    highest = max(port for _, port in port_roles(info))
+    if highest < low:
+        return ""
+    below = max(1024, low - (highest - info.prometheus_port) - 1)
+    return (f"the sandbox's ports ({info.prometheus_port}..{highest}) reach the kernel's "
+            f"ephemeral range (from {low}): a client socket may take one, and a broker killed "
+            "and started again may find its port held for a minute; a --base-port of "
+            f"{below} or less keeps them out of it")
+
+
 def free_base_port(start: int, broker_ids: int) -> int:
     """First base port from start, in steps of 1000, whose whole port plan is free and stays
     below the ephemeral port range (where a client socket could take a port mid-start)."""

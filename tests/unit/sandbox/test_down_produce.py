@@ -230,3 +230,17 @@ def test_marker_keeps_whether_up_created_the_dir(tmp_path: Path) -> None:
     write_marker(tmp_path, created_dir=True)
     write_marker(tmp_path, created_dir=False)  # a later `up` does not forget it
     assert json.loads((tmp_path / MARKER_FILE).read_text())["created_dir"] is True
+
+
+def test_ports_in_the_ephemeral_range_are_told_with_a_base_port_that_avoids_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafka_rebalance.sandbox import ports
+
+    info = _info(tmp_path)  # ports 29090..29404
+    monkeypatch.setattr(ports, "_ephemeral_low", lambda: 32768)
+    assert ports.ephemeral_overlap(info) == ""
+    monkeypatch.setattr(ports, "_ephemeral_low", lambda: 29300)
+    said = ports.ephemeral_overlap(info)
+    assert said.startswith("the sandbox's ports (29090..29404) reach the kernel's ephemeral "
+                           "range (from 29300)"), said
+    assert said.endswith("a --base-port of 28985 or less keeps them out of it"), said
