@@ -4,10 +4,11 @@ A broker about to be patched, or one under watch, should lead nothing: its clien
 fetch traffic then goes to other brokers while it keeps its replicas (and catches up as a
 follower). Each partition it leads gets a new preferred leader among its other live replicas
 by reordering the replica list (a leadership-only move: no byte copied; the executor elects the
-new preferred leader). The new leader is the candidate that leads the least net out so far
-(leader net out: OUT + IN x (RF - 1), topology.load), partitions taken heaviest first, so the
-demoted broker's net out spreads instead of piling onto one follower; the demoted broker goes
-to the end of the list, the other replicas keep their order.
+new preferred leader). A partition whose preferred leader is offline is led by its first live
+replica, and demoted when that is the broker. The new leader is the candidate that leads the
+least net out so far (leader net out: OUT + IN x (RF - 1), topology.load), partitions taken
+heaviest first, so the demoted broker's net out spreads instead of piling onto one follower; the
+demoted broker goes to the end of the list, the other replicas keep their order.
 """
 
 from __future__ import annotations
@@ -41,21 +42,28 @@ def demote(topology: Topology, brokers: Iterable[int]) -> Demotion:
     alive = {b.id for b in topology.brokers if b.alive}
     led: dict[int, float] = dict.fromkeys(known, 0.0)
     for p in topology.partitions:
-        led[p.replicas[0]] += leader_net_out(p)
+        led[_leader(p, alive)] += leader_net_out(p)
     moves: list[Move] = []
     stuck: list[str] = []
-    leading = [p for p in topology.partitions if p.replicas[0] in demoted]
+    leading = [p for p in topology.partitions if _leader(p, alive) in demoted]
     for p in sorted(leading, key=lambda p: (-leader_net_out(p), p.topic, p.partition)):
         candidates = [b for b in p.replicas if b not in demoted and b in alive]
         if not candidates:
             stuck.append(p.name)
             continue
         leader = min(candidates, key=lambda b: (led[b], p.replicas.index(b)))
-        led[p.replicas[0]] -= leader_net_out(p)
+        led[_leader(p, alive)] -= leader_net_out(p)
         led[leader] += leader_net_out(p)
         moves.append(Move(p.topic, p.partition, p.replicas, _reordered(p, leader, demoted),
                           p.size_bytes))
     return Demotion(tuple(sorted(moves, key=lambda m: (m.topic, m.partition))), tuple(stuck))
+
+
+def _leader(p: Partition, alive: set[int]) -> int:
+    """Who leads `p`: its preferred leader, or while that broker is offline the first live
+    replica after it (the one Kafka elects when the ISR allows; a demoted broker leading so
+    must be demoted too)."""
+    return next((b for b in p.replicas if b in alive), p.replicas[0])
 
 
 def _reordered(p: Partition, leader: int, demoted: frozenset[int]) -> tuple[int, ...]:

@@ -53,6 +53,19 @@ def test_a_partition_with_no_other_live_replica_stays_and_is_named() -> None:
     assert any("2 partition(s) stay led by the demoted broker(s)" in w for w in plan.warnings)
 
 
+def test_a_partition_the_broker_leads_while_its_preferred_leader_is_offline_is_demoted_too(
+) -> None:
+    """Broker 3 (offline) is the preferred leader of t-0 and t-1, so broker 1, their first
+    live replica, leads them: t-0 gets broker 2 as its leader, t-1 has no other live replica
+    and is named (patching broker 1 would take it offline)."""
+    brokers = (Broker(1, "a", CAP), Broker(2, "b", CAP), Broker(3, "a", CAP, alive=False))
+    parts = (Partition("t", 0, (3, 1, 2), 10), Partition("t", 1, (3, 1), 10),
+             Partition("t", 2, (3, 2, 1), 10))  # led by 2: nothing to do
+    demotion = demote(Topology(brokers, parts), [1])
+    assert [(m.name, m.target) for m in demotion.moves] == [("t-0", (2, 3, 1))]
+    assert demotion.stuck == ("t-1",)
+
+
 def test_an_unknown_broker_is_refused() -> None:
     topology = generate_cluster(brokers=3, new_brokers=0, racks=3, partitions=10)
     with pytest.raises(InputError, match="--demote-broker 9: no broker 9"):
