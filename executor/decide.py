@@ -353,13 +353,19 @@ def overrun(bytes_moved: int, cap_bytes_per_sec: float, now: float,
 
 
 def hands_over(state: MoveState, leadership_only: bool, already_handed: bool,
-               bytes_left: int | None, cap_bytes_per_sec: float, lead_seconds: float) -> bool:
-    """A copying move whose bytes left take at most `lead_seconds` at the cap passes its
-    brokers to the next move now (once), so the receiver's quota sees one unbroken copy;
-    a move that copies nothing, or whose bytes left are unknown, hands nothing over."""
+               bytes_left: int | None, cap_bytes_per_sec: float, lead_seconds: float,
+               observed_rate: float | None = None) -> bool:
+    """A copying move whose bytes left take at most `lead_seconds` passes its brokers to the
+    next move now (once), so the receiver's quota sees one unbroken copy; a move that copies
+    nothing, or whose bytes left are unknown, hands nothing over. The time left is reckoned at
+    the copy's own mean rate when it runs under the cap (an SLO guard's step, a receiver it
+    shares): at the cap, a copy at a third of it would hand over with three times the lead,
+    and two copies would run side by side for most of it."""
     if state is not S.COPYING or leadership_only or already_handed or bytes_left is None:
         return False
-    return bytes_left <= cap_bytes_per_sec * lead_seconds
+    pace = (min(cap_bytes_per_sec, observed_rate) if observed_rate is not None
+            and observed_rate > 0 else cap_bytes_per_sec)
+    return bytes_left <= pace * lead_seconds
 
 
 class Started(Enum):

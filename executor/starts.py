@@ -134,14 +134,25 @@ class MoveStarter:
         return sorted(moves, key=lambda m: self.exposed.get(m.name, _NOT_EXPOSED))
 
     def _handing_over(self, active: list[Move]) -> set[str]:
-        """Moves whose copy ends within the hand-over lead: their ends may pass to a next move
-        now, so that the receiver's quota sees one unbroken copy (executor.flows)."""
-        lead = max(HANDOVER_POLLS * self.config.poll_seconds, HANDOVER_MIN_SECONDS)
+        """Moves whose copy ends within the hand-over lead, at its own pace: their ends may
+        pass to a next move now, so that the receiver's quota sees one unbroken copy
+        (executor.flows)."""
         state = self.journal.run.state_of
+        lead = max(HANDOVER_POLLS * self.config.poll_seconds, HANDOVER_MIN_SECONDS)
         return {m.name for m in active
                 if hands_over(state(m.name), m.leadership_only,
                                m.name in self.driver.handed_over, self.driver.bytes_left(m),
-                               self.config.max_bytes_per_sec, lead)}
+                               self.config.max_bytes_per_sec, lead, self._copy_rate(m))}
+
+    def _copy_rate(self, move: Move) -> float | None:
+        """The mean rate of `move`'s copy so far (None before HANDOVER_MIN_SECONDS of it, or
+        when its bytes are unread)."""
+        left = self.driver.bytes_left(move)
+        since = self.journal.run.timeline.of(move.name).copying_at
+        if left is None or since is None:
+            return None
+        seconds = self.ports.clock.now() - since
+        return (move.bytes_moved - left) / seconds if seconds >= HANDOVER_MIN_SECONDS else None
 
     def start_moves(self, active: list[Move]) -> None:
         """Start what may start now, given the moves in flight (`active`)."""

@@ -241,6 +241,21 @@ def test_a_copy_ending_within_the_lead_hands_its_brokers_over(
     assert hands_over(state, leadership, handed, left, 1_000_000, 2.0) is hands
 
 
+@pytest.mark.parametrize(("left", "observed", "hands"), [
+    (2_000_000, None, True),  # no rate seen yet: reckoned at the cap
+    (2_000_000, 3_000_000, True),  # a burst above the cap is reckoned at the cap
+    (2_000_000, 400_000, False),  # at 40% of the cap it has 5 s to go, not 2
+    (800_000, 400_000, True),  # 2 s at its own pace
+    (800_001, 400_000, False),
+    (2_000_000, 0.0, True),  # no byte seen: the cap
+])
+def test_a_copy_under_the_cap_is_reckoned_at_its_own_pace(
+        left: int, observed: float | None, hands: bool) -> None:
+    """A copy held under the cap (an SLO guard's step, a shared receiver) handed over as if it
+    ran at the cap would run beside the next move for most of its tail."""
+    assert hands_over(S.COPYING, False, False, left, 1_000_000, 2.0, observed) is hands
+
+
 # Which pending moves start: each check in the starter's order, one at a time (1) and side by
 # side (N). None: the move goes on to the next check.
 @pytest.mark.parametrize(("slots", "blocked", "leadership", "copying", "one", "turn"), [
