@@ -14,6 +14,7 @@ import pytest
 
 from executor.journal import read_journal, read_records
 from executor.records import RunOutcome
+from executor.state import MoveState
 from kafka_rebalance.core.errors import ClusterError
 from kafka_rebalance.sandbox import cluster
 from kafka_rebalance.sandbox.state import SandboxInfo
@@ -22,8 +23,10 @@ from tests.integration.executor_support import (
     execute_args,
     layout,
     make_plan,
+    move_in,
     rebalance,
     replicas_of,
+    start_rebalance,
     throttle_configs,
 )
 from tests.integration.kafka_topics import wait_for
@@ -128,3 +131,62 @@ def _a_drain_planned_now_heals_the_most_exposed_first(snap: Path, dead: int,
             for m in json.loads(out.read_text())["moves"]
             if dead in replicas[(m["topic"], m["partition"])]]
     assert left and left == sorted(left), left
+
+
+def test_a_broker_that_dies_mid_drain_keeps_only_its_own_rate_and_the_run_says_so(
+        sandbox: SandboxInfo, admin: KafkaClusterAdmin, tmp_path: Path) -> None:
+    """The drained broker dies while the first of two moves copies; both moves copy into the
+    same receiver, the second taking it over from the first. Every move completes (the dead
+    broker is the replica leaving), but its own rate could not be put back: the run exits 6
+    naming clear-throttles (not 0), every live broker's rates are back as they were (each move
+    had left the shared ones to the other), and once the broker is back, clear-throttles
+    clears its rate too."""
+    from executor.throttle import BROKER_THROTTLE_CONFIGS
+
+    lay = layout(sandbox)
+    dead = lay.spare_a  # drained: the moves take its replicas to lay.spare
+    topic = create_topic(sandbox, "exec-dies-mid", 1, [dead, lay.leader], 4 * MB)
+    other = create_topic(sandbox, "exec-dies-mid-b", 1, [lay.follower, dead], 4 * MB)
+    live = [lay.leader, lay.follower, lay.spare]
+    before = admin.broker_configs(live, BROKER_THROTTLE_CONFIGS)
+    plan = tmp_path / "plan.json"
+    make_plan(sandbox, plan, [(topic, 0, (lay.spare, lay.leader)),
+                              (other, 0, (lay.leader, lay.spare))], remove=frozenset({dead}))
+    journal = tmp_path / "run.journal"
+    log = tmp_path / "run.log"
+    killed = False
+    try:
+        proc = start_rebalance(log, *execute_args(sandbox, plan, journal, max_mbps="0.5"))
+        wait_for("the first move copying", lambda: move_in(journal, f"{topic}-0",
+                                                           MoveState.COPYING)
+                 or proc.poll() is not None, 120)
+        cluster.kill_broker(sandbox.dir, dead)
+        killed = True
+        assert proc.wait(300) == 6, log.read_text()
+        output = log.read_text()
+        assert read_journal(journal).outcome is RunOutcome.COMPLETED, output
+        assert "clear-throttles" in output, output
+        assert replicas_of(admin, topic) == {0: (lay.spare, lay.leader)}
+        assert replicas_of(admin, other) == {0: (lay.leader, lay.spare)}
+        assert admin.broker_configs(live, BROKER_THROTTLE_CONFIGS) == before
+        status = rebalance("status", "--journal", str(journal))
+        assert "clear-throttles" in status.stdout, status.stdout
+    finally:
+        if killed:  # a session broker: later tests need it back, in sync
+            cluster.start_broker(sandbox.dir, dead)
+            wait_for("every partition back in sync", lambda: _in_sync(sandbox), 120)
+    cleared = rebalance("clear-throttles", "--journal", str(journal), "--bootstrap",
+                        sandbox.bootstrap)
+    assert cleared.returncode == 0, cleared.stdout + cleared.stderr
+    after = admin.broker_configs([dead], BROKER_THROTTLE_CONFIGS)
+    assert all(value is None for value in after[dead].values()), after
+
+
+def _in_sync(sandbox: SandboxInfo) -> bool:
+    fresh = KafkaClusterAdmin(sandbox.bootstrap)
+    try:
+        return all(set(p.isr) == set(p.replicas) for p in fresh.partitions())
+    except ClusterError:
+        return False
+    finally:
+        fresh.close()
