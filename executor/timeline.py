@@ -38,11 +38,18 @@ class CopyPace:
 
     bytes_copied: int
     seconds: float
+    cap_seconds: float = 0.0  # each copy's time by the cap in force as it started
 
     @property
     def rate(self) -> float | None:
         """Mean copy rate, bytes/s; None before any copy has ended."""
         return self.bytes_copied / self.seconds if self.seconds > 0 else None
+
+    @property
+    def cap(self) -> float | None:
+        """The cap the timed copies ran under, weighted by their time (a resume may have
+        changed it); None when no copy was timed or no cap is known."""
+        return self.cap_seconds / self.seconds if self.seconds > 0 and self.cap_seconds else None
 
 
 MIN_OBSERVED_SECONDS = 5.0  # of timed copies before their mean rate times the rest
@@ -50,13 +57,15 @@ MIN_OBSERVED_SECONDS = 5.0  # of timed copies before their mean rate times the r
 
 def copy_pace(run: RunState, times: RunTimeline) -> CopyPace:
     """The run's observed copy pace: moves whose data is in place and whose copy was timed."""
-    copied, seconds = 0, 0.0
+    copied, seconds, cap_seconds = 0, 0.0, 0.0
     for move in run.plan.moves:
-        took = times.of(move.name).copy_seconds
+        timing = times.of(move.name)
+        took = timing.copy_seconds
         if move.bytes_moved and run.state_of(move.name) in COPIED and took:
             copied += move.bytes_moved
             seconds += took
-    return CopyPace(copied, seconds)
+            cap_seconds += took * (run.cap_at(timing.copying_at) or 0.0)
+    return CopyPace(copied, seconds, cap_seconds)
 
 
 @dataclass(frozen=True, slots=True)

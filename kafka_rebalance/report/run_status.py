@@ -34,12 +34,16 @@ STATUS_VERSION = 1
 
 
 def _copy_line(run: RunState, times: RunTimeline) -> str:
-    """The mean copy rate, against the cap in force now."""
-    pace, cap = copy_pace(run, times), run.cap_at()
+    """The mean copy rate, against the cap its copies ran under (the time-weighted mean when
+    a resume changed it: copies made at 1 MB/s are no 192% of a 500 kB/s cap set after)."""
+    pace = copy_pace(run, times)
     if pace.rate is None:
         return "no copy has finished yet"
-    against = (f" of the {rate_text(cap)} cap ({share_text(pace.rate, cap)})"
-               if cap else "")
+    cap = pace.cap
+    changed = len({run.cap_at(times.of(m.name).copying_at) for m in run.plan.moves
+                   if times.of(m.name).copy_seconds}) > 1
+    against = (f" of the {rate_text(cap)} {'mean ' if changed else ''}cap "
+               f"({share_text(pace.rate, cap)})" if cap else "")
     return (f"copying took {duration_text(pace.seconds)} in all: mean "
             f"{rate_text(pace.rate)}{against}")
 

@@ -156,7 +156,7 @@ def test_before_any_copy_ends_the_eta_rests_on_the_cap(tmp_path: Path,
 def test_a_resume_under_a_lower_cap_times_and_rates_what_follows_by_it(
         tmp_path: Path, rebalance_main: Any) -> None:
     """`resume --max-mbps 1` after t-0 copied at 80% of the run's 2.5 MB/s: the ETA rests on
-    the new cap, and the table rates t-0 against the cap it copied under."""
+    the new cap, and the mean rate and the table rate t-0 against the cap it copied under."""
     from executor.records import ResumeRecord
 
     journal = JournalFile.create(tmp_path / "run.journal", header_record(PLAN, SETTINGS))
@@ -170,7 +170,8 @@ def test_a_resume_under_a_lower_cap_times_and_rates_what_follows_by_it(
     assert doc["eta_basis"] == "observed"  # t-0's 2 MB/s; before any copy it would be the cap
     text = " ".join(rebalance_main("status", "--journal", str(tmp_path / "run.journal")
                                    ).out.split())
-    assert "mean 2.00 MB/s of the 1.00 MB/s cap (200%)" in text  # against the cap now
+    # against the cap t-0 copied under, as its row is (not 200% of a cap set after it)
+    assert "mean 2.00 MB/s of the 2.50 MB/s cap (80%)" in text, text
     from rich.console import Console
 
     from executor.journal import read_journal
@@ -180,6 +181,25 @@ def test_a_resume_under_a_lower_cap_times_and_rates_what_follows_by_it(
     console = Console(width=200, record=True)
     console.print(moves_table(run, run.timeline, time.time()))
     assert "2.00 MB/s (80%)" in console.export_text()  # against the cap it copied under
+
+
+def test_copies_under_two_caps_are_rated_against_their_time_weighted_cap(
+        tmp_path: Path, rebalance_main: Any) -> None:
+    """t-0 copies 10 MB in 5 s under 2.5 MB/s, then `resume --max-mbps 1` and t-1 copies 4 MB
+    in 5 s: 14 MB in 10 s is 1.40 MB/s, against (5 x 2.5 + 5 x 1) / 10 = 1.75 MB/s, 80%."""
+    from executor.records import ResumeRecord
+
+    journal = JournalFile.create(tmp_path / "run.journal", header_record(PLAN, SETTINGS))
+    start = time.time() - 120
+    for at, state in zip((0, 0, 1, 6, 6, 6, 7, 18), DONE_PATH, strict=True):
+        journal.append(state_record("t-0", state, start + at))
+    journal.append(ResumeRecord(start + 20, 1_000_000).to_json())
+    for at, state in zip((21, 21, 22, 27, 27, 27, 28, 39), DONE_PATH, strict=True):
+        journal.append(state_record("t-1", state, start + at))
+    journal.close()
+    text = " ".join(rebalance_main("status", "--journal", str(tmp_path / "run.journal")
+                                   ).out.split())
+    assert "mean 1.40 MB/s of the 1.75 MB/s mean cap (80%)" in text, text
 
 
 def test_a_run_side_by_side_gets_the_eta_of_its_concurrency(tmp_path: Path,
