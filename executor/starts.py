@@ -264,7 +264,9 @@ class MoveStarter:
         since = (f"within the last {window:g} s" if seen or now - self.quota.since >= window
                  else f"before this process started watching {now - self.quota.since:.0f} s ago")
         names = ", ".join(f"broker {b}" for b, _ in dirty)
-        self._note(f"{move.name} waits up to {self.quota.wait_left(dirty, now):.0f} s for "
+        left = self.quota.wait_left(dirty, now)
+        up_to = f"up to {left:.0f} s" if left >= 1 else "under a second"
+        self._note(f"{move.name} waits {up_to} for "
                    f"Kafka's replication quota window: {names} may have received a copy "
                    f"{since}, and a copy into a broker is held to the cap only once its window "
                    f"has been clean for {window:g} s")
