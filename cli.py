@@ -62,8 +62,7 @@ Exit codes (an error is one line on stderr; --debug adds the traceback):
   3    Kafka unreachable or unusable
   4    Prometheus unreachable or without the series
   5    no valid plan: infeasible, or the plan fails validation
-  6    the executor refused or stopped a run, a run left throttles (clear-throttles),
-       or a journal is damaged (status too)
+  6    a run refused, stopped or leaving throttles, or a damaged journal (status too)
   7    the sandbox could not be started, found or stopped
   8    the run was cancelled as asked (`rebalance cancel`), throttles restored, no move failed
   70   unexpected internal error
