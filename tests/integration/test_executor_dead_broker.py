@@ -145,8 +145,8 @@ def test_a_broker_that_dies_mid_drain_keeps_only_its_own_rate_and_the_run_says_s
 
     lay = layout(sandbox)
     dead = lay.spare_a  # drained: the moves take its replicas to lay.spare
-    topic = create_topic(sandbox, "exec-dies-mid", 1, [dead, lay.leader], 4 * MB)
-    other = create_topic(sandbox, "exec-dies-mid-b", 1, [lay.follower, dead], 4 * MB)
+    topic = create_topic(sandbox, "exec-dies-mid", 1, [dead, lay.leader], 3 * MB)
+    other = create_topic(sandbox, "exec-dies-mid-b", 1, [lay.follower, dead], 3 * MB)
     live = [lay.leader, lay.follower, lay.spare]
     before = admin.broker_configs(live, BROKER_THROTTLE_CONFIGS)
     plan = tmp_path / "plan.json"
@@ -156,7 +156,7 @@ def test_a_broker_that_dies_mid_drain_keeps_only_its_own_rate_and_the_run_says_s
     log = tmp_path / "run.log"
     killed = False
     try:
-        proc = start_rebalance(log, *execute_args(sandbox, plan, journal, max_mbps="0.5"))
+        proc = start_rebalance(log, *execute_args(sandbox, plan, journal, max_mbps="1"))
         wait_for("the first move copying", lambda: move_in(journal, f"{topic}-0",
                                                            MoveState.COPYING)
                  or proc.poll() is not None, 120)
