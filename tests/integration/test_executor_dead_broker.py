@@ -174,19 +174,9 @@ def test_a_broker_that_dies_mid_drain_keeps_only_its_own_rate_and_the_run_says_s
     finally:
         if killed:  # a session broker: later tests need it back, in sync
             cluster.start_broker(sandbox.dir, dead)
-            wait_for("every partition back in sync", lambda: _in_sync(sandbox), 120)
+            wait_for("every partition back in sync", lambda: _all_in_sync(sandbox), 120)
     cleared = rebalance("clear-throttles", "--journal", str(journal), "--bootstrap",
                         sandbox.bootstrap)
     assert cleared.returncode == 0, cleared.stdout + cleared.stderr
     after = admin.broker_configs([dead], BROKER_THROTTLE_CONFIGS)
     assert all(value is None for value in after[dead].values()), after
-
-
-def _in_sync(sandbox: SandboxInfo) -> bool:
-    fresh = KafkaClusterAdmin(sandbox.bootstrap)
-    try:
-        return all(set(p.isr) == set(p.replicas) for p in fresh.partitions())
-    except ClusterError:
-        return False
-    finally:
-        fresh.close()
