@@ -39,6 +39,7 @@ class CopyPace:
     bytes_copied: int
     seconds: float
     cap_seconds: float = 0.0  # each copy's time by the cap in force as it started
+    caps: frozenset[float] = frozenset()  # the caps those copies started under
 
     @property
     def rate(self) -> float | None:
@@ -57,15 +58,17 @@ MIN_OBSERVED_SECONDS = 5.0  # of timed copies before their mean rate times the r
 
 def copy_pace(run: RunState, times: RunTimeline) -> CopyPace:
     """The run's observed copy pace: moves whose data is in place and whose copy was timed."""
-    copied, seconds, cap_seconds = 0, 0.0, 0.0
+    copied, seconds, cap_seconds, caps = 0, 0.0, 0.0, set()
     for move in run.plan.moves:
         timing = times.of(move.name)
         took = timing.copy_seconds
         if move.bytes_moved and run.state_of(move.name) in COPIED and took:
+            cap = run.cap_at(timing.copying_at) or 0.0
             copied += move.bytes_moved
             seconds += took
-            cap_seconds += took * (run.cap_at(timing.copying_at) or 0.0)
-    return CopyPace(copied, seconds, cap_seconds)
+            cap_seconds += took * cap
+            caps.add(cap)
+    return CopyPace(copied, seconds, cap_seconds, frozenset(caps))
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,9 +40,7 @@ def _copy_line(run: RunState, times: RunTimeline) -> str:
     if pace.rate is None:
         return "no copy has finished yet"
     cap = pace.cap
-    changed = len({run.cap_at(times.of(m.name).copying_at) for m in run.plan.moves
-                   if times.of(m.name).copy_seconds}) > 1
-    against = (f" of the {rate_text(cap)} {'mean ' if changed else ''}cap "
+    against = (f" of the {rate_text(cap)} {'mean ' if len(pace.caps) > 1 else ''}cap "
                f"({share_text(pace.rate, cap)})" if cap else "")
     return (f"copying took {duration_text(pace.seconds)} in all: mean "
             f"{rate_text(pace.rate)}{against}")
