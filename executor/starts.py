@@ -141,13 +141,12 @@ class MoveStarter:
         lead = max(HANDOVER_POLLS * self.config.poll_seconds, HANDOVER_MIN_SECONDS)
         return {m.name for m in active
                 if hands_over(state(m.name), m.leadership_only,
-                               m.name in self.driver.handed_over, self.driver.bytes_left(m),
-                               self.config.max_bytes_per_sec, lead, self._copy_rate(m))}
+                               m.name in self.driver.handed_over, left := self.driver.bytes_left(m),
+                               self.config.max_bytes_per_sec, lead, self._copy_rate(m, left))}
 
-    def _copy_rate(self, move: Move) -> float | None:
-        """The mean rate of `move`'s copy so far (None before HANDOVER_MIN_SECONDS of it, or
-        when its bytes are unread)."""
-        left = self.driver.bytes_left(move)
+    def _copy_rate(self, move: Move, left: int | None) -> float | None:
+        """The mean rate of `move`'s copy so far, `left` bytes still to copy (None before
+        HANDOVER_MIN_SECONDS of it, or when its bytes are unread)."""
         since = self.journal.run.timeline.of(move.name).copying_at
         if left is None or since is None:
             return None

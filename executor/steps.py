@@ -582,10 +582,9 @@ class MoveDriver:
                                                                   ""))[0]
         # a broker that died since the move started has no series left to settle: no wait
         # brings them back (the gate held on it until its timeout stopped the run)
-        live = self._live()
-        kept = {end for end in ends_of_baseline(baseline) if end[0] in live}
-        if len(kept) < len(ends_of_baseline(baseline)):
-            baseline = baseline_for(baseline, kept)
+        live, ends = self._live(), ends_of_baseline(baseline)
+        if any(broker not in live for broker, _ in ends):
+            baseline = baseline_for(baseline, {end for end in ends if end[0] in live})
         skipped = without_gate(Cooling(
             cancelled=self.skip_gate, leadership_only=move.leadership_only,
             handed_over_to=handed_over_to, final_gate=self.config.final_gate,
